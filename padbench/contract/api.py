@@ -1,0 +1,125 @@
+"""HTTP API bodies (`/v1`), shared by the server's routes, the worker's and the client's httpx calls."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from padbench.contract.results import JobResult
+from padbench.contract.spec import JobSpec
+
+API_PREFIX = "/v1"
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class JobStatus(str, Enum):
+    queued = "queued"
+    running = "running"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelled = "cancelled"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (JobStatus.succeeded, JobStatus.failed, JobStatus.cancelled)
+
+
+class JobCreate(Body):
+    spec: JobSpec
+
+
+class JobCreated(Body):
+    id: int
+    status: JobStatus
+
+
+class JobOut(Body):
+    id: int
+    kind: str
+    name: str | None = None
+    status: JobStatus
+    progress: float | None = None  # 0..1
+    progress_message: str | None = None
+    attempts: int
+    max_attempts: int
+    worker: str | None = None
+    submitter: str
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    error: str | None = None
+    cancel_requested: bool = False
+    spec: dict[str, Any]
+
+
+class JobPage(Body):
+    items: list[JobOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class Capabilities(Body):
+    device: str  # "cuda" or "cpu"
+    gpu_name: str | None = None
+    gpu_memory_bytes: int | None = None
+    kernels: list[str] = []  # attention kernels importable and runnable on this worker
+    job_kinds: list[str] = ["padding", "attention"]
+
+
+class WorkerRegister(Body):
+    name: Annotated[str, Field(min_length=1, max_length=200)]
+    capabilities: Capabilities
+
+
+class WorkerOut(Body):
+    id: int
+    name: str
+    capabilities: Capabilities
+    registered_at: datetime
+
+
+class LeaseRequest(Body):
+    worker_id: int
+
+
+class LeaseOut(Body):
+    job: JobOut
+    lease_token: str
+    lease_expires_at: datetime
+
+
+class Heartbeat(Body):
+    lease_token: str
+    progress: Annotated[float, Field(ge=0, le=1)] | None = None
+    message: Annotated[str, Field(max_length=2000)] | None = None
+
+
+class HeartbeatAck(Body):
+    cancel_requested: bool
+    lease_expires_at: datetime
+
+
+class LeaseComplete(Body):
+    lease_token: str
+    result: JobResult
+
+
+class LeaseFail(Body):
+    lease_token: str
+    error: Annotated[str, Field(max_length=10_000)]
+    traceback: Annotated[str, Field(max_length=200_000)] | None = None
+
+
+class LeaseRelease(Body):
+    lease_token: str
+
+
+class ErrorOut(Body):
+    detail: Any

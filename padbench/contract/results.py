@@ -1,0 +1,138 @@
+"""Result schemas: what a job produces, stored by the server, printed and exported by the client.
+
+A figure that was not measured is `None`, never a placeholder number; a strategy whose run was too
+short or failed its correctness gate says so in `valid` / `invalid_reason`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
+
+
+class ResultModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Environment(ResultModel):
+    """Everything a reader needs to judge whether two results are comparable."""
+
+    hostname: str
+    device: str  # "cuda" or "cpu"
+    gpu_name: str | None = None
+    gpu_memory_bytes: int | None = None
+    gpu_count: int | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    python: str
+    torch: str
+    transformers: str | None = None
+    flash_attn: str | None = None
+    flash_attn_cute: str | None = None
+    datasets: str | None = None
+    dataset_digest: str | None = None
+    seeds: dict[str, int] = {}
+    peak_bf16_tflops: float | None = None  # the device peak used for MFU, and where it came from
+    peak_source: str | None = None
+    started_at: str  # ISO 8601, UTC
+
+
+class ProbeAttempt(ResultModel):
+    size: int  # batch rows, or for packed the token budget in units of max_length rows
+    outcome: Literal["fits", "oom", "cuda_error", "timeout", "crash"]
+    peak_allocated_bytes: int | None = None
+    seconds: float
+    error: str | None = None
+
+
+class ProbeReport(ResultModel):
+    chosen: int
+    largest_fit: int
+    smallest_oom: int | None
+    predicted_limit: int | None
+    margin: float
+    cap: int
+    probes: list[ProbeAttempt]
+    seconds: float
+    cached: bool = False
+    memory_total_bytes: int | None = None
+    memory_used_by_others_bytes: int | None = None
+
+
+class MemoryStats(ResultModel):
+    peak_allocated_bytes: int
+    peak_reserved_bytes: int
+    device_used_bytes: int | None = None  # NVML, whole device, at peak sampling; None on CPU
+
+
+class StrategyResult(ResultModel):
+    strategy: str  # "static", "dynamic", "binned", "packed"
+    n_bins: int | None = None
+    attention: str  # as requested
+    kernel: str  # what actually ran, e.g. "torch-flash-varlen", "flash-attn-cute", "eager-block-mask"
+    batch_size: int
+    status: Literal["ok", "invalid", "failed"]
+    invalid_reason: str | None = None
+    error: str | None = None
+    # Headline: Σ real tokens / Σ measured seconds. None unless measured and valid.
+    tokens_per_s: float | None = None
+    speedup_vs_static: float | None = None
+    median_batch_tokens_per_s: float | None = None
+    p90_batch_tokens_per_s: float | None = None
+    padding_efficiency: float | None = None  # real tokens / computed tokens
+    real_tokens: int | None = None
+    computed_tokens: int | None = None
+    batches: int | None = None
+    measured_seconds: float | None = None
+    warmup_seconds: float | None = None
+    mfu: float | None = None
+    memory: MemoryStats | None = None
+    max_logit_error: float | None = None
+    logit_tolerance: float | None = None
+    correctness_passed: bool | None = None
+    probe: ProbeReport | None = None
+
+    @property
+    def label(self) -> str:
+        return f"binned[{self.n_bins}]" if self.strategy == "binned" else self.strategy
+
+
+class PaddingResult(ResultModel):
+    kind: Literal["padding"] = "padding"
+    spec: PaddingJobSpec
+    environment: Environment
+    model_parameters: int
+    flops_per_token: float
+    num_sequences: int
+    real_tokens_total: int
+    strategies: list[StrategyResult]
+
+
+class AttentionCell(ResultModel):
+    kernel: str
+    seq_len: int
+    status: Literal["ok", "oom", "unsupported", "error"]
+    reason: str | None = None
+    median_ms: float | None = None
+    p10_ms: float | None = None
+    p90_ms: float | None = None
+    tflops: float | None = None
+    fraction_of_matmul: float | None = None
+    peak_memory_bytes: int | None = None  # above the inputs
+    rel_error: float | None = None
+    warmup_ms: float | None = None  # first call, including any JIT compilation
+
+
+class AttentionResult(ResultModel):
+    kind: Literal["attention"] = "attention"
+    spec: AttentionJobSpec
+    environment: Environment
+    matmul_tflops: float | None = None  # measured in the same run, for context
+    cells: list[AttentionCell]
+
+
+JobResult = Annotated[PaddingResult | AttentionResult, Field(discriminator="kind")]
+JOB_RESULT_ADAPTER: TypeAdapter[PaddingResult | AttentionResult] = TypeAdapter(JobResult)

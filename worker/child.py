@@ -1,0 +1,164 @@
+"""Run one piece of GPU work in a spawned child process, and say how it ended.
+
+The worker's supervisor, the OOM probe and the attention sweep all go through `run_in_child`, so a CUDA
+OOM, a sticky CUDA error, a segfault or a hang costs one child and never the caller. The child is
+spawned (never forked: forking after CUDA initialisation is unsafe), becomes its own process-group
+leader so a kill reaches anything it started (compile workers), applies the environment it was given
+*before* importing the target (so `PYTORCH_CUDA_ALLOC_CONF` and `CUDA_VISIBLE_DEVICES` take effect), and
+reports progress and its result over a pipe. The parent blocks on the pipe and the process sentinel
+together: no busy-wait, no files left in /tmp.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any, Literal
+
+Outcome = Literal["ok", "oom", "cuda_error", "error", "timeout", "crash", "cancelled"]
+
+# Messages that mean "the device (or the CPU budget) ran out of memory", matched after the exception
+# type, because some libraries (flash-attn, cuBLAS) surface OOM as a plain RuntimeError.
+_OOM_MARKERS = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "cannot allocate memory")
+# Errors after which the CUDA context is unusable; only a new process recovers.
+_STICKY_CUDA_MARKERS = ("illegal memory access", "device-side assert", "CUDA error", "unspecified launch failure")
+
+
+@dataclass(frozen=True)
+class ChildReport:
+    outcome: Outcome
+    value: Any = None  # the target's return value when outcome == "ok"
+    error: str | None = None  # one line: exception type and message, or how the process ended
+    traceback: str | None = None
+    exit_code: int | None = None
+    seconds: float = 0.0
+
+
+class ChildContext:
+    """Handed to the target as its first argument: the only channel back to the parent."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def progress(self, fraction: float, message: str = "") -> None:
+        self._connection.send(("progress", (float(fraction), message)))
+
+
+def classify_exception(error: BaseException) -> Outcome:
+    text = f"{type(error).__name__}: {error}"
+    if isinstance(error, MemoryError) or type(error).__name__ == "OutOfMemoryError":
+        return "oom"
+    if any(marker.lower() in text.lower() for marker in _OOM_MARKERS):
+        return "oom"
+    if any(marker in text for marker in _STICKY_CUDA_MARKERS):
+        return "cuda_error"
+    return "error"
+
+
+def _resolve(target: str) -> Callable[..., Any]:
+    module_name, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def _child_main(connection: Connection, target: str, args: tuple[Any, ...], env: Mapping[str, str]) -> None:
+    os.setsid()  # own process group: the parent's killpg reaches our descendants too
+    os.environ.update(env)
+    try:
+        value = _resolve(target)(ChildContext(connection), *args)
+    except BaseException as error:  # report everything, including KeyboardInterrupt and MemoryError
+        detail = f"{type(error).__name__}: {error}"
+        outcome = classify_exception(error)
+        # Drop the frame references before sending, so a failed allocation's tensors can be freed.
+        formatted = traceback.format_exc()
+        del error
+        connection.send(("error", (outcome, detail, formatted)))
+        connection.close()
+        sys.exit(1)
+    connection.send(("result", value))
+    connection.close()
+
+
+def _kill_group(process: multiprocessing.process.BaseProcess) -> None:
+    if process.pid is None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        process.join(timeout=3)
+        if not process.is_alive():
+            return
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is not None and code < 0:
+        return f"child killed by signal {signal.Signals(-code).name}"
+    return f"child exited with code {code} without a result"
+
+
+def run_in_child(
+    target: str,
+    *args: Any,
+    timeout_s: float | None = None,
+    env: Mapping[str, str] | None = None,
+    on_progress: Callable[[float, str], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    poll_s: float = 0.5,
+) -> ChildReport:
+    """Run `module:function(ctx, *args)` in a spawned child; never raises for anything the child does.
+
+    `should_stop` is consulted every `poll_s` seconds (e.g. a cancel seen on a heartbeat); when it
+    returns True the child's process group is killed and the outcome is "cancelled".
+    """
+    context = multiprocessing.get_context("spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_child_main, args=(sender, target, args, dict(env or {})), daemon=False)
+    started = time.monotonic()
+    process.start()
+    sender.close()  # so the parent sees EOF when the child dies
+    deadline = None if timeout_s is None else started + timeout_s
+
+    def report(outcome: Outcome, **fields: Any) -> ChildReport:
+        return ChildReport(outcome=outcome, seconds=time.monotonic() - started, **fields)
+
+    try:
+        while True:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                _kill_group(process)
+                return report("timeout", error=f"child ran past its {timeout_s:.0f} s limit")
+            if should_stop is not None and should_stop():
+                _kill_group(process)
+                return report("cancelled", error="stopped by the parent")
+            ready = wait([receiver, process.sentinel], timeout=min(poll_s, remaining or poll_s))
+            if receiver in ready:
+                try:
+                    kind, payload = receiver.recv()
+                except EOFError:
+                    process.join(timeout=5)
+                    return report("crash", error=_describe_exit(process.exitcode), exit_code=process.exitcode)
+                if kind == "progress" and on_progress is not None:
+                    on_progress(*payload)
+                elif kind == "result":
+                    process.join(timeout=30)
+                    return report("ok", value=payload, exit_code=process.exitcode)
+                elif kind == "error":
+                    outcome, detail, formatted = payload
+                    process.join(timeout=30)
+                    return report(outcome, error=detail, traceback=formatted, exit_code=process.exitcode)
+            elif process.sentinel in ready and not receiver.poll():
+                process.join(timeout=5)
+                return report("crash", error=_describe_exit(process.exitcode), exit_code=process.exitcode)
+    finally:
+        if process.is_alive():
+            _kill_group(process)
+        receiver.close()

@@ -1,0 +1,1 @@
+"""The benchmark engine: data → layouts (strategies) → model with an attention kernel → measured result."""

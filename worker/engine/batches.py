@@ -1,0 +1,98 @@
+"""The two batch layouts every strategy produces, and the strategy plugin interface.
+
+Batches are built on the CPU, then moved to the device *before* timing. Everything the forward pass
+needs on the host (`max_seqlen` as a Python int, `cu_seqlens` precomputed) is computed here once per
+batch, so the model never syncs the device to find it (anchors §1, flaw 4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+import torch
+
+from padbench.contract.spec import StrategySpec
+from worker.registry import Registry
+
+
+@dataclass(frozen=True)
+class PaddedBatch:
+    """Rows of right-padded sequences: input_ids and attention_mask are (rows, width)."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor  # 1 for real tokens, 0 for padding
+    lengths: tuple[int, ...]  # real length of each row, host-side
+    sequence_ids: tuple[int, ...]  # index of each row's sequence in the dataset, for the correctness gate
+
+    @property
+    def real_tokens(self) -> int:
+        return sum(self.lengths)
+
+    @property
+    def computed_tokens(self) -> int:
+        return self.input_ids.numel()
+
+    @property
+    def rows(self) -> int:
+        return self.input_ids.shape[0]
+
+    @property
+    def width(self) -> int:
+        return self.input_ids.shape[1]
+
+    def to(self, device: torch.device) -> PaddedBatch:
+        return replace(self, input_ids=self.input_ids.to(device, non_blocking=True),
+                       attention_mask=self.attention_mask.to(device, non_blocking=True))
+
+
+@dataclass(frozen=True)
+class PackedBatch:
+    """Sequences concatenated into one row: input_ids and position_ids are (1, total_tokens).
+
+    position_ids restart at 0 for every sequence; cu_seqlens (int32, n+1) marks the boundaries.
+    """
+
+    input_ids: torch.Tensor
+    position_ids: torch.Tensor
+    cu_seqlens: torch.Tensor
+    max_seqlen: int
+    lengths: tuple[int, ...]
+    sequence_ids: tuple[int, ...]
+    token_budget: int  # the pack's capacity (batch_size × max_length)
+    extras: dict[str, object] = field(default_factory=dict)  # per-kernel precomputed inputs (e.g. masks)
+
+    @property
+    def real_tokens(self) -> int:
+        return sum(self.lengths)
+
+    @property
+    def computed_tokens(self) -> int:
+        return self.input_ids.shape[-1]
+
+    @property
+    def rows(self) -> int:
+        return len(self.lengths)
+
+    def to(self, device: torch.device) -> PackedBatch:
+        moved = {k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v
+                 for k, v in self.extras.items()}
+        return replace(self, input_ids=self.input_ids.to(device, non_blocking=True),
+                       position_ids=self.position_ids.to(device, non_blocking=True),
+                       cu_seqlens=self.cu_seqlens.to(device, non_blocking=True), extras=moved)
+
+
+Batch = PaddedBatch | PackedBatch
+
+
+class Strategy(Protocol):
+    """Turns the job's sequences into batches. Every strategy sees the same multiset of sequences."""
+
+    layout: type[PaddedBatch] | type[PackedBatch]
+
+    def batches(self, sequences: Sequence[Sequence[int]], spec: StrategySpec, batch_size: int,
+                max_length: int, pad_token_id: int, seed: int) -> Iterator[Batch]: ...
+
+
+STRATEGIES: Registry[Strategy] = Registry("strategy")

@@ -1,0 +1,41 @@
+"""Job kinds: one plugin per `kind` of job spec (`padding`, `attention`), looked up in JOB_KINDS."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
+from padbench.contract.spec import JOB_SPEC_ADAPTER, AttentionJobSpec, PaddingJobSpec
+from worker.child import ChildContext
+from worker.registry import Registry
+
+ProgressFn = Callable[[float, str], None]
+
+# Importing a plugin module registers it. Kept as module names so the supervisor (which must not
+# import torch) can list kinds without loading them.
+PLUGIN_MODULES: dict[str, str] = {
+    "padding": "worker.jobkinds.padding",
+    "attention": "worker.jobkinds.attention",
+}
+
+
+class JobKind(Protocol):
+    def run(self, spec: Any, progress: ProgressFn) -> PaddingResult | AttentionResult: ...
+
+
+JOB_KINDS: Registry[JobKind] = Registry("job kind")
+
+
+def get_job_kind(kind: str) -> JobKind:
+    if kind not in JOB_KINDS and kind in PLUGIN_MODULES:
+        importlib.import_module(PLUGIN_MODULES[kind])
+    return JOB_KINDS.get(kind)
+
+
+def run_job(ctx: ChildContext, spec_document: dict[str, Any]) -> dict[str, Any]:
+    """Child-process entry point (`worker.jobkinds:run_job`): spec in, JSON-ready result out."""
+    spec: PaddingJobSpec | AttentionJobSpec = JOB_SPEC_ADAPTER.validate_python(spec_document)
+    result = get_job_kind(spec.kind).run(spec, ctx.progress)
+    return JOB_RESULT_ADAPTER.dump_python(result, mode="json")
