@@ -1,9 +1,13 @@
-"""`padbench run` (local, no server) and `padbench worker` subcommands."""
+"""Worker-side subcommands: `padbench run` (engine, no server) and `padbench worker` (supervisor)."""
 
 from __future__ import annotations
 
 import argparse
 
+from worker.engine.cli import add_run_command
+from worker.supervisor.cli import add_worker_command
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # filled in by the engine and worker
-    pass
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    add_run_command(subparsers)
+    add_worker_command(subparsers)

@@ -1,0 +1,47 @@
+"""Rendering stored results for people (tables) and tools (JSON, CSV). Used by `padbench run` and the client.
+
+Each job kind has its own module with `render_table(result) -> str` and `csv_rows(result) -> list[dict]`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
+
+
+def _module(result: PaddingResult | AttentionResult):  # type: ignore[no-untyped-def]
+    if isinstance(result, PaddingResult):
+        from padbench.report import padding as module
+    else:
+        from padbench.report import attention as module
+    return module
+
+
+def render_table(result: PaddingResult | AttentionResult) -> str:
+    return _module(result).render_table(result)
+
+
+def render_json(result: PaddingResult | AttentionResult) -> str:
+    return JOB_RESULT_ADAPTER.dump_json(result, indent=2).decode()
+
+
+def render_csv(result: PaddingResult | AttentionResult) -> str:
+    rows = _module(result).csv_rows(result)
+    buffer = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def render(result: PaddingResult | AttentionResult, fmt: str) -> str:
+    renderers = {"table": render_table, "json": render_json, "csv": render_csv}
+    if fmt not in renderers:
+        raise ValueError(f"unknown format {fmt!r} (choose table, json or csv)")
+    return renderers[fmt](result)
+
+
+__all__ = ["render", "render_csv", "render_json", "render_table"]
