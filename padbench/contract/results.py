@@ -63,9 +63,12 @@ class ProbeReport(ResultModel):
 
 
 class MemoryStats(ResultModel):
-    peak_allocated_bytes: int
-    peak_reserved_bytes: int
+    # torch's CUDA allocator peaks; None on CPU, where torch keeps no allocator statistics.
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
     device_used_bytes: int | None = None  # NVML, whole device, at peak sampling; None on CPU
+    host_peak_rss_bytes: int | None = None  # CPU runs: the process's peak resident set over the strategy
+    source: str | None = None  # which of the above were measured, e.g. "torch-cuda-allocator+nvml"
 
 
 class StrategyResult(ResultModel):
@@ -82,6 +85,7 @@ class StrategyResult(ResultModel):
     speedup_vs_static: float | None = None
     median_batch_tokens_per_s: float | None = None
     p90_batch_tokens_per_s: float | None = None
+    repeat_tokens_per_s: list[float] | None = None  # the headline figure of each repeat, for its spread
     padding_efficiency: float | None = None  # real tokens / computed tokens
     real_tokens: int | None = None
     computed_tokens: int | None = None
