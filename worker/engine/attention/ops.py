@@ -1,0 +1,234 @@
+"""Low-level attention calls with one tensor convention, shared by the model kernels and the attention sweep.
+
+Conventions, for every op here:
+- dense tensors are (batch, seq, heads, head_dim): the layout a QKV projection produces and flash-attn takes,
+  so a model can hand over transposed views without copying;
+- varlen tensors are (total_tokens, heads, head_dim) with int32 `cu_seqlens` (n+1,) on the device and the
+  maximum lengths as Python ints, so no op has to read a length back from the device (anchors §1, flaw 4);
+- the output has the query's layout; keys/values may have fewer heads than queries (grouped-query attention).
+
+Library signatures differ between versions (torch's `varlen_attn` changed its causal argument in 2.11,
+flash-attn-4 returns a tuple); they are detected once per process and cached, never per call.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import warnings
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
+
+
+class KernelUnavailable(RuntimeError):
+    """An attention kernel cannot run here; the message names the kernel and the reason."""
+
+    def __init__(self, kernel: str, reason: str) -> None:
+        super().__init__(f"attention kernel {kernel!r} is unavailable: {reason}")
+        self.kernel = kernel
+        self.reason = reason
+
+
+# --- detection (once per process) ---------------------------------------------------------------------
+
+@functools.cache
+def optional_module(name: str) -> ModuleType | None:
+    """Import an optional package once; None when it is absent or fails to load (e.g. a CUDA-only build)."""
+    try:
+        return importlib.import_module(name)
+    except Exception:  # a broken binary wheel raises OSError/RuntimeError, not only ImportError
+        return None
+
+
+def flash_attn_module() -> ModuleType:
+    module = optional_module("flash_attn")
+    if module is None or not hasattr(module, "flash_attn_varlen_func"):
+        raise KernelUnavailable("flash-attn", "the flash_attn package (FlashAttention 2) is not importable")
+    return module
+
+
+def flash_attn_cute_module() -> ModuleType:
+    module = optional_module("flash_attn.cute")
+    if module is None or not hasattr(module, "flash_attn_varlen_func"):
+        raise KernelUnavailable("flash-attn-cute", "flash_attn.cute (flash-attn-4) is not importable")
+    return module
+
+
+@functools.cache
+def _torch_varlen_call() -> tuple[Callable[..., Any], dict[str, Any], bool]:
+    """torch's varlen_attn, the keyword arguments that make it causal, and whether it takes enable_gqa."""
+    module = optional_module("torch.nn.attention.varlen")
+    function = getattr(module, "varlen_attn", None)
+    if function is None:
+        raise KernelUnavailable("torch-flash-varlen", f"torch {torch.__version__} has no varlen_attn (needs 2.10+)")
+    parameters = inspect.signature(function).parameters
+    # 2.10 spells causality `is_causal`; 2.11+ replaced it with a (left, right) window where (-1, 0) is causal.
+    causal = {"window_size": (-1, 0)} if "window_size" in parameters else {"is_causal": True}
+    return function, causal, "enable_gqa" in parameters
+
+
+def _first(result: torch.Tensor | tuple[torch.Tensor, ...]) -> torch.Tensor:
+    # Some versions return (out, lse); the check is a Python isinstance, no device work.
+    return result[0] if isinstance(result, tuple) else result
+
+
+def _is_gqa(query: torch.Tensor, key: torch.Tensor) -> bool:
+    return query.shape[-2] != key.shape[-2]
+
+
+# --- dense (batch, seq, heads, head_dim) ----------------------------------------------------------------
+
+def sdpa_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
+               scale: float | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """torch's scaled_dot_product_attention; pin a backend around the call with `sdpa_kernel(...)`.
+
+    `mask` is (batch or 1, 1, q_len, kv_len): boolean (True = attend) or additive.
+    """
+    output = F.scaled_dot_product_attention(
+        query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), attn_mask=mask,
+        is_causal=causal and mask is None, scale=scale, enable_gqa=_is_gqa(query, key))
+    return output.transpose(1, 2)
+
+
+def naive_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
+                scale: float | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The materialised softmax(QKᵀ)V: the full (batch, heads, q_len, kv_len) score matrix in memory.
+
+    `mask` is additive (0 where attended, a large negative value elsewhere), broadcastable to the scores.
+    """
+    groups = query.shape[-2] // key.shape[-2]
+    q, k, v = (t.transpose(1, 2) for t in (query, key, value))
+    if groups > 1:
+        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    scores = torch.matmul(q, k.transpose(-1, -2)) * (scale if scale is not None else query.shape[-1] ** -0.5)
+    if causal:
+        scores = scores + causal_additive_mask(query.shape[1], key.shape[1], scores.dtype, scores.device)
+    if mask is not None:
+        scores = scores + mask
+    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(value.dtype)
+    return torch.matmul(weights, v).transpose(1, 2)
+
+
+def flash_attn_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
+                     scale: float | None = None) -> torch.Tensor:
+    return _first(flash_attn_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal))
+
+
+def flash_attn_cute_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
+                          scale: float | None = None) -> torch.Tensor:
+    return _first(flash_attn_cute_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal))
+
+
+# --- varlen (total_tokens, heads, head_dim) --------------------------------------------------------------
+
+def torch_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                 cu_seqlens_k: torch.Tensor, max_q: int, max_k: int, *, causal: bool,
+                 scale: float | None = None) -> torch.Tensor:
+    function, causal_kwargs, takes_gqa = _torch_varlen_call()
+    kwargs: dict[str, Any] = dict(causal_kwargs) if causal else {}
+    if _is_gqa(query, key):
+        if not takes_gqa:
+            raise KernelUnavailable("torch-flash-varlen", f"torch {torch.__version__} varlen_attn has no GQA")
+        kwargs["enable_gqa"] = True
+    return _first(function(query, key, value, cu_seqlens_q, cu_seqlens_k, max_q, max_k, scale=scale, **kwargs))
+
+
+def flash_attn_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                      cu_seqlens_k: torch.Tensor, max_q: int, max_k: int, *, causal: bool,
+                      scale: float | None = None) -> torch.Tensor:
+    return _first(flash_attn_module().flash_attn_varlen_func(
+        query, key, value, cu_seqlens_q, cu_seqlens_k, max_q, max_k, softmax_scale=scale, causal=causal))
+
+
+def flash_attn_cute_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                           cu_seqlens_k: torch.Tensor, max_q: int, max_k: int, *, causal: bool,
+                           scale: float | None = None) -> torch.Tensor:
+    return _first(flash_attn_cute_module().flash_attn_varlen_func(
+        query, key, value, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_q,
+        max_seqlen_k=max_k, softmax_scale=scale, causal=causal))
+
+
+# --- FlexAttention -------------------------------------------------------------------------------------------
+
+@functools.cache
+def _compiled_flex() -> Callable[..., Any]:
+    # Dynamic shapes: every packed batch has a different total length, and one graph per length would
+    # recompile on every batch (the naive-compile trap of anchors §2).
+    return torch.compile(flex_attention, dynamic=True)
+
+
+def flex_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: BlockMask, *,
+               scale: float | None = None) -> torch.Tensor:
+    """FlexAttention, compiled on CUDA (its only fast path); on CPU the unfused reference runs, for tests."""
+    q, k, v = (t.transpose(1, 2) for t in (query, key, value))
+    if query.is_cuda:
+        output = _compiled_flex()(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=_is_gqa(query, key))
+    else:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*flex_attention called without torch.compile.*")
+            output = flex_attention(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=_is_gqa(query, key))
+    return _first(output).transpose(1, 2)
+
+
+def document_causal_block_mask(document_ids: torch.Tensor) -> BlockMask:
+    """Causal attention within each document of one packed row; `document_ids` is (total_tokens,)."""
+
+    def same_document_causal(batch: Any, head: Any, q_index: Any, kv_index: Any) -> Any:
+        return (document_ids[q_index] == document_ids[kv_index]) & (q_index >= kv_index)
+
+    total = document_ids.shape[0]
+    return create_block_mask(same_document_causal, None, None, total, total, device=document_ids.device,
+                             _compile=document_ids.is_cuda)
+
+
+def padding_causal_block_mask(lengths: torch.Tensor, width: int) -> BlockMask:
+    """Causal attention over each right-padded row's real tokens; `lengths` is (rows,) on the device."""
+
+    def causal_over_real_keys(batch: Any, head: Any, q_index: Any, kv_index: Any) -> Any:
+        return (kv_index < lengths[batch]) & (q_index >= kv_index)
+
+    return create_block_mask(causal_over_real_keys, lengths.shape[0], None, width, width, device=lengths.device,
+                             _compile=lengths.is_cuda)
+
+
+# --- materialised masks ------------------------------------------------------------------------------------
+
+def causal_additive_mask(q_len: int, kv_len: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    allowed = torch.ones(q_len, kv_len, dtype=torch.bool, device=device).tril(kv_len - q_len)
+    return additive(allowed, dtype)
+
+
+def additive(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Boolean (True = attend) → additive mask with the dtype's most negative value where masked."""
+    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill_(
+        ~allowed, torch.finfo(dtype).min)
+
+
+def document_ids_from_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
+    """(total,) int32: the index of the document each packed token belongs to."""
+    counts = (cu_seqlens[1:] - cu_seqlens[:-1]).long()
+    return torch.repeat_interleave(torch.arange(counts.numel(), device=cu_seqlens.device, dtype=torch.int32),
+                                   counts, output_size=total)
+
+
+def block_diagonal_causal(document_ids: torch.Tensor) -> torch.Tensor:
+    """(total, total) bool: token i attends to token j iff same document and j ≤ i. O(total²) memory."""
+    same_document = document_ids[:, None] == document_ids[None, :]
+    return same_document.tril_()
+
+
+def padding_causal(lengths: torch.Tensor, width: int) -> torch.Tensor:
+    """(rows, 1, width, width) bool: causal attention over each right-padded row's real keys.
+
+    Pad queries still see their row's real keys, so no row of the mask is empty (no NaN from softmax).
+    """
+    positions = torch.arange(width, device=lengths.device)
+    real_keys = positions[None, :] < lengths[:, None]
+    causal = positions[:, None] >= positions[None, :]
+    return (causal[None, :, :] & real_keys[:, None, :]).unsqueeze(1)
