@@ -1,0 +1,77 @@
+"""Re-derive the `wikitext103-bert` length distribution from the offline corpus and print it.
+
+    .venv/bin/python scripts/fit_lengths.py [--corpus GLOB] [--tokenizer DIR] [--points 201]
+
+Tokenizes every non-empty line of the corpus (special tokens included, no truncation) through the same
+loader the engine uses, prints the summary figures the shared data README quotes, the quantile table in
+the form `worker/engine/synthetic.py` keeps it, and whether that table still matches the one in the code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+from padbench.contract.spec import DataSpec
+from worker.engine.data import load_tokenizer, tokenize_corpus
+from worker.engine.synthetic import WIKITEXT103_BERT_QUANTILES, fit_quantile_table
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+PADDED_WIDTH = 640
+DYNAMIC_BATCH = 32
+
+
+def corpus_lengths(corpus: str, tokenizer_dir: str) -> np.ndarray:
+    data = DataSpec(source=corpus, tokenizer=tokenizer_dir)
+    # A throwaway cache: the figures must come from tokenizing now, not from an earlier run's files.
+    with tempfile.TemporaryDirectory() as cache_dir:
+        tokenized = tokenize_corpus(data, load_tokenizer(tokenizer_dir), Path(cache_dir), lambda f, m: None)
+        return np.array([len(ids) for ids in tokenized.dataset["input_ids"]])
+
+
+def dynamic_efficiency(lengths: np.ndarray, seed: int) -> float:
+    """Random batches of 32, each padded to its longest row (the README's definition)."""
+    shuffled = np.random.default_rng(seed).permutation(lengths)
+    batches = [shuffled[start:start + DYNAMIC_BATCH] for start in range(0, len(shuffled), DYNAMIC_BATCH)]
+    return float(shuffled.sum() / sum(len(batch) * batch.max() for batch in batches))
+
+
+def print_summary(lengths: np.ndarray) -> None:
+    truncated = np.minimum(lengths, PADDED_WIDTH)
+    p90, p99 = np.percentile(lengths, [90, 99])
+    dynamic = [dynamic_efficiency(truncated, seed) for seed in range(10)]
+    print(f"lines {len(lengths):,}  tokens {int(lengths.sum()):,}  mean {lengths.mean():.2f}  "
+          f"median {np.median(lengths):g}  p90 {p90:.2f}  p99 {p99:.2f}  min {lengths.min()}  max {lengths.max()}")
+    print(f"static @{PADDED_WIDTH} {truncated.sum() / (len(lengths) * PADDED_WIDTH):.4f}  "
+          f"dynamic bs{DYNAMIC_BATCH} random (mean of 10 shuffles) {np.mean(dynamic):.4f}")
+
+
+def print_table(table: tuple[float, ...]) -> None:
+    body = ", ".join(repr(value) for value in table)
+    print(f"WIKITEXT103_BERT_QUANTILES: tuple[float, ...] = (  # {len(table)} points")
+    print(textwrap.fill(body + ",", width=110, initial_indent="    ", subsequent_indent="    "))
+    print(")")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", default=str(SHARED_DATA / "wikitext" / "wiki.*.raw"))
+    parser.add_argument("--tokenizer", default=str(SHARED_DATA / "bert-base-uncased"))
+    parser.add_argument("--points", type=int, default=len(WIKITEXT103_BERT_QUANTILES))
+    args = parser.parse_args()
+    lengths = corpus_lengths(args.corpus, args.tokenizer)
+    print_summary(lengths)
+    table = fit_quantile_table(lengths.tolist(), args.points)
+    print_table(table)
+    matches = table == WIKITEXT103_BERT_QUANTILES
+    print("matches worker/engine/synthetic.py" if matches else "DIFFERS from worker/engine/synthetic.py")
+    return 0 if matches else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
