@@ -25,6 +25,7 @@ class PaddedBatch:
     attention_mask: torch.Tensor  # 1 for real tokens, 0 for padding
     lengths: tuple[int, ...]  # real length of each row, host-side
     sequence_ids: tuple[int, ...]  # index of each row's sequence in the dataset, for the correctness gate
+    extras: dict[str, object] = field(default_factory=dict)  # per-kernel precomputed inputs (e.g. masks)
 
     @property
     def real_tokens(self) -> int:
@@ -44,7 +45,8 @@ class PaddedBatch:
 
     def to(self, device: torch.device) -> PaddedBatch:
         return replace(self, input_ids=self.input_ids.to(device, non_blocking=True),
-                       attention_mask=self.attention_mask.to(device, non_blocking=True))
+                       attention_mask=self.attention_mask.to(device, non_blocking=True),
+                       extras=_extras_to(self.extras, device))
 
 
 @dataclass(frozen=True)
@@ -76,11 +78,14 @@ class PackedBatch:
         return len(self.lengths)
 
     def to(self, device: torch.device) -> PackedBatch:
-        moved = {k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v
-                 for k, v in self.extras.items()}
         return replace(self, input_ids=self.input_ids.to(device, non_blocking=True),
                        position_ids=self.position_ids.to(device, non_blocking=True),
-                       cu_seqlens=self.cu_seqlens.to(device, non_blocking=True), extras=moved)
+                       cu_seqlens=self.cu_seqlens.to(device, non_blocking=True),
+                       extras=_extras_to(self.extras, device))
+
+
+def _extras_to(extras: dict[str, object], device: torch.device) -> dict[str, object]:
+    return {k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v for k, v in extras.items()}
 
 
 Batch = PaddedBatch | PackedBatch
