@@ -1,9 +1,160 @@
-"""Client subcommands: submit, status, wait, results, list, cancel."""
+"""Client subcommands: submit, status, wait, results, list, cancel (and `demo`, from padbench.demo).
+
+Every command takes `--server`/`PADBENCH_SERVER` and `--token`/`PADBENCH_TOKEN`. A failure prints one
+line on stderr — the server's own reason when it gave one (e.g. a 422's field and message) — and exits
+non-zero: 1 for a server or job failure, 2 for bad input on this side (a spec file that does not validate,
+a missing server address).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from client.api import ApiError, PadbenchClient
+from client.display import format_page, format_status
+from client.progress import ProgressBar
+from padbench.contract.api import JobOut, JobStatus
+from padbench.report import render
+from padbench.specfile import SpecError, load_spec
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+FORMATS = ("table", "json", "csv")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # filled in by the engine and worker
+class UsageError(Exception):
     pass
+
+
+def _connection_options() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--server", default=os.environ.get("PADBENCH_SERVER"),
+                        help="server base URL (default: $PADBENCH_SERVER)")
+    parent.add_argument("--token", default=os.environ.get("PADBENCH_TOKEN"),
+                        help="bearer token (default: $PADBENCH_TOKEN)")
+    return parent
+
+
+def _command(subparsers: argparse._SubParsersAction, name: str, handler: Callable[..., int],
+             help_text: str) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(name, help=help_text, description=help_text, parents=[_connection_options()])
+    parser.set_defaults(handler=lambda args: _run(handler, args))
+    return parser
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from padbench.demo import add_demo_command
+
+    submit = _command(subparsers, "submit", submit_job, "validate a job spec (YAML/JSON) and queue it")
+    submit.add_argument("spec", type=Path, help="job spec file")
+    submit.add_argument("--wait", action="store_true", help="wait for the job and print its results table")
+    status = _command(subparsers, "status", show_status, "show one job's status")
+    status.add_argument("job_id", type=int, metavar="ID")
+    wait = _command(subparsers, "wait", wait_job, "wait for a job to finish, with a progress bar on stderr")
+    wait.add_argument("job_id", type=int, metavar="ID")
+    wait.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="give up after this long")
+    results = _command(subparsers, "results", show_results, "print a finished job's results")
+    results.add_argument("job_id", type=int, metavar="ID")
+    results.add_argument("--format", choices=FORMATS, default="table")
+    results.add_argument("--output", type=Path, default=None, metavar="PATH", help="write to a file, not stdout")
+    listing = _command(subparsers, "list", list_jobs, "list jobs, newest first")
+    listing.add_argument("--status", choices=[status.value for status in JobStatus], default=None)
+    listing.add_argument("--limit", type=int, default=20)
+    listing.add_argument("--offset", type=int, default=0)
+    cancel = _command(subparsers, "cancel", cancel_job, "cancel a queued or running job")
+    cancel.add_argument("job_id", type=int, metavar="ID")
+    add_demo_command(subparsers)
+
+
+def _run(handler: Callable[[PadbenchClient, argparse.Namespace], int], args: argparse.Namespace) -> int:
+    try:
+        if not args.server or not args.token:
+            raise UsageError("--server and --token (or PADBENCH_SERVER / PADBENCH_TOKEN) are required")
+        with PadbenchClient(args.server, args.token) as client:
+            return handler(client, args)
+    except (UsageError, SpecError) as error:
+        print(f"padbench {args.command}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except ApiError as error:
+        print(f"padbench {args.command}: {error}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def submit_job(client: PadbenchClient, args: argparse.Namespace) -> int:
+    # Validated here first, so a typo is named before any network call; the server validates again. The
+    # full spec, defaults included, is what gets stored: a result must say exactly what it measured.
+    spec = load_spec(args.spec)
+    created = client.submit(spec.model_dump(mode="json"))
+    print(f"job {created.id} {created.status.value}", file=sys.stderr if args.wait else sys.stdout)
+    if not args.wait:
+        return 0
+    return _wait_and_print(client, created.id, timeout_s=None)
+
+
+def show_status(client: PadbenchClient, args: argparse.Namespace) -> int:
+    print(format_status(client.job(args.job_id)))
+    return 0
+
+
+def wait_job(client: PadbenchClient, args: argparse.Namespace) -> int:
+    job = wait_with_progress(client, args.job_id, timeout_s=args.timeout)
+    print(f"job {job.id} {job.status.value}")
+    return _final_exit(job)
+
+
+def show_results(client: PadbenchClient, args: argparse.Namespace) -> int:
+    text = render(client.results(args.job_id), args.format)
+    if args.output is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return 0
+    try:
+        args.output.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"cannot write {args.output}: {error.strerror}") from error
+    print(f"wrote {args.format} results of job {args.job_id} to {args.output}", file=sys.stderr)
+    return 0
+
+
+def list_jobs(client: PadbenchClient, args: argparse.Namespace) -> int:
+    if args.limit < 1 or args.offset < 0:
+        raise UsageError("--limit must be at least 1 and --offset not negative")
+    status = JobStatus(args.status) if args.status else None
+    print(format_page(client.jobs(status=status, limit=args.limit, offset=args.offset)))
+    return 0
+
+
+def cancel_job(client: PadbenchClient, args: argparse.Namespace) -> int:
+    job = client.cancel(args.job_id)
+    if job.status.is_final:
+        print(f"job {job.id} {job.status.value}")
+    else:
+        print(f"job {job.id} {job.status.value}: cancel requested")
+    return 0
+
+
+def wait_with_progress(client: PadbenchClient, job_id: int, timeout_s: float | None) -> JobOut:
+    bar = ProgressBar()
+    try:
+        return client.wait(job_id, on_update=bar.update, timeout_s=timeout_s)
+    finally:
+        bar.finish()
+
+
+def _final_exit(job: JobOut) -> int:
+    if job.status is JobStatus.succeeded:
+        return 0
+    reason = f": {job.error}" if job.error else ""
+    print(f"job {job.id} {job.status.value}{reason}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def _wait_and_print(client: PadbenchClient, job_id: int, timeout_s: float | None) -> int:
+    job = wait_with_progress(client, job_id, timeout_s)
+    if job.status is not JobStatus.succeeded:
+        return _final_exit(job)
+    print(render(client.results(job_id), "table"))
+    return 0

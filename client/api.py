@@ -1,0 +1,150 @@
+"""The submitter's httpx client for the padbench API (`/v1`): typed bodies in, typed bodies out.
+
+Every failure — an HTTP error status, a refused connection, a timeout, a body that does not match the
+contract — becomes one `ApiError` whose message is a single line a person can act on, e.g.
+`HTTP 422: spec.batch_size: Input should be greater than 0`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from padbench.contract.api import API_PREFIX, JobCreated, JobOut, JobPage, JobStatus
+from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
+
+# Explicit, short timeouts: API calls are small; a hung server must not hang the CLI forever.
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class ApiError(Exception):
+    """One clear line describing why a request failed; `status` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def describe_detail(detail: Any) -> str:
+    """FastAPI's `detail`: a string, or for 422 a list of {loc, msg} items; render either as one line."""
+    if isinstance(detail, list):
+        parts = []
+        for item in detail:
+            if isinstance(item, dict) and "msg" in item:
+                location = ".".join(str(part) for part in item.get("loc", ()) if part != "body")
+                parts.append(f"{location}: {item['msg']}" if location else str(item["msg"]))
+            else:
+                parts.append(str(item))
+        return "; ".join(parts)
+    return str(detail)
+
+
+def error_from_response(response: httpx.Response) -> ApiError:
+    try:
+        body = response.json()
+        detail = body.get("detail", body) if isinstance(body, dict) else body
+        text = describe_detail(detail)
+    except ValueError:
+        text = response.text.strip() or response.reason_phrase
+    return ApiError(f"HTTP {response.status_code}: {text}", status=response.status_code)
+
+
+class ApiSession:
+    """An httpx client bound to one server and one bearer token; shared by the client and the worker."""
+
+    def __init__(
+        self,
+        server: str,
+        token: str,
+        *,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.server = server.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.server,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=timeout,
+            transport=transport,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ApiSession:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """Send a request under `/v1`; raise ApiError unless the status is 2xx."""
+        url = path if path.startswith("/healthz") else f"{API_PREFIX}{path}"
+        try:
+            response = self._http.request(method, url, **kwargs)
+        except httpx.TimeoutException as error:
+            raise ApiError(f"{self.server} did not answer {method} {url} in time ({type(error).__name__})") from error
+        except httpx.TransportError as error:
+            raise ApiError(f"cannot reach the padbench server at {self.server}: {error}") from error
+        if response.is_error:
+            raise error_from_response(response)
+        return response
+
+
+def parse_body(model: type[ModelT], response: httpx.Response) -> ModelT:
+    try:
+        return model.model_validate_json(response.content)
+    except ValidationError as error:
+        raise ApiError(f"the server's answer does not match the {model.__name__} contract: {error}") from error
+
+
+class PadbenchClient(ApiSession):
+    """Submit, inspect, wait for, read and cancel jobs."""
+
+    def submit(self, spec_document: dict[str, Any]) -> JobCreated:
+        return parse_body(JobCreated, self.request("POST", "/jobs", json={"spec": spec_document}))
+
+    def job(self, job_id: int) -> JobOut:
+        return parse_body(JobOut, self.request("GET", f"/jobs/{job_id}"))
+
+    def jobs(self, *, status: JobStatus | None = None, limit: int = 50, offset: int = 0) -> JobPage:
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
+        if status is not None:
+            params["status"] = status.value
+        return parse_body(JobPage, self.request("GET", "/jobs", params=params))
+
+    def results(self, job_id: int) -> PaddingResult | AttentionResult:
+        response = self.request("GET", f"/jobs/{job_id}/results")
+        try:
+            return JOB_RESULT_ADAPTER.validate_json(response.content)
+        except ValidationError as error:
+            raise ApiError(f"job {job_id}'s stored result does not match the result contract: {error}") from error
+
+    def cancel(self, job_id: int) -> JobOut:
+        return parse_body(JobOut, self.request("POST", f"/jobs/{job_id}/cancel"))
+
+    def wait(
+        self,
+        job_id: int,
+        *,
+        on_update: Callable[[JobOut], None] | None = None,
+        poll_s: float = 0.5,
+        timeout_s: float | None = None,
+    ) -> JobOut:
+        """Poll until the job reaches a final status; `on_update` sees every poll (for a progress bar)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            job = self.job(job_id)
+            if on_update is not None:
+                on_update(job)
+            if job.status.is_final:
+                return job
+            if deadline is not None and time.monotonic() >= deadline:
+                raise ApiError(f"job {job_id} is still {job.status.value} after {timeout_s:.0f} s")
+            time.sleep(poll_s)

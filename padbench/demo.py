@@ -1,0 +1,192 @@
+"""`padbench demo`: the one command for the main job, end to end on this machine.
+
+It starts a server (fresh tokens, an embedded SQLite database in a temporary directory) and one worker on
+loopback as subprocesses, submits an example padding job — CPU-sized when no GPU is visible, GPU-sized
+otherwise — waits with a progress bar, prints the results table, and shuts everything down, also on
+Ctrl-C or failure. The subprocesses run in their own sessions so a Ctrl-C reaches only this process,
+which then stops the worker (releasing its lease) before the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from client.api import ApiError, PadbenchClient
+from client.progress import ProgressBar
+from padbench.contract.api import JobStatus
+from padbench.report import render
+from padbench.specfile import SpecError, load_spec
+from worker.supervisor.capabilities import CapabilityError, detect_capabilities
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
+CPU_EXAMPLE = EXAMPLES_DIR / "cpu-demo.yaml"
+GPU_EXAMPLE = EXAMPLES_DIR / "gpu-demo.yaml"
+SERVER_START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 20.0
+LOG_TAIL_LINES = 30
+
+
+def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="start a local server and worker, run an example job, print its results, shut down",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument("--spec", type=Path, default=None,
+                        help=f"job spec to run instead of the example ({CPU_EXAMPLE.name} / {GPU_EXAMPLE.name})")
+    parser.add_argument("--gpu", default=None, help="GPU index for the worker (default: the first visible)")
+    parser.set_defaults(handler=run_demo)
+
+
+@dataclass(frozen=True)
+class Tokens:
+    submitter: str
+    worker: str
+    admin: str
+
+    @classmethod
+    def generate(cls) -> Tokens:
+        return cls(*(secrets.token_urlsafe(32) for _ in range(3)))
+
+    def write(self, path: Path) -> None:
+        lines = [f"submitter:demo:{self.submitter}", f"worker:demo-worker:{self.worker}", f"admin:demo:{self.admin}"]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        path.chmod(0o600)
+
+
+def free_loopback_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def padbench_command(*args: str) -> list[str]:
+    """Run subcommands with this interpreter, so the demo works from a venv without activating it."""
+    return [sys.executable, "-m", "padbench.cli", *args]
+
+
+@contextmanager
+def background(command: list[str], log_path: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """A subprocess in its own session, logging to a file; SIGTERM (then SIGKILL) when the block exits."""
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        yield process
+    finally:
+        stop_process(process)
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def log_tail(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(f"  | {line}" for line in lines[-LOG_TAIL_LINES:])
+
+
+class DemoError(RuntimeError):
+    pass
+
+
+def wait_until_healthy(url: str, server: subprocess.Popen[bytes], log_path: Path) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise DemoError(f"the server exited with code {server.returncode}:\n{log_tail(log_path)}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2.0).status_code == httpx.codes.OK:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise DemoError(f"the server did not answer /healthz within {SERVER_START_TIMEOUT_S:.0f} s:\n{log_tail(log_path)}")
+
+
+def choose_spec(explicit: Path | None, gpu: str | None) -> Path:
+    if explicit is not None:
+        return explicit
+    try:
+        capabilities = detect_capabilities(gpu)
+    except CapabilityError as error:
+        raise DemoError(str(error)) from error
+    if capabilities.device == "cuda":
+        print(f"GPU found ({capabilities.gpu_name}): running {GPU_EXAMPLE.name}", file=sys.stderr)
+        return GPU_EXAMPLE
+    print(f"no GPU visible: running the CPU-sized {CPU_EXAMPLE.name}", file=sys.stderr)
+    return CPU_EXAMPLE
+
+
+def run_job(url: str, token: str, spec_path: Path) -> int:
+    spec = load_spec(spec_path)
+    with PadbenchClient(url, token) as client:
+        created = client.submit(spec.model_dump(mode="json"))
+        print(f"submitted job {created.id} ({spec_path.name})", file=sys.stderr)
+        bar = ProgressBar()
+        try:
+            job = client.wait(created.id, on_update=bar.update)
+        finally:
+            bar.finish()
+        if job.status is not JobStatus.succeeded:
+            raise DemoError(f"job {job.id} {job.status.value}: {job.error or 'no error recorded'}")
+        print(render(client.results(created.id), "table"))
+    return 0
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    try:
+        return _run_demo(args.spec, args.gpu)
+    except (DemoError, SpecError, ApiError) as error:
+        print(f"padbench demo: {error}", file=sys.stderr)
+        return 1
+
+
+def _run_demo(spec: Path | None, gpu: str | None) -> int:
+    with tempfile.TemporaryDirectory(prefix="padbench-demo-") as scratch:
+        workdir = Path(scratch)
+        tokens = Tokens.generate()
+        tokens.write(workdir / "tokens")
+        url = f"http://127.0.0.1:{free_loopback_port()}"
+        env = os.environ | {
+            "PADBENCH_TOKENS_FILE": str(workdir / "tokens"),
+            "PADBENCH_DATABASE_URL": f"sqlite:///{workdir / 'padbench.db'}",
+        }
+        port = url.rsplit(":", 1)[1]
+        server_log, worker_log = workdir / "server.log", workdir / "worker.log"
+        server_command = padbench_command("server", "--host", "127.0.0.1", "--port", port)
+        with background(server_command, server_log, env) as server:
+            spec_path = choose_spec(spec, gpu)  # detection overlaps the server's start-up
+            wait_until_healthy(url, server, server_log)
+            worker_command = padbench_command("worker", "--server", url, "--token", tokens.worker, "--name", "demo")
+            if gpu is not None:
+                worker_command += ["--gpu", gpu]
+            with background(worker_command, worker_log, env) as worker:
+                print(f"server {url} and worker pid {worker.pid} started (logs in {workdir})", file=sys.stderr)
+                try:
+                    return run_job(url, tokens.submitter, spec_path)
+                except DemoError as error:
+                    raise DemoError(f"{error}\nworker log:\n{log_tail(worker_log)}") from error

@@ -1,0 +1,39 @@
+"""Child-process targets for the supervisor's unit tests (importable by a spawned child, no torch)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from padbench.contract.results import Environment, PaddingResult
+from padbench.contract.spec import PaddingJobSpec
+from worker.child import ChildContext
+
+
+def finish_with_progress(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    """Reports progress for ~1.5 s (so a heartbeat carries it), then returns a contract-shaped result."""
+    for step in range(3):
+        ctx.progress((step + 1) / 3, f"step {step + 1} of 3")
+        time.sleep(0.5)
+    environment = Environment(hostname="unit", device="cpu", python="3", torch="none", started_at="2026-11-21")
+    result = PaddingResult(spec=PaddingJobSpec(), environment=environment, model_parameters=1,
+                           flops_per_token=1.0, num_sequences=0, real_tokens_total=0, strategies=[])
+    return result.model_dump(mode="json")
+
+
+def return_non_result(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"echo": spec}
+
+
+def raise_error(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    raise ValueError(f"no such strategy in {spec}")
+
+
+def run_until_killed(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    """Writes its pid where the test can find it, then reports progress forever."""
+    Path(spec["pid_file"]).write_text(str(os.getpid()))
+    while True:
+        ctx.progress(0.5, "working")
+        time.sleep(0.1)

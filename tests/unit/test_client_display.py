@@ -1,0 +1,51 @@
+"""What people see: the progress line, a job's status, and the job list."""
+
+from __future__ import annotations
+
+import io
+from datetime import datetime, timezone
+from typing import Any
+
+from client.display import format_page, format_status
+from client.progress import ProgressBar, describe_progress
+from padbench.contract.api import JobOut, JobPage
+
+CREATED = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+
+
+def job(**fields: Any) -> JobOut:
+    base = {"id": 4, "kind": "padding", "status": "running", "attempts": 1, "max_attempts": 3,
+            "submitter": "alice", "created_at": CREATED, "spec": {}}
+    return JobOut.model_validate(base | fields)
+
+
+def test_the_progress_line_has_a_bar_the_worker_and_the_message() -> None:
+    line = describe_progress(job(progress=0.5, progress_message="packed: batch 3/6", worker="box-gpu0"))
+    assert line == f"job 4 [{'#' * 15}{'.' * 15}]  50% running on box-gpu0: packed: batch 3/6"
+
+
+def test_a_queued_job_without_progress_shows_only_its_status() -> None:
+    assert describe_progress(job(status="queued")) == "job 4 queued"
+
+
+def test_a_non_terminal_stream_gets_one_line_per_change() -> None:
+    stream = io.StringIO()
+    bar = ProgressBar(stream)
+    for fraction in (0.1, 0.1, 0.2):
+        bar.update(job(progress=fraction))
+    bar.finish()
+    assert stream.getvalue().count("\n") == 2
+
+
+def test_status_shows_the_error_and_attempts() -> None:
+    text = format_status(job(status="failed", error="oom: CUDA out of memory", attempts=3))
+    assert "attempts   3 of 3" in text
+    assert "error      oom: CUDA out of memory" in text
+
+
+def test_the_list_is_aligned_and_says_how_many_there_are() -> None:
+    page = JobPage(items=[job(id=12, name="seed"), job(id=3, status="queued")], total=40, limit=2, offset=0)
+    lines = format_page(page).splitlines()
+    assert lines[0].split() == ["ID", "STATUS", "KIND", "NAME", "PROGRESS", "WORKER", "CREATED"]
+    assert lines[1].split()[:4] == ["12", "running", "padding", "seed"]
+    assert lines[-1] == "(2 shown, 1-2 of 40)"

@@ -1,0 +1,174 @@
+"""The supervisor's run/report decisions, with real spawned children and an in-process fake server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from padbench.contract.api import Capabilities, LeaseOut
+from worker.supervisor.api import WorkerApi
+from worker.supervisor.loop import FatalWorkerError, Supervisor, WorkerConfig
+
+TARGETS = "tests.unit.supervisor_targets"
+
+
+class FakeServer:
+    """Answers the worker endpoints; records every call as (action, body)."""
+
+    def __init__(self, heartbeat_status: int = 200, cancel: bool = False, jobs: list[dict[str, Any]] | None = None):
+        self.calls: list[tuple[str, Any]] = []
+        self.heartbeat_status = heartbeat_status
+        self.cancel = cancel
+        self.jobs = list(jobs or [])
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        action = request.url.path.rsplit("/", 1)[-1]
+        body = json.loads(request.content) if request.content else None
+        self.calls.append((action, body))
+        expires = (datetime.now(timezone.utc) + timedelta(seconds=3)).isoformat()
+        if action == "workers":
+            return httpx.Response(201, json={"id": 1, "name": body["name"], "capabilities": body["capabilities"],
+                                             "registered_at": expires})
+        if action == "leases":
+            if not self.jobs:
+                return httpx.Response(204)
+            return httpx.Response(200, json=lease_body(self.jobs.pop(0)))
+        if action == "heartbeat":
+            if self.heartbeat_status != 200:
+                return httpx.Response(self.heartbeat_status, json={"detail": "not the current lease"})
+            return httpx.Response(200, json={"cancel_requested": self.cancel, "lease_expires_at": expires})
+        return httpx.Response(204)
+
+    def actions(self) -> list[str]:
+        return [action for action, _ in self.calls]
+
+    def last(self, action: str) -> Any:
+        return next(body for name, body in reversed(self.calls) if name == action)
+
+
+def lease_body(spec: dict[str, Any], job_id: int = 5) -> dict[str, Any]:
+    now = datetime.now(timezone.utc)
+    job = {"id": job_id, "kind": "padding", "status": "running", "attempts": 1, "max_attempts": 3,
+           "submitter": "alice", "created_at": now.isoformat(), "spec": spec}
+    return {"job": job, "lease_token": "lease-abc", "lease_expires_at": (now + timedelta(seconds=3)).isoformat()}
+
+
+def supervisor(server: FakeServer, target: str, **config: Any) -> Supervisor:
+    api = WorkerApi("http://padbench.test", "w0rker", transport=httpx.MockTransport(server.handle))
+    settings = WorkerConfig(name="unit", job_target=f"{TARGETS}:{target}", idle_poll_first_s=0.01, **config)
+    return Supervisor(api, settings, Capabilities(device="cpu"))
+
+
+def run_one(server: FakeServer, target: str, spec: dict[str, Any], **config: Any) -> Supervisor:
+    sup = supervisor(server, target, **config)
+    sup.worker_id = 1
+    sup.run_lease(LeaseOut.model_validate(lease_body(spec)))
+    return sup
+
+
+def test_a_result_is_completed_with_the_lease_token_and_progress_is_relayed() -> None:
+    server = FakeServer()
+    run_one(server, "finish_with_progress", {"kind": "padding"})
+    assert server.actions()[-1] == "complete"
+    assert server.last("complete")["lease_token"] == "lease-abc"
+    assert server.last("complete")["result"]["kind"] == "padding"
+    beats = [body for action, body in server.calls if action == "heartbeat"]
+    assert beats and beats[-1]["progress"] > 0 and beats[-1]["message"].startswith("step")
+
+
+def test_a_result_outside_the_contract_is_a_failure_not_a_completion() -> None:
+    server = FakeServer()
+    run_one(server, "return_non_result", {"kind": "padding"})
+    assert server.actions()[-1] == "fail"
+    assert "does not match the result contract" in server.last("fail")["error"]
+    assert server.last("fail")["lease_token"] == "lease-abc"
+
+
+def test_a_child_exception_is_failed_with_its_traceback() -> None:
+    server = FakeServer()
+    run_one(server, "raise_error", {"kind": "padding"})
+    failure = server.last("fail")
+    assert failure["error"].startswith("error: ValueError: no such strategy")
+    assert "Traceback" in failure["traceback"]
+    assert "raise_error" in failure["traceback"]
+
+
+def test_a_cancel_on_a_heartbeat_kills_the_child(tmp_path: Path) -> None:
+    server = FakeServer(cancel=True)
+    pid_file = tmp_path / "pid"
+    run_one(server, "run_until_killed", {"pid_file": str(pid_file)})
+    pid = int(pid_file.read_text())
+    assert not process_alive(pid)
+    assert "heartbeat" in server.actions()
+    assert "cancelled" in server.last("fail")["error"]
+
+
+def test_a_lost_lease_kills_the_child_and_reports_nothing(tmp_path: Path) -> None:
+    server = FakeServer(heartbeat_status=409)
+    pid_file = tmp_path / "pid"
+    run_one(server, "run_until_killed", {"pid_file": str(pid_file)})
+    assert not process_alive(int(pid_file.read_text()))
+    assert server.actions()[-1] == "heartbeat"
+
+
+def test_a_timeout_is_a_failure_naming_the_limit(tmp_path: Path) -> None:
+    server = FakeServer()
+    run_one(server, "run_until_killed", {"pid_file": str(tmp_path / "pid")}, job_timeout_s=1.5)
+    assert server.last("fail")["error"].startswith("timeout: child ran past its 2 s limit")
+
+
+def test_stop_releases_the_lease_and_kills_the_child(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    server = FakeServer(jobs=[{"pid_file": str(pid_file)}])
+    sup = supervisor(server, "run_until_killed")
+    thread = threading.Thread(target=sup.run)
+    thread.start()
+    wait_for(pid_file.exists)
+    sup.request_stop()
+    thread.join(timeout=20)
+    assert not thread.is_alive()
+    assert server.actions()[0] == "workers"
+    assert server.actions()[-1] == "release"
+    assert server.last("release") == {"lease_token": "lease-abc"}
+    assert not process_alive(int(pid_file.read_text()))
+
+
+def test_the_worker_and_client_commands_never_import_torch() -> None:
+    # A fresh interpreter: other tests in this session may have imported torch themselves.
+    probe = ("import sys, padbench.cli, worker.supervisor.loop, worker.supervisor.cli, client.cli;"
+             "padbench.cli.build_parser(); print('torch' in sys.modules)")
+    answer = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert answer.stdout.strip() == "False"
+
+
+def test_a_refused_token_stops_the_worker_with_a_clear_error() -> None:
+    api = WorkerApi("http://padbench.test", "bad", transport=httpx.MockTransport(
+        lambda request: httpx.Response(401, json={"detail": "invalid token"})))
+    sup = Supervisor(api, WorkerConfig(name="unit"), Capabilities(device="cpu"))
+    with pytest.raises(FatalWorkerError, match="invalid token"):
+        sup.run()
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_for(condition: Any, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)

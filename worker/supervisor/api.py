@@ -1,0 +1,70 @@
+"""The worker's httpx client for the worker endpoints: register, claim a lease, heartbeat, report.
+
+The lease token travels only in request bodies, never in a URL (URLs end up in access logs). A 409 on
+any lease call means this worker no longer holds the lease (it expired and went to someone else, or the
+job was finished elsewhere): that is `LeaseLost`, and the caller must drop the job without reporting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from client.api import ApiError, ApiSession, parse_body
+from padbench.contract.api import (
+    Capabilities,
+    Heartbeat,
+    HeartbeatAck,
+    LeaseComplete,
+    LeaseFail,
+    LeaseOut,
+    LeaseRelease,
+    LeaseRequest,
+    WorkerOut,
+    WorkerRegister,
+)
+
+HTTP_CONFLICT = 409
+HTTP_NO_CONTENT = 204
+
+
+class LeaseLost(ApiError):
+    """The server answered 409: another worker holds this job now, or it is already finished."""
+
+
+class WorkerApi(ApiSession):
+    def register(self, name: str, capabilities: Capabilities) -> WorkerOut:
+        body = WorkerRegister(name=name, capabilities=capabilities)
+        return parse_body(WorkerOut, self.request("POST", "/workers", json=body.model_dump(mode="json")))
+
+    def claim(self, worker_id: int) -> LeaseOut | None:
+        """The next job this worker can run, or None when the queue has nothing for it (204)."""
+        body = LeaseRequest(worker_id=worker_id).model_dump(mode="json")
+        response = self.request("POST", "/leases", json=body)
+        if response.status_code == HTTP_NO_CONTENT:
+            return None
+        return parse_body(LeaseOut, response)
+
+    def heartbeat(self, job_id: int, token: str, progress: float | None, message: str | None) -> HeartbeatAck:
+        body = Heartbeat(lease_token=token, progress=progress, message=message)
+        return parse_body(HeartbeatAck, self._lease_call(job_id, "heartbeat", body.model_dump(mode="json")))
+
+    def complete(self, job_id: int, token: str, result: dict[str, Any]) -> None:
+        # The child already produced a contract-shaped document; validating it here (pydantic, no torch)
+        # turns a schema slip into a clear failure instead of a bare 422 from the server.
+        body = LeaseComplete.model_validate({"lease_token": token, "result": result})
+        self._lease_call(job_id, "complete", body.model_dump(mode="json"))
+
+    def fail(self, job_id: int, token: str, error: str, traceback: str | None) -> None:
+        body = LeaseFail(lease_token=token, error=error[:10_000], traceback=traceback[-200_000:] if traceback else None)
+        self._lease_call(job_id, "fail", body.model_dump(mode="json"))
+
+    def release(self, job_id: int, token: str) -> None:
+        self._lease_call(job_id, "release", LeaseRelease(lease_token=token).model_dump(mode="json"))
+
+    def _lease_call(self, job_id: int, action: str, body: dict[str, Any]) -> Any:
+        try:
+            return self.request("POST", f"/leases/{job_id}/{action}", json=body)
+        except ApiError as error:
+            if error.status == HTTP_CONFLICT:
+                raise LeaseLost(str(error), status=error.status) from error
+            raise

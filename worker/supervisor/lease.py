@@ -1,0 +1,98 @@
+"""Keeping one lease alive while its job runs: a heartbeat thread in the supervisor parent.
+
+The thread beats every ~lease/3 seconds so one lost request does not cost the lease, and sooner (at most
+once a second) when the child reports new progress, so people watching `padbench wait` see it promptly
+and a cancel is noticed within about a second of the next progress report. What the server answers is
+kept in two flags the run loop polls: `cancel_requested` and `lost` (409: someone else holds the job).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import datetime, timezone
+
+from client.api import ApiError
+from padbench.contract.api import LeaseOut
+from worker.supervisor.api import LeaseLost, WorkerApi
+
+log = logging.getLogger("padbench.worker")
+
+# Bounds on the heartbeat period: frequent enough that a cancel is seen within ~10 s even on a long
+# lease, and never so frequent that a tiny lease in a test hammers the server.
+MIN_BEAT_INTERVAL_S = 0.2
+MAX_BEAT_INTERVAL_S = 10.0
+MIN_PROGRESS_GAP_S = 1.0
+
+
+def beat_interval(lease: LeaseOut, now: datetime | None = None) -> float:
+    """A third of the lease the server granted (its clock decides the expiry; we only need its length)."""
+    now = now or datetime.now(timezone.utc)
+    expires = lease.lease_expires_at
+    if expires.tzinfo is None:  # SQLite may hand back naive UTC timestamps
+        expires = expires.replace(tzinfo=timezone.utc)
+    length = (expires - now).total_seconds()
+    return min(max(length / 3, MIN_BEAT_INTERVAL_S), MAX_BEAT_INTERVAL_S)
+
+
+class LeaseKeeper:
+    def __init__(self, api: WorkerApi, lease: LeaseOut, interval_s: float | None = None) -> None:
+        self._api = api
+        self.job_id = lease.job.id
+        self.token = lease.lease_token
+        self.interval_s = interval_s if interval_s is not None else beat_interval(lease)
+        self.cancel_requested = threading.Event()
+        self.lost = threading.Event()
+        self.beats = 0
+        self._progress: tuple[float | None, str | None] = (None, None)
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{self.job_id}", daemon=True)
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._done.set()
+        self._wake.set()
+        self._thread.join(timeout=30)
+
+    def update(self, fraction: float, message: str) -> None:
+        """`on_progress` for run_in_child: remember the latest progress and nudge the heartbeat thread."""
+        with self._lock:
+            self._progress = (min(max(fraction, 0.0), 1.0), message[:2000] or None)
+        self._wake.set()
+
+    def _run(self) -> None:
+        last_beat = time.monotonic()
+        while not self._done.is_set() and not self.lost.is_set():
+            woken = self._wake.wait(timeout=max(0.0, last_beat + self.interval_s - time.monotonic()))
+            if self._done.is_set():
+                return
+            if woken:  # progress arrived: beat now, but not more than once a second
+                self._wake.clear()
+                self._done.wait(timeout=max(0.0, last_beat + MIN_PROGRESS_GAP_S - time.monotonic()))
+                if self._done.is_set():
+                    return
+            self.beat()
+            last_beat = time.monotonic()
+
+    def beat(self) -> None:
+        with self._lock:
+            progress, message = self._progress
+        try:
+            ack = self._api.heartbeat(self.job_id, self.token, progress, message)
+        except LeaseLost as error:
+            log.warning("job %d: lease lost (%s); dropping it", self.job_id, error)
+            self.lost.set()
+            return
+        except ApiError as error:  # transient: the next beat may get through before the lease ends
+            log.warning("job %d: heartbeat failed: %s", self.job_id, error)
+            return
+        self.beats += 1
+        if ack.cancel_requested and not self.cancel_requested.is_set():
+            log.info("job %d: cancel requested", self.job_id)
+            self.cancel_requested.set()

@@ -1,0 +1,176 @@
+"""The worker's main loop: register, claim, run the job in a spawned child, heartbeat, report.
+
+The parent never imports torch: the job runs through `run_in_child` (spawned, own process group, a
+wall-clock limit), and everything the parent does is HTTP. How each run ends decides the one call made
+to the server: a result → `complete`; a crash, OOM, error or timeout → `fail` with the child's error and
+traceback; a cancel seen on a heartbeat → `fail` saying so (the server records it as cancelled); a stop
+request (SIGTERM) → `release`, so another worker takes the job at once; a lost lease → nothing at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from client.api import ApiError
+from padbench.contract.api import Capabilities, LeaseOut
+from worker.child import ChildReport, run_in_child
+from worker.supervisor.api import LeaseLost, WorkerApi
+from worker.supervisor.capabilities import gpu_environment
+from worker.supervisor.lease import LeaseKeeper
+
+log = logging.getLogger("padbench.worker")
+
+HTTP_UNAUTHORIZED = 401
+HTTP_FORBIDDEN = 403
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    name: str
+    gpu: str | None = None
+    job_timeout_s: float = 6 * 3600.0
+    # Idle polling starts fast and backs off to this cap, so a new job is picked up within ~0.5 s.
+    idle_poll_first_s: float = 0.05
+    idle_poll_max_s: float = 0.5
+    # When the server is unreachable or erroring, back off further: nothing is lost by waiting.
+    error_poll_max_s: float = 5.0
+    once: bool = False
+    job_target: str = "worker.jobkinds:run_job"
+
+
+class Backoff:
+    def __init__(self, first_s: float, max_s: float) -> None:
+        self.first_s, self.max_s = first_s, max_s
+        self._next = first_s
+
+    def next(self) -> float:
+        delay = self._next
+        self._next = min(self._next * 2, self.max_s)
+        return delay
+
+    def reset(self) -> None:
+        self._next = self.first_s
+
+
+class FatalWorkerError(RuntimeError):
+    """The server refuses this worker outright (bad token, wrong role): retrying cannot help."""
+
+
+class Supervisor:
+    def __init__(
+        self,
+        api: WorkerApi,
+        config: WorkerConfig,
+        capabilities: Capabilities,
+        stop_event: threading.Event | None = None,
+    ) -> None:
+        self.api = api
+        self.config = config
+        self.capabilities = capabilities
+        self.worker_id: int | None = None
+        self.jobs_run = 0
+        # Shared with the signal handlers, which are installed before the supervisor exists.
+        self._stop = stop_event or threading.Event()
+
+    def request_stop(self) -> None:
+        """Called from the SIGTERM handler: finish no new work, release what we hold."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def run(self) -> None:
+        self.worker_id = self._register()
+        if self.worker_id is None:
+            return
+        idle = Backoff(self.config.idle_poll_first_s, self.config.idle_poll_max_s)
+        while not self.stopping:
+            lease = self._claim()
+            if lease is None:
+                self._stop.wait(idle.next())
+                continue
+            idle.reset()
+            self.run_lease(lease)
+            self.jobs_run += 1
+            if self.config.once:
+                return
+
+    def _register(self) -> int | None:
+        errors = Backoff(0.2, self.config.error_poll_max_s)
+        while not self.stopping:
+            try:
+                worker = self.api.register(self.config.name, self.capabilities)
+            except ApiError as error:
+                self._raise_if_fatal(error)
+                log.warning("registering with %s failed (%s); retrying", self.api.server, error)
+                self._stop.wait(errors.next())
+                continue
+            log.info("registered as worker %d (%s) with %s", worker.id, worker.name, self.api.server)
+            return worker.id
+        return None
+
+    def _claim(self) -> LeaseOut | None:
+        assert self.worker_id is not None
+        try:
+            return self.api.claim(self.worker_id)
+        except ApiError as error:
+            self._raise_if_fatal(error)
+            log.warning("claiming a job failed: %s", error)
+            self._stop.wait(self.config.error_poll_max_s)
+            return None
+
+    @staticmethod
+    def _raise_if_fatal(error: ApiError) -> None:
+        if error.status in (HTTP_UNAUTHORIZED, HTTP_FORBIDDEN):
+            raise FatalWorkerError(f"the server refused this worker: {error}") from error
+
+    def run_lease(self, lease: LeaseOut) -> ChildReport:
+        job = lease.job
+        log.info("job %d (%s) claimed, attempt %d of %d", job.id, job.kind, job.attempts, job.max_attempts)
+        with LeaseKeeper(self.api, lease) as keeper:
+            report = run_in_child(
+                self.config.job_target,
+                job.spec,
+                timeout_s=self.config.job_timeout_s,
+                env=gpu_environment(self.config.gpu),
+                on_progress=keeper.update,
+                should_stop=lambda: self.stopping or keeper.cancel_requested.is_set() or keeper.lost.is_set(),
+            )
+        log.info("job %d: child finished: %s in %.1f s", job.id, report.outcome, report.seconds)
+        try:
+            self._settle(lease, report, keeper)
+        except LeaseLost as error:
+            log.warning("job %d: lease lost before the report (%s); dropping it", job.id, error)
+        except ApiError as error:
+            # The lease will expire and the job go back to the queue (or fail once attempts are spent).
+            log.error("job %d: could not report to the server: %s", job.id, error)
+        return report
+
+    def _settle(self, lease: LeaseOut, report: ChildReport, keeper: LeaseKeeper) -> None:
+        job_id, token = lease.job.id, lease.lease_token
+        if report.outcome == "ok":
+            self._complete(job_id, token, report)
+        elif keeper.lost.is_set():
+            log.warning("job %d: lease lost while running; the child was stopped", job_id)
+        elif keeper.cancel_requested.is_set():
+            self.api.fail(job_id, token, "cancelled on request; the job's child process was stopped", None)
+        elif self.stopping:
+            log.info("job %d: stopping; releasing the lease", job_id)
+            self.api.release(job_id, token)
+        else:
+            self.api.fail(job_id, token, f"{report.outcome}: {report.error}", report.traceback)
+
+    def _complete(self, job_id: int, token: str, report: ChildReport) -> None:
+        try:
+            self.api.complete(job_id, token, report.value)
+        except ValidationError as error:
+            self.api.fail(job_id, token, f"the job's result does not match the result contract: {error}", None)
+        except ApiError as error:
+            if isinstance(error, LeaseLost) or error.status is None:
+                raise
+            self.api.fail(job_id, token, f"the server rejected the job's result: {error}", None)
