@@ -1,0 +1,213 @@
+"""The timing loop and the rules that decide whether a measurement counts.
+
+The rules (anchors §1, §3, §6):
+- warm-up batches first, timed separately (torch.compile's compile time lands there);
+- then whole passes over the prepared batches, so every batch is issued equally often, until the run has
+  lasted `min_seconds` AND `min_batches`; `max_batches` caps it, and a capped run that falls short of the
+  minima is invalid, with the reason, rather than a number;
+- on CUDA, one event per batch and one synchronize per pass (never per batch), so the host keeps the
+  device queue full exactly as a real training or serving loop would;
+- the headline is Σ real tokens / Σ measured seconds. The per-batch median and p90 are secondary figures,
+  because a median over batches of very different sizes compares different regimes (anchors §1, flaw 1).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Protocol
+
+import torch
+
+from padbench.contract.spec import MeasurementSpec
+from worker.engine.batches import Batch
+
+
+class BatchClock(Protocol):
+    """Marks batch boundaries on the device's timeline and reads the intervals back in one go."""
+
+    def start(self) -> None: ...
+
+    def mark(self) -> None: ...
+
+    def collect(self) -> list[float]: ...  # seconds of each batch marked since `start`; waits for the device
+
+
+class PerfCounterClock:
+    """CPU execution is synchronous, so the host's monotonic clock is the device's clock."""
+
+    def __init__(self) -> None:
+        self._marks: list[float] = []
+
+    def start(self) -> None:
+        self._marks = [time.perf_counter()]
+
+    def mark(self) -> None:
+        self._marks.append(time.perf_counter())
+
+    def collect(self) -> list[float]:
+        return [end - begin for begin, end in pairwise(self._marks)]
+
+
+class CudaEventClock:
+    """One CUDA event per batch boundary; only `collect` synchronizes (on the last event)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self._device = device
+        self._events: list[torch.cuda.Event] = []
+
+    def _record(self) -> None:
+        event = torch.cuda.Event(enable_timing=True)
+        event.record(torch.cuda.current_stream(self._device))
+        self._events.append(event)
+
+    def start(self) -> None:
+        self._events = []
+        self._record()
+
+    def mark(self) -> None:
+        self._record()
+
+    def collect(self) -> list[float]:
+        self._events[-1].synchronize()
+        return [begin.elapsed_time(end) / 1000.0 for begin, end in pairwise(self._events)]
+
+
+def clock_for(device: torch.device) -> BatchClock:
+    return CudaEventClock(device) if device.type == "cuda" else PerfCounterClock()
+
+
+@dataclass(frozen=True)
+class RepeatTiming:
+    batch_indices: tuple[int, ...]  # which prepared batch each measured step issued
+    batch_seconds: tuple[float, ...]
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.batch_seconds)
+
+    @property
+    def batches(self) -> int:
+        return len(self.batch_indices)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    warmup_batches: int
+    warmup_seconds: float
+    repeats: tuple[RepeatTiming, ...]
+
+
+def run_warmup(step: Callable[[int], None], n_batches: int, count: int, clock: BatchClock) -> float:
+    clock.start()
+    for issued in range(count):
+        step(issued % n_batches)
+        clock.mark()
+    return sum(clock.collect())
+
+
+def run_repeat(step: Callable[[int], None], n_batches: int, settings: MeasurementSpec,
+               clock: BatchClock) -> RepeatTiming:
+    indices: list[int] = []
+    seconds: list[float] = []
+    capped = False
+    while True:
+        clock.start()  # a fresh start per pass keeps the host's sync gap out of the first interval
+        for index in range(n_batches):
+            if settings.max_batches is not None and len(indices) >= settings.max_batches:
+                capped = True
+                break
+            step(index)
+            clock.mark()
+            indices.append(index)
+        seconds.extend(clock.collect())
+        long_enough = sum(seconds) >= settings.min_seconds and len(indices) >= settings.min_batches
+        if capped or long_enough:
+            return RepeatTiming(tuple(indices), tuple(seconds))
+
+
+def measure(step: Callable[[int], None], n_batches: int, settings: MeasurementSpec, clock: BatchClock,
+            on_repeat: Callable[[int], None] | None = None) -> Measurement:
+    """Warm up, then `settings.repeats` measured runs of `step(batch_index)` over whole passes."""
+    if n_batches <= 0:
+        raise ValueError("nothing to measure: the strategy produced no batches")
+    warmup_seconds = run_warmup(step, n_batches, settings.warmup_batches, clock)
+    repeats = []
+    for repeat in range(settings.repeats):
+        if on_repeat is not None:
+            on_repeat(repeat)
+        repeats.append(run_repeat(step, n_batches, settings, clock))
+    return Measurement(settings.warmup_batches, warmup_seconds, tuple(repeats))
+
+
+def invalid_reason(measurement: Measurement, settings: MeasurementSpec) -> str | None:
+    """Why the run does not count, or None when every repeat met both minima."""
+    for number, repeat in enumerate(measurement.repeats, start=1):
+        which = f"repeat {number}: " if len(measurement.repeats) > 1 else ""
+        if repeat.batches < settings.min_batches:
+            return f"{which}measured {repeat.batches} batches, fewer than min_batches={settings.min_batches}"
+        if repeat.seconds <= 0:
+            return f"{which}the timer measured no time for {repeat.batches} batches"
+        if repeat.seconds < settings.min_seconds:
+            return (f"{which}measured {repeat.seconds:.3f} s, shorter than min_seconds={settings.min_seconds:g}"
+                    f" (max_batches={settings.max_batches} stopped it)")
+    return None
+
+
+@dataclass(frozen=True)
+class Throughput:
+    tokens_per_s: float  # Σ real tokens / Σ seconds over all repeats
+    median_batch_tokens_per_s: float
+    p90_batch_tokens_per_s: float
+    repeat_tokens_per_s: tuple[float, ...]
+    real_tokens: int
+    computed_tokens: int
+    batches: int
+    seconds: float
+    flops: float | None  # counted FLOPs of everything measured; None when any batch's count is unknown
+
+
+def _p90(values: Sequence[float]) -> float:
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=10, method="inclusive")[8]
+
+
+def summarize(measurement: Measurement, real_tokens: Sequence[int], computed_tokens: Sequence[int],
+              flops: Sequence[float | None]) -> Throughput:
+    """Aggregate the repeats; the per-batch sequences are indexed like the prepared batches."""
+    indices = [i for repeat in measurement.repeats for i in repeat.batch_indices]
+    seconds = [s for repeat in measurement.repeats for s in repeat.batch_seconds]
+    per_batch = [real_tokens[i] / s for i, s in zip(indices, seconds, strict=True) if s > 0]
+    counted = [flops[i] for i in indices]
+    total_seconds = sum(seconds)
+    return Throughput(
+        tokens_per_s=sum(real_tokens[i] for i in indices) / total_seconds,
+        median_batch_tokens_per_s=statistics.median(per_batch),
+        p90_batch_tokens_per_s=_p90(per_batch),
+        repeat_tokens_per_s=tuple(sum(real_tokens[i] for i in r.batch_indices) / r.seconds
+                                  for r in measurement.repeats),
+        real_tokens=sum(real_tokens[i] for i in indices),
+        computed_tokens=sum(computed_tokens[i] for i in indices),
+        batches=len(indices),
+        seconds=total_seconds,
+        flops=None if any(f is None for f in counted) else float(sum(f for f in counted if f is not None)),
+    )
+
+
+def batch_sanity_error(batch: Batch, max_length: int) -> str | None:
+    """0 < real tokens ≤ rows × max_length and ≤ computed tokens (anchors §1, flaw 2: corrupt counts)."""
+    real, rows = batch.real_tokens, batch.rows
+    if rows <= 0 or real <= 0:
+        return f"a batch has {real} real tokens in {rows} rows (must be positive)"
+    if real > rows * max_length:
+        return f"a batch claims {real} real tokens in {rows} rows, above rows × max_length = {rows * max_length}"
+    if real > batch.computed_tokens:
+        return f"a batch claims {real} real tokens but computes only {batch.computed_tokens}"
+    outside = [length for length in batch.lengths if not 0 < length <= max_length]
+    if outside:
+        return f"a batch holds a sequence of length {outside[0]}, outside 1..{max_length}"
+    return None

@@ -1,0 +1,136 @@
+"""Peak memory of one strategy's run, from the sources that can actually see it.
+
+On CUDA: the torch caching allocator's peaks (allocated and reserved, reset per strategy) and the whole
+device's usage from NVML, sampled on a background thread while the strategy runs (NVML sees other
+processes and the CUDA context too, which the allocator does not). On CPU torch has no allocator
+statistics, so the only honest figure is the process's peak resident set, which Linux lets us reset per
+strategy through /proc/self/clear_refs; where that is impossible the figure is None, never a guess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+
+from padbench.contract.results import MemoryStats
+
+NVML_SAMPLE_INTERVAL_S = 0.01  # optimum-benchmark's 10 ms: short enough to catch activation peaks
+_CLEAR_REFS = Path("/proc/self/clear_refs")
+_STATUS = Path("/proc/self/status")
+
+
+class NvmlSampler:
+    """Polls NVML for the device's used memory on a daemon thread and keeps the maximum seen."""
+
+    def __init__(self, device_index: int) -> None:
+        import pynvml  # optional (the `gpu` extra); callers check `nvml_available()` first
+
+        self._nvml = pynvml
+        pynvml.nvmlInit()
+        self._handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, name="nvml-sampler", daemon=True)
+        self.peak_used_bytes = 0
+
+    def _sample(self) -> None:
+        used = int(self._nvml.nvmlDeviceGetMemoryInfo(self._handle).used)
+        self.peak_used_bytes = max(self.peak_used_bytes, used)
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(NVML_SAMPLE_INTERVAL_S)
+
+    def start(self) -> None:
+        self._sample()
+        self._thread.start()
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        self._nvml.nvmlShutdown()
+        return self.peak_used_bytes
+
+
+def nvml_available() -> bool:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        pynvml.nvmlShutdown()
+    except Exception:  # not installed, no driver, or no permission: all mean "no NVML figure"
+        return False
+    return True
+
+
+def nvml_device_index(device: torch.device) -> int:
+    """NVML numbers GPUs physically; torch numbers the visible ones. Map through CUDA_VISIBLE_DEVICES."""
+    import os
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible:
+        entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
+        if index < len(entries) and entries[index].isdigit():
+            return int(entries[index])
+    return index
+
+
+def reset_host_peak_rss() -> bool:
+    """Reset the kernel's VmHWM counter for this process; False where the platform cannot."""
+    try:
+        _CLEAR_REFS.write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def host_peak_rss_bytes() -> int | None:
+    """VmHWM from /proc (resettable), else getrusage's lifetime maximum on Linux; None elsewhere."""
+    with contextlib.suppress(OSError):
+        for line in _STATUS.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    if sys.platform.startswith("linux"):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return None
+
+
+@contextlib.contextmanager
+def track_peak_memory(device: torch.device) -> Iterator[list[MemoryStats]]:
+    """Measure peaks over the `with` block; the stats are appended to the yielded list on exit."""
+    collected: list[MemoryStats] = []
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        sampler = NvmlSampler(nvml_device_index(device)) if nvml_available() else None
+        if sampler is not None:
+            sampler.start()
+        try:
+            yield collected
+        finally:
+            torch.cuda.synchronize(device)
+            device_used = sampler.stop() if sampler is not None else None
+            collected.append(MemoryStats(
+                peak_allocated_bytes=torch.cuda.max_memory_allocated(device),
+                peak_reserved_bytes=torch.cuda.max_memory_reserved(device),
+                device_used_bytes=device_used,
+                source="torch-cuda-allocator" + ("+nvml" if device_used is not None else ""),
+            ))
+        return
+    resettable = reset_host_peak_rss()
+    try:
+        yield collected
+    finally:
+        peak = host_peak_rss_bytes()
+        collected.append(MemoryStats(
+            host_peak_rss_bytes=peak,
+            source="process-peak-rss" if resettable else "process-peak-rss-lifetime",
+        ))
