@@ -1,9 +1,79 @@
-"""Server subcommands: `padbench server`, `padbench db upgrade`."""
+"""Server subcommands: `padbench server [--host H] [--port P] [--dev]` and `padbench db upgrade`."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+from padbench.specfile import format_validation_error
+from server.core.config import Settings
+from server.core.security import TokenFileError, TokenStore, dev_token_store, generate_dev_tokens
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # filled in by the engine and worker
-    pass
+def load_settings(**overrides: Any) -> Settings | None:
+    """Settings from PADBENCH_* plus command-line overrides; None (after saying why) when they are refused."""
+    try:
+        return Settings(**{key: value for key, value in overrides.items() if value is not None})
+    except ValidationError as error:
+        print(f"padbench: invalid settings: {format_validation_error(error)}", file=sys.stderr)
+        return None
+
+
+def announce_dev_tokens(settings: Settings) -> TokenStore:
+    tokens = generate_dev_tokens()
+    print("padbench server --dev: generated tokens (shown once, valid until the server stops):")
+    for role, token in tokens.items():
+        print(f"  {role.value:<9} {token}")
+    print(f"  e.g. export PADBENCH_SERVER=http://{settings.host}:{settings.port} "
+          f"PADBENCH_TOKEN={tokens[next(iter(tokens))]}", flush=True)
+    return dev_token_store(tokens)
+
+
+def run_server(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from server.main import create_app
+
+    settings = load_settings(host=args.host, port=args.port, dev=args.dev or None)
+    if settings is None:
+        return 2
+    try:
+        app = create_app(settings, tokens=announce_dev_tokens(settings) if settings.dev else None)
+    except TokenFileError as error:
+        print(f"padbench server: {error}", file=sys.stderr)
+        return 2
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
+    return 0
+
+
+def upgrade_database(args: argparse.Namespace) -> int:
+    from server.db.engine import Database
+    from server.db.migrate import upgrade_to_head
+
+    settings = load_settings()
+    if settings is None:
+        return 2
+    database = Database.connect(settings)
+    try:
+        upgrade_to_head(database.engine)
+    finally:
+        database.dispose()
+    print(f"padbench db: {database.engine.url.render_as_string(hide_password=True)} is at the latest migration")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    server = subparsers.add_parser("server", help="run the padbench API server (uvicorn)")
+    server.add_argument("--host", help="address to listen on (default 127.0.0.1; PADBENCH_HOST)")
+    server.add_argument("--port", type=int, help="port (default 8000; PADBENCH_PORT)")
+    server.add_argument("--dev", action="store_true", help="generate tokens for each role and print them once")
+    server.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    server.set_defaults(handler=run_server)
+
+    database = subparsers.add_parser("db", help="database maintenance")
+    actions = database.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    upgrade = actions.add_parser("upgrade", help="apply pending migrations (the server also does this on start)")
+    upgrade.set_defaults(handler=upgrade_database)

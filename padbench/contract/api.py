@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from padbench.contract.results import JobResult
 from padbench.contract.spec import JobSpec
@@ -32,6 +32,14 @@ class JobStatus(str, Enum):
 
 class JobCreate(Body):
     spec: JobSpec
+
+    @field_validator("spec", mode="before")
+    @classmethod
+    def _padding_by_default(cls, value: Any) -> Any:
+        """A spec without `kind` is a padding job, exactly as in `parse_job_spec`."""
+        if isinstance(value, dict) and "kind" not in value:
+            return {"kind": "padding", **value}
+        return value
 
 
 class JobCreated(Body):

@@ -1,0 +1,1 @@
+"""The HTTP API: dependencies, error handling, and one router per resource."""

@@ -1,0 +1,78 @@
+"""Request dependencies as `Annotated` aliases: sessions, settings, and who is calling.
+
+Sessions close when the path function returns (scope="function"), before the response is sent: a
+client that reads its own write right after a 201 always sees it committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
+
+from server.core.config import Settings
+from server.core.security import Principal, Role, TokenStore
+from server.db.engine import Database
+
+bearer_scheme = HTTPBearer(auto_error=False, description="A token from PADBENCH_TOKENS_FILE")
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_database(request: Request) -> Database:
+    return request.app.state.database
+
+
+def get_write_session(request: Request) -> Iterator[Session]:
+    """One write transaction per request (BEGIN IMMEDIATE on SQLite): committed on success, else rolled back."""
+    with get_database(request).write.begin() as session:
+        yield session
+
+
+def get_read_session(request: Request) -> Iterator[Session]:
+    with get_database(request).read() as session:
+        yield session
+
+
+def get_current_principal(
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)]
+) -> Principal:
+    challenge = {"WWW-Authenticate": "Bearer"}
+    if credentials is None:
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing bearer token (Authorization: Bearer …)",
+                            headers=challenge)
+    tokens: TokenStore = request.app.state.tokens
+    principal = tokens.authenticate(credentials.credentials)
+    if principal is None:
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "invalid bearer token", headers=challenge)
+    return principal
+
+
+CurrentPrincipal = Annotated[Principal, Depends(get_current_principal)]
+
+
+def require_role(role: Role) -> Callable[[Principal], Principal]:
+    """A dependency admitting `role` and admins; anyone else authenticated gets 403."""
+
+    def check(principal: CurrentPrincipal) -> Principal:
+        if principal.role is not role and not principal.is_admin:
+            raise HTTPException(
+                status.HTTP_403_FORBIDDEN,
+                f"this endpoint needs a {role.value} token; {principal.role.value}:{principal.name} is not one",
+            )
+        return principal
+
+    return check
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+SessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
+ReadSessionDep = Annotated[Session, Depends(get_read_session, scope="function")]
+SubmitterAuth = Annotated[Principal, Depends(require_role(Role.submitter))]
+WorkerAuth = Annotated[Principal, Depends(require_role(Role.worker))]
+AdminAuth = Annotated[Principal, Depends(require_role(Role.admin))]

@@ -1,0 +1,48 @@
+"""Error bodies: always JSON with a `detail` that names the field and the reason.
+
+Validation errors keep FastAPI's list shape (`[{loc, msg, type}]`, which clients already parse), minus
+noise: the `body` prefix and the tag pydantic inserts for the job-kind union (`spec.padding.batch_size`
+reads better as `spec.batch_size`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
+
+# Top-level body fields holding a job-kind union (JobCreate.spec, LeaseComplete.result) and the tags
+# pydantic puts right after them in an error location.
+UNION_FIELDS = frozenset({"spec", "result"})
+UNION_TAGS = frozenset(
+    tag for spec in (PaddingJobSpec, AttentionJobSpec) for tag in get_args(spec.model_fields["kind"].annotation)
+)
+HTTP_UNPROCESSABLE = 422
+
+
+def clean_location(location: tuple[Any, ...] | list[Any]) -> list[Any]:
+    # Union members and validators appear as labels like `constrained-int` or `function-after[…]`: not fields.
+    parts = [part for part in location if isinstance(part, int) or str(part).isidentifier()]
+    if parts and parts[0] == "body":
+        parts = parts[1:]
+    if len(parts) > 1 and parts[0] in UNION_FIELDS and parts[1] in UNION_TAGS:
+        del parts[1]
+    return parts
+
+
+def describe_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"loc": clean_location(error["loc"]), "msg": error["msg"], "type": error["type"]} for error in errors]
+
+
+async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse(status_code=HTTP_UNPROCESSABLE,
+                        content={"detail": describe_errors(list(exc.errors()))})
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, validation_error_handler)

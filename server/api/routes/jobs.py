@@ -1,0 +1,94 @@
+"""Jobs, for submitters: submit, list, read, read results, cancel. Submitters see only their own jobs;
+admins see all. Someone else's job answers 404, exactly like a job that does not exist.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, status
+from fastapi.responses import JSONResponse
+
+from padbench.contract.api import JobCreate, JobCreated, JobOut, JobPage, JobStatus
+from padbench.contract.results import JobResult
+from padbench.contract.spec import JOB_SPEC_ADAPTER
+from server import queue
+from server.api.deps import ReadSessionDep, SessionDep, SettingsDep, SubmitterAuth
+from server.api.views import job_out
+from server.core.security import Principal
+from server.db import reads
+from server.requirements import job_requirements
+
+router = APIRouter(prefix="/jobs", tags=["jobs"])
+
+
+def owner_filter(principal: Principal) -> str | None:
+    return None if principal.is_admin else principal.name
+
+
+def not_found(job_id: int) -> HTTPException:
+    return HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} not found")
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+def submit_job(body: JobCreate, session: SessionDep, settings: SettingsDep, principal: SubmitterAuth) -> JobCreated:
+    spec = body.spec
+    job_id = queue.insert_job(
+        session,
+        kind=spec.kind,
+        name=spec.name,
+        spec=JOB_SPEC_ADAPTER.dump_python(spec, mode="json"),
+        submitter=principal.name,
+        max_attempts=settings.max_attempts,
+        requirements=job_requirements(spec),
+    )
+    return JobCreated(id=job_id, status=JobStatus.queued)
+
+
+@router.get("")
+def list_jobs(
+    session: ReadSessionDep,
+    principal: SubmitterAuth,
+    job_status: Annotated[JobStatus | None, Query(alias="status")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> JobPage:
+    rows, total = reads.list_jobs(
+        session, submitter=owner_filter(principal), status=job_status.value if job_status else None,
+        limit=limit, offset=offset,
+    )
+    return JobPage(items=[job_out(row.job, row.worker_name) for row in rows], total=total, limit=limit, offset=offset)
+
+
+@router.get("/{job_id}")
+def get_job(job_id: int, session: ReadSessionDep, principal: SubmitterAuth) -> JobOut:
+    row = reads.find_job(session, job_id, submitter=owner_filter(principal))
+    if row is None:
+        raise not_found(job_id)
+    return job_out(row.job, row.worker_name)
+
+
+@router.get("/{job_id}/results", response_model=JobResult)
+def get_results(job_id: int, session: ReadSessionDep, principal: SubmitterAuth) -> JSONResponse:
+    """The stored result document (the contract's PaddingResult or AttentionResult); 404 until there is one."""
+    row = reads.find_job(session, job_id, submitter=owner_filter(principal))
+    if row is None:
+        raise not_found(job_id)
+    result = reads.find_result(session, job_id)
+    if result is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} has no results (status {row.job.status})")
+    # Sent as stored (it was validated against the contract when the worker reported it).
+    return JSONResponse(result)
+
+
+@router.post("/{job_id}/cancel")
+def cancel_job(job_id: int, session: SessionDep, principal: SubmitterAuth) -> JobOut:
+    """Queued: cancelled at once. Running: cancel requested; the worker stops it and reports."""
+    owner = owner_filter(principal)
+    changed = queue.request_cancel(session, job_id, submitter=owner)
+    row = reads.find_job(session, job_id, submitter=owner)
+    if row is None:
+        raise not_found(job_id)
+    if changed is None:
+        raise HTTPException(status.HTTP_409_CONFLICT, f"job {job_id} is already {row.job.status}")
+    return job_out(row.job, row.worker_name)

@@ -1,0 +1,101 @@
+"""Leases, for workers: claim the next job, then heartbeat, complete, fail or release it.
+
+The lease token travels in the body, never the URL. Anything presented with a token that is not the
+job's current, unexpired lease changes nothing and gets 409: the job was reclaimed, finished or
+cancelled in the meantime, and a late ("zombie") result must not overwrite the real one.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Response, status
+from sqlalchemy.orm import Session
+
+from padbench.contract.api import (
+    Capabilities,
+    Heartbeat,
+    HeartbeatAck,
+    LeaseComplete,
+    LeaseFail,
+    LeaseOut,
+    LeaseRelease,
+    LeaseRequest,
+)
+from padbench.contract.results import JOB_RESULT_ADAPTER
+from server import queue
+from server.api.deps import SessionDep, SettingsDep, WorkerAuth
+from server.api.errors import HTTP_UNPROCESSABLE
+from server.api.views import job_out
+from server.core.security import Principal
+from server.db import reads
+from server.db.models import Worker
+from server.requirements import offered_capabilities
+
+router = APIRouter(prefix="/leases", tags=["leases"])
+
+
+def lease_conflict(session: Session, job_id: int) -> HTTPException:
+    """404 when there is no such job; otherwise 409 saying what the job is now."""
+    row = reads.find_job(session, job_id, submitter=None)
+    if row is None:
+        return HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} not found")
+    return HTTPException(
+        status.HTTP_409_CONFLICT,
+        f"lease_token: not the current lease of job {job_id} (status {row.job.status}); the lease expired "
+        "or the job was finished, cancelled or reclaimed",
+    )
+
+
+def owned_worker(session: Session, worker_id: int, principal: Principal) -> Worker:
+    worker = reads.find_worker(session, worker_id)
+    if worker is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"worker_id: worker {worker_id} is not registered")
+    if worker.principal != principal.name and not principal.is_admin:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, f"worker_id: worker {worker_id} belongs to another token")
+    return worker
+
+
+@router.post("", response_model=LeaseOut, responses={204: {"description": "No queued job this worker can run"}})
+def claim(body: LeaseRequest, session: SessionDep, settings: SettingsDep, principal: WorkerAuth) -> LeaseOut | Response:
+    worker = owned_worker(session, body.worker_id, principal)
+    queue.requeue_expired_leases(session)  # expired leases first, so their jobs can be claimed right now
+    offered = offered_capabilities(Capabilities.model_validate(worker.capabilities))
+    job = queue.claim_next_job(session, worker_id=worker.id, offered=offered, lease_seconds=settings.lease_seconds)
+    if job is None:
+        return Response(status_code=status.HTTP_204_NO_CONTENT)
+    assert job.lease_token is not None and job.lease_expires_at is not None  # set by the claim
+    return LeaseOut(job=job_out(job, worker.name), lease_token=job.lease_token, lease_expires_at=job.lease_expires_at)
+
+
+@router.post("/{job_id}/heartbeat")
+def heartbeat(job_id: int, body: Heartbeat, session: SessionDep, settings: SettingsDep,
+              principal: WorkerAuth) -> HeartbeatAck:
+    extension = queue.extend_lease(session, job_id, body.lease_token, lease_seconds=settings.lease_seconds,
+                                   progress=body.progress, message=body.message)
+    if extension is None:
+        raise lease_conflict(session, job_id)
+    return HeartbeatAck(cancel_requested=extension.cancel_requested, lease_expires_at=extension.lease_expires_at)
+
+
+@router.post("/{job_id}/complete", status_code=status.HTTP_204_NO_CONTENT)
+def complete(job_id: int, body: LeaseComplete, session: SessionDep, principal: WorkerAuth) -> None:
+    row = reads.find_job(session, job_id, submitter=None)
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} not found")
+    if body.result.kind != row.job.kind:
+        reason = f"{body.result.kind!r} does not match job {job_id}'s kind {row.job.kind!r}"
+        raise HTTPException(HTTP_UNPROCESSABLE, f"result.kind: {reason}")
+    result = JOB_RESULT_ADAPTER.dump_python(body.result, mode="json")
+    if not queue.complete_job(session, job_id, body.lease_token, result):
+        raise lease_conflict(session, job_id)
+
+
+@router.post("/{job_id}/fail", status_code=status.HTTP_204_NO_CONTENT)
+def fail(job_id: int, body: LeaseFail, session: SessionDep, principal: WorkerAuth) -> None:
+    if not queue.fail_job(session, job_id, body.lease_token, body.error, body.traceback):
+        raise lease_conflict(session, job_id)
+
+
+@router.post("/{job_id}/release", status_code=status.HTTP_204_NO_CONTENT)
+def release(job_id: int, body: LeaseRelease, session: SessionDep, principal: WorkerAuth) -> None:
+    if not queue.release_job(session, job_id, body.lease_token):
+        raise lease_conflict(session, job_id)

@@ -1,0 +1,35 @@
+"""Workers: register (name and capabilities); admins can list them."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Response, status
+from sqlalchemy import select
+
+from padbench.contract.api import WorkerOut, WorkerRegister
+from server.api.deps import AdminAuth, ReadSessionDep, SessionDep, WorkerAuth
+from server.api.views import worker_out
+from server.db.models import Worker
+from server.db.workers import WorkerNameTaken, register_worker
+
+router = APIRouter(prefix="/workers", tags=["workers"])
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+def register(body: WorkerRegister, response: Response, session: SessionDep, principal: WorkerAuth) -> WorkerOut:
+    """201 for a new worker; 200 when the caller re-registers its own worker (same id, fresh capabilities)."""
+    try:
+        worker, created = register_worker(
+            session, name=body.name, principal=principal.name, capabilities=body.capabilities.model_dump(mode="json")
+        )
+    except WorkerNameTaken:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, f"name: worker {body.name!r} is registered with another token"
+        ) from None
+    if not created:
+        response.status_code = status.HTTP_200_OK
+    return worker_out(worker)
+
+
+@router.get("")
+def list_workers(session: ReadSessionDep, principal: AdminAuth) -> list[WorkerOut]:
+    return [worker_out(worker) for worker in session.scalars(select(Worker).order_by(Worker.id))]

@@ -1,0 +1,1 @@
+"""Settings and authentication: what the server is configured with and who may call it."""

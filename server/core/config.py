@@ -1,0 +1,64 @@
+"""The server's settings: ONE pydantic-settings class, read from `PADBENCH_*` environment variables.
+
+Defaults are safe to run as they are: loopback only, a SQLite file in the user's data directory, no
+built-in tokens. Values that would make the server unsafe or the queue meaningless are refused here,
+at start-up, with the variable's name in the message.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
+
+
+def default_database_url() -> str:
+    data_dir = Path(platformdirs.user_data_dir("padbench", appauthor=False))
+    return f"sqlite:///{data_dir / 'padbench.sqlite3'}"
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PADBENCH_", extra="ignore", frozen=True)
+
+    database_url: str = Field(default_factory=default_database_url)
+    # `role:name:token` per line; required unless the server runs with --dev.
+    tokens_file: Path | None = None
+    lease_seconds: int = Field(default=60, ge=5, le=24 * 3600)
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    # Results are the largest bodies (a padding result with probe logs is tens of kB); 8 MiB is ample.
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    # Generated tokens printed to the console: only acceptable when nobody else can reach the port.
+    dev: bool = False
+    # How often the server itself returns expired leases to the queue (claims also do it first).
+    reaper_interval_seconds: float = Field(default=5.0, gt=0)
+    sqlite_busy_timeout_ms: int = Field(default=10_000, ge=0)
+
+    @model_validator(mode="after")
+    def _refuse_unsafe(self) -> Settings:
+        if self.dev and not is_loopback(self.host):
+            raise ValueError(
+                f"PADBENCH_HOST={self.host!r}: --dev (generated tokens) is only allowed on a loopback address"
+            )
+        if not self.database_url.strip():
+            raise ValueError("PADBENCH_DATABASE_URL is empty")
+        return self
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")

@@ -1,0 +1,130 @@
+"""Bearer tokens with roles, read from a tokens file (`role:name:token` per line).
+
+Tokens are opaque secrets compared with `secrets.compare_digest` against every known token, so the time
+a check takes does not reveal which token came close. Short or default-looking tokens are refused when
+the file is read: a server that starts is a server whose tokens are worth something.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+MIN_TOKEN_LENGTH = 24
+# Distinct characters a 24+ character secret should have at the very least ("aaaa…", "abab…" are not secrets).
+MIN_DISTINCT_CHARACTERS = 8
+DEFAULT_LOOKING_WORDS = ("changeme", "changethis", "change-me", "change_me", "default", "example", "password",
+                         "secret", "token", "placeholder", "xxxxxxxx", "12345678")
+
+
+class Role(str, Enum):
+    submitter = "submitter"
+    worker = "worker"
+    admin = "admin"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the role decides what they may do, the name owns jobs and workers."""
+
+    role: Role
+    name: str
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role is Role.admin
+
+
+class TokenFileError(ValueError):
+    """The tokens file is missing, unreadable or holds a token the server refuses; the message says which line."""
+
+
+def token_weakness(token: str) -> str | None:
+    """Why a token is unfit to guard the server, or None when it is acceptable."""
+    if len(token) < MIN_TOKEN_LENGTH:
+        return f"is {len(token)} characters long; at least {MIN_TOKEN_LENGTH} are required"
+    lowered = token.lower()
+    for word in DEFAULT_LOOKING_WORDS:
+        if word in lowered:
+            return f"looks like a default or example value (contains {word!r})"
+    if len(set(token)) < MIN_DISTINCT_CHARACTERS:
+        return f"uses fewer than {MIN_DISTINCT_CHARACTERS} distinct characters"
+    return None
+
+
+def parse_token_line(line: str, where: str) -> tuple[Principal, str] | None:
+    """One `role:name:token` line → (principal, token); None for blank and `#` comment lines."""
+    text = line.strip()
+    if not text or text.startswith("#"):
+        return None
+    parts = text.split(":", 2)
+    if len(parts) != 3:
+        raise TokenFileError(f"{where}: expected `role:name:token`")
+    role_text, name, token = (part.strip() for part in parts)
+    try:
+        role = Role(role_text)
+    except ValueError:
+        roles = ", ".join(r.value for r in Role)
+        raise TokenFileError(f"{where}: unknown role {role_text!r} (expected one of {roles})") from None
+    if not name:
+        raise TokenFileError(f"{where}: the name is empty")
+    weakness = token_weakness(token)
+    if weakness:
+        raise TokenFileError(f"{where}: the token for {role.value}:{name} {weakness}")
+    return Principal(role, name), token
+
+
+class TokenStore:
+    """The known tokens; `authenticate` maps a presented bearer token to its principal."""
+
+    def __init__(self, entries: Iterable[tuple[Principal, str]]) -> None:
+        self._entries: list[tuple[Principal, bytes]] = []
+        seen: set[str] = set()
+        for principal, token in entries:
+            if token in seen:
+                raise TokenFileError(f"the token for {principal.role.value}:{principal.name} is used twice")
+            seen.add(token)
+            self._entries.append((principal, token.encode()))
+        if not self._entries:
+            raise TokenFileError("no tokens: the server would refuse every request")
+
+    def authenticate(self, presented: str) -> Principal | None:
+        candidate = presented.encode()
+        match: Principal | None = None
+        for principal, token in self._entries:  # no early exit: every check costs the same
+            if secrets.compare_digest(candidate, token):
+                match = principal
+        return match
+
+    @property
+    def principals(self) -> list[Principal]:
+        return [principal for principal, _ in self._entries]
+
+
+def read_token_file(path: Path) -> TokenStore:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise TokenFileError(f"cannot read PADBENCH_TOKENS_FILE {path}: {error.strerror}") from error
+    parsed = (parse_token_line(line, f"{path}:{number}") for number, line in enumerate(lines, start=1))
+    return TokenStore(entry for entry in parsed if entry is not None)
+
+
+def new_token() -> str:
+    """A random token that passes our own checks (a random string may, very rarely, contain a listed word)."""
+    while True:
+        token = secrets.token_urlsafe(32)
+        if token_weakness(token) is None:
+            return token
+
+
+def generate_dev_tokens() -> dict[Role, str]:
+    """Fresh random tokens, one per role, for `padbench server --dev`."""
+    return {role: new_token() for role in Role}
+
+
+def dev_token_store(tokens: dict[Role, str], name: str = "dev") -> TokenStore:
+    return TokenStore((Principal(role, name), token) for role, token in tokens.items())

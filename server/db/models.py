@@ -1,0 +1,94 @@
+"""SQLAlchemy 2 ORM models. The schema itself exists only through the Alembic migrations in `alembic/`;
+a test proves the two agree.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, CheckConstraint, Float, ForeignKey, Index, Integer, MetaData, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from padbench.contract.api import JobStatus
+from server.db.clock import UtcDateTime
+
+# Stable constraint names, so migrations can refer to them on every dialect.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+STATUS_VALUES = ", ".join(f"'{status.value}'" for status in JobStatus)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Worker(Base):
+    __tablename__ = "workers"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    # The name of the worker token that registered it: only that token may claim jobs as this worker.
+    principal: Mapped[str] = mapped_column(String(200))
+    capabilities: Mapped[dict[str, Any]] = mapped_column(JSON)
+    registered_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class Job(Base):
+    __tablename__ = "jobs"
+    __table_args__ = (
+        CheckConstraint(f"status IN ({STATUS_VALUES})", name="status_known"),
+        CheckConstraint("attempts >= 0", name="attempts_not_negative"),
+        # The claim scans queued jobs in id order; the reaper scans running jobs by deadline.
+        Index("ix_jobs_status_id", "status", "id"),
+        Index("ix_jobs_status_lease_expires_at", "status", "lease_expires_at"),
+        Index("ix_jobs_submitter_id", "submitter", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    name: Mapped[str | None] = mapped_column(String(200))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16))
+    submitter: Mapped[str] = mapped_column(String(200))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer)
+    worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="SET NULL"))
+    # The fencing token of the current lease: heartbeats and results must present it.
+    lease_token: Mapped[str | None] = mapped_column(String(64))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    progress: Mapped[float | None] = mapped_column(Float)
+    progress_message: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    traceback: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class JobRequirement(Base):
+    """One capability a worker must offer to claim the job (`kind:…`, `kernel:…`, `device:…`).
+
+    A separate table keeps the claim's capability filter plain, portable SQL (NOT EXISTS … NOT IN …).
+    """
+
+    __tablename__ = "job_requirements"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    capability: Mapped[str] = mapped_column(String(100), primary_key=True)
+
+
+class JobResult(Base):
+    """A job's stored result document (the contract's PaddingResult/AttentionResult as JSON)."""
+
+    __tablename__ = "job_results"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    result: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)

@@ -1,0 +1,62 @@
+"""Read-only queries (no state changes live here: those are in `server.queue`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Select, func, select
+from sqlalchemy.orm import Session
+
+from server.db.models import Job, JobResult, Worker
+
+
+@dataclass(frozen=True)
+class JobRow:
+    job: Job
+    worker_name: str | None
+
+
+def _jobs_with_worker_names() -> Select[tuple[Job, str | None]]:
+    # populate_existing: a job loaded earlier in this session may predate a queue UPDATE made since.
+    return (
+        select(Job, Worker.name).outerjoin(Worker, Job.worker_id == Worker.id)
+        .execution_options(populate_existing=True)
+    )
+
+
+def find_job(session: Session, job_id: int, *, submitter: str | None) -> JobRow | None:
+    """The job, or None when it does not exist or (with `submitter`) belongs to someone else."""
+    statement = _jobs_with_worker_names().where(Job.id == job_id)
+    if submitter is not None:
+        statement = statement.where(Job.submitter == submitter)
+    row = session.execute(statement).one_or_none()
+    return None if row is None else JobRow(row[0], row[1])
+
+
+def list_jobs(
+    session: Session, *, submitter: str | None, status: str | None, limit: int, offset: int
+) -> tuple[list[JobRow], int]:
+    """One page of jobs, newest first, and the total number matching the filters."""
+    filters = []
+    if submitter is not None:
+        filters.append(Job.submitter == submitter)
+    if status is not None:
+        filters.append(Job.status == status)
+    total = session.scalar(select(func.count()).select_from(Job).where(*filters)) or 0
+    rows = session.execute(
+        _jobs_with_worker_names().where(*filters).order_by(Job.id.desc()).limit(limit).offset(offset)
+    ).all()
+    return [JobRow(job, name) for job, name in rows], total
+
+
+def find_result(session: Session, job_id: int) -> dict[str, Any] | None:
+    return session.scalar(select(JobResult.result).where(JobResult.job_id == job_id))
+
+
+def find_worker(session: Session, worker_id: int) -> Worker | None:
+    return session.get(Worker, worker_id)
+
+
+def find_worker_by_name(session: Session, name: str) -> Worker | None:
+    return session.scalar(select(Worker).where(Worker.name == name))

@@ -1,0 +1,41 @@
+"""Worker registration (workers are not jobs: their rows change outside `server.queue`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import insert, update
+from sqlalchemy.orm import Session
+
+from server.db.clock import db_now
+from server.db.models import Worker
+from server.db.reads import find_worker_by_name
+
+
+class WorkerNameTaken(Exception):
+    """The name belongs to a worker registered with another token."""
+
+
+def register_worker(
+    session: Session, *, name: str, principal: str, capabilities: dict[str, Any]
+) -> tuple[Worker, bool]:
+    """Register a worker, or refresh the capabilities of the caller's own worker of that name.
+
+    Returns the worker and whether it is new. Re-registering is how a restarted worker keeps its id.
+    """
+    existing = find_worker_by_name(session, name)
+    if existing is None:
+        worker = session.scalars(
+            insert(Worker)
+            .values(name=name, principal=principal, capabilities=capabilities, registered_at=db_now())
+            .returning(Worker)
+        ).one()
+        return worker, True
+    if existing.principal != principal:
+        raise WorkerNameTaken(name)
+    worker = session.scalars(
+        update(Worker).where(Worker.id == existing.id)
+        .values(capabilities=capabilities, registered_at=db_now())
+        .returning(Worker).execution_options(synchronize_session=False, populate_existing=True)
+    ).one()
+    return worker, False

@@ -1,0 +1,93 @@
+"""The app factory: `create_app(settings)` builds a FastAPI app; nothing touches the database at import.
+
+At start-up (the lifespan) the engine is created, migrations are applied, and a reaper task begins
+returning expired leases to the queue every few seconds (claims also run it first, so the queue is
+correct even if the task lags).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+
+from fastapi import APIRouter, FastAPI
+from starlette.concurrency import run_in_threadpool
+
+import padbench
+from padbench.contract.api import API_PREFIX
+from server import queue
+from server.api.body_limit import BodySizeLimitMiddleware
+from server.api.errors import install_error_handlers
+from server.api.routes import health, jobs, leases, workers
+from server.core.config import Settings
+from server.core.security import TokenFileError, TokenStore, read_token_file
+from server.db.engine import Database
+from server.db.migrate import upgrade_to_head
+
+log = logging.getLogger("padbench.server")
+
+
+def load_tokens(settings: Settings) -> TokenStore:
+    if settings.tokens_file is None:
+        raise TokenFileError(
+            "PADBENCH_TOKENS_FILE is not set: point it at a file with one `role:name:token` line per token "
+            "(roles: submitter, worker, admin), or run `padbench server --dev` for generated tokens"
+        )
+    return read_token_file(settings.tokens_file)
+
+
+def reap_once(database: Database) -> int:
+    with database.write.begin() as session:
+        return queue.requeue_expired_leases(session)
+
+
+async def reap_periodically(database: Database, interval_seconds: float) -> None:
+    while True:
+        await asyncio.sleep(interval_seconds)
+        try:
+            moved = await run_in_threadpool(reap_once, database)
+        except Exception:  # a locked or briefly unreachable database must not kill the reaper
+            log.exception("reaper: could not requeue expired leases")
+            continue
+        if moved:
+            log.info("reaper: %d job(s) with expired leases requeued or ended", moved)
+
+
+def build_lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        database = Database.connect(settings)
+        await run_in_threadpool(upgrade_to_head, database.engine)
+        app.state.database = database
+        reaper = asyncio.create_task(reap_periodically(database, settings.reaper_interval_seconds))
+        try:
+            yield
+        finally:
+            reaper.cancel()
+            with suppress(asyncio.CancelledError):
+                await reaper
+            database.dispose()
+
+    return lifespan
+
+
+def create_app(settings: Settings, tokens: TokenStore | None = None) -> FastAPI:
+    """The padbench API. `tokens` overrides the tokens file (used by `--dev`, which generates them)."""
+    app = FastAPI(
+        title="padbench",
+        version=padbench.__version__,
+        description="Queue GPU batching benchmarks and read their results.",
+        lifespan=build_lifespan(settings),
+    )
+    app.state.settings = settings
+    app.state.tokens = tokens if tokens is not None else load_tokens(settings)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
+    install_error_handlers(app)
+    app.include_router(health.router)
+    v1 = APIRouter(prefix=API_PREFIX)
+    for resource in (jobs, workers, leases):
+        v1.include_router(resource.router)
+    app.include_router(v1)
+    return app
