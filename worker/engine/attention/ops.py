@@ -88,7 +88,7 @@ def sdpa_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, c
                scale: float | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
     """torch's scaled_dot_product_attention; pin a backend around the call with `sdpa_kernel(...)`.
 
-    `mask` is (batch or 1, 1, q_len, kv_len): boolean (True = attend) or additive.
+    `mask` is (batch or 1, 1, q_len, kv_len): boolean, True = attend.
     """
     output = F.scaled_dot_product_attention(
         query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), attn_mask=mask,
@@ -100,18 +100,21 @@ def naive_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, 
                 scale: float | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
     """The materialised softmax(QKᵀ)V: the full (batch, heads, q_len, kv_len) score matrix in memory.
 
-    `mask` is additive (0 where attended, a large negative value elsewhere), broadcastable to the scores.
+    `mask` is boolean (True = attend), broadcastable to the scores.
     """
     groups = query.shape[-2] // key.shape[-2]
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))
     if groups > 1:
         k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
-    scores = torch.matmul(q, k.transpose(-1, -2)) * (scale if scale is not None else query.shape[-1] ** -0.5)
+    scores = torch.matmul(q, k.transpose(-1, -2)).mul_(scale if scale is not None else query.shape[-1] ** -0.5)
     if causal:
-        scores = scores + causal_additive_mask(query.shape[1], key.shape[1], scores.dtype, scores.device)
+        causal_mask = causal_allowed(query.shape[1], key.shape[1], query.device)
+        mask = causal_mask if mask is None else mask & causal_mask
     if mask is not None:
-        scores = scores + mask
-    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(value.dtype)
+        scores.masked_fill_(mask.logical_not(), torch.finfo(scores.dtype).min)  # in place: no second matrix
+    # Softmax in the scores' dtype (torch accumulates in fp32 internally), as a plain implementation does;
+    # an fp32 copy of the (batch, heads, q, kv) matrix would double the memory of this baseline.
+    weights = torch.softmax(scores, dim=-1)
     return torch.matmul(weights, v).transpose(1, 2)
 
 
@@ -199,15 +202,9 @@ def padding_causal_block_mask(lengths: torch.Tensor, width: int) -> BlockMask:
 
 # --- materialised masks ------------------------------------------------------------------------------------
 
-def causal_additive_mask(q_len: int, kv_len: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    allowed = torch.ones(q_len, kv_len, dtype=torch.bool, device=device).tril(kv_len - q_len)
-    return additive(allowed, dtype)
-
-
-def additive(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Boolean (True = attend) → additive mask with the dtype's most negative value where masked."""
-    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill_(
-        ~allowed, torch.finfo(dtype).min)
+def causal_allowed(q_len: int, kv_len: int, device: torch.device) -> torch.Tensor:
+    """(q_len, kv_len) bool, aligned bottom-right as flash kernels do when q_len < kv_len."""
+    return torch.ones(q_len, kv_len, dtype=torch.bool, device=device).tril_(kv_len - q_len)
 
 
 def document_ids_from_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:

@@ -1,0 +1,194 @@
+"""The attention-kernel plugin interface and its bridge into transformers' GPT-2.
+
+GPT2Attention looks its attention function up by `config._attn_implementation` in transformers'
+`AttentionInterface` and forwards every extra keyword argument of the model call to it. Each kernel
+registers one function there under its own name and passes what it precomputed per batch (cu_seqlens,
+integer max lengths, masks) as `padbench_*` keyword arguments, so nothing is derived from the device
+inside the layers (anchors §1 flaw 4, §5). Because those names are unknown to transformers' mask
+registry, `create_causal_mask` returns at once: no O(L²) packed-sequence mask and no position-id scan
+(which reads the device) on any forward.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Any, ClassVar
+
+import torch
+from torch.nn.attention.flex_attention import BlockMask
+from transformers import AttentionInterface
+
+from worker.engine.attention import ops
+from worker.engine.attention.ops import KernelUnavailable
+from worker.engine.batches import Batch, PackedBatch, PaddedBatch
+from worker.registry import Registry
+
+HALF_PRECISION = (torch.float16, torch.bfloat16)
+HF_NAME_PREFIX = "padbench-"
+KERNEL_INPUT_PREFIX = "padbench_"
+
+# (kernel name, device, dtype) → None when it runs, else why not. Probed once per process.
+_AVAILABILITY: dict[tuple[str, str, torch.dtype], str | None] = {}
+
+
+class AttentionKernel(ABC):
+    """One way of computing GPT-2's causal self-attention for one batch layout."""
+
+    name: ClassVar[str]  # what actually runs, recorded with the result (e.g. `torch-flash-varlen`)
+    family: ClassVar[str]  # the spec's attention name it implements: torch-flash, flash-attn, sdpa, flex, …
+    layout: ClassVar[type[PaddedBatch] | type[PackedBatch]]
+    half_precision_only: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        AttentionInterface.register(self.hf_name, self._transformers_attention)
+
+    @property
+    def hf_name(self) -> str:
+        return HF_NAME_PREFIX + self.name
+
+    # --- availability -----------------------------------------------------------------------------------
+
+    def unavailable_reason(self, device: torch.device, dtype: torch.dtype) -> str | None:
+        """None when this kernel runs on `device` in `dtype`; otherwise the reason, for KernelUnavailable."""
+        if self.half_precision_only and dtype not in HALF_PRECISION:
+            return f"it needs bf16 or fp16, not {str(dtype).removeprefix('torch.')}"
+        key = (self.name, str(device), dtype)
+        if key not in _AVAILABILITY:
+            _AVAILABILITY[key] = self._probe_reason(device, dtype)
+        return _AVAILABILITY[key]
+
+    def _probe_reason(self, device: torch.device, dtype: torch.dtype) -> str | None:
+        # Detect, don't assume: whether e.g. varlen_attn or the SDPA flash backend runs on this device
+        # depends on the torch build and the GPU, so run the real op once on a tiny input.
+        try:
+            self.probe(device, dtype)
+        except KernelUnavailable as error:
+            return error.reason
+        except Exception as error:  # the library's own refusal (NotImplementedError, RuntimeError, …)
+            first_sentence = (str(error).strip().splitlines() or [""])[0].split(". ")[0][:200]
+            return f"{type(error).__name__}: {first_sentence}"
+        return None
+
+    def probe(self, device: torch.device, dtype: torch.dtype) -> None:
+        """Run this kernel's own path (prepare, inputs, attend) once on a tiny batch; raise if it cannot."""
+        batch = self.prepare(tiny_batch(self.layout, device))
+        inputs = kernel_inputs(self.model_inputs(batch))
+        head_dim = 64  # flash kernels need a multiple of 8; 64 is what GPT-2 shapes use
+        query = torch.randn(*batch.input_ids.shape, 2, head_dim, device=device, dtype=dtype)
+        self.attend(query, query, query, head_dim ** -0.5, **inputs)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)  # surface asynchronous launch errors here, not in a measurement
+
+    # --- per batch ------------------------------------------------------------------------------------------
+
+    def prepare(self, batch: Batch) -> Batch:
+        """Precompute, once per device-resident batch and before timing, what the forward needs."""
+        return batch
+
+    def forward(self, model: torch.nn.Module, batch: Batch) -> torch.Tensor:
+        """Logits of the whole batch: (rows, width, vocab) padded, (1, total_tokens, vocab) packed.
+
+        Call under `torch.inference_mode()` for inference; the batch must have been `prepare`d.
+        """
+        with self.runtime_context(), attention_implementation(model, self.hf_name):
+            return model(**self.model_inputs(batch)).logits
+
+    def runtime_context(self) -> contextlib.AbstractContextManager[Any]:
+        """A context entered once around the whole forward (e.g. pinning an SDPA backend)."""
+        return contextlib.nullcontext()
+
+    @abstractmethod
+    def model_inputs(self, batch: Batch) -> dict[str, Any]:
+        """Keyword arguments of the model call: input ids, position ids and `padbench_*` kernel inputs."""
+
+    @abstractmethod
+    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float,
+               **inputs: Any) -> torch.Tensor:
+        """(batch, seq, heads, head_dim) views in, the same layout out; `inputs` carry the `padbench_*` kwargs."""
+
+    def _transformers_attention(self, module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor,
+                                value: torch.Tensor, attention_mask: torch.Tensor | None,
+                                scaling: float | None = None, dropout: float = 0.0,
+                                **kwargs: Any) -> tuple[torch.Tensor, None]:
+        # transformers hands over (batch, heads, seq, head_dim) transposes of the projection output;
+        # transposing back is a free view with the head dimension contiguous, which every kernel accepts.
+        if dropout:
+            raise ValueError(f"attention kernel {self.name!r} runs without dropout (got p={dropout})")
+        output = self.attend(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2),
+                             scaling if scaling is not None else query.shape[-1] ** -0.5, **kernel_inputs(kwargs))
+        return output, None
+
+
+def kernel_inputs(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The `padbench_*` arguments meant for a kernel, out of everything transformers forwards."""
+    return {name: value for name, value in arguments.items() if name.startswith(KERNEL_INPUT_PREFIX)}
+
+
+def tiny_batch(layout: type[PaddedBatch] | type[PackedBatch], device: torch.device) -> Batch:
+    """Two sequences (5 and 3 tokens) in the given layout, for availability probes."""
+    lengths = (5, 3)
+    if layout is PaddedBatch:
+        mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], device=device)
+        return PaddedBatch(input_ids=torch.zeros_like(mask), attention_mask=mask, lengths=lengths, sequence_ids=(0, 1))
+    return PackedBatch(
+        input_ids=torch.zeros(1, 8, dtype=torch.long, device=device),
+        position_ids=torch.tensor([[0, 1, 2, 3, 4, 0, 1, 2]], device=device),
+        cu_seqlens=torch.tensor([0, 5, 8], dtype=torch.int32, device=device), max_seqlen=5,
+        lengths=lengths, sequence_ids=(0, 1), token_budget=8)
+
+
+class MaskedKernel(AttentionKernel):
+    """Attention through a boolean mask (True = attend) materialised once per batch in `prepare`."""
+
+    masked_op: ClassVar[Callable[..., torch.Tensor]]  # ops.sdpa_dense or ops.naive_dense
+
+    @abstractmethod
+    def build_mask(self, batch: Batch) -> torch.Tensor:
+        """The mask for the whole batch, broadcastable to (rows, heads, width, width)."""
+
+    def prepare(self, batch: Batch) -> Batch:
+        return replace(batch, extras={**batch.extras, "padbench_mask": self.build_mask(batch)})
+
+    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
+               padbench_mask: torch.Tensor, **inputs: Any) -> torch.Tensor:
+        return self.masked_op(query, key, value, causal=False, scale=scale, mask=padbench_mask)
+
+
+class FlexKernel(AttentionKernel):
+    """FlexAttention with a block mask built once per batch in `prepare`: fully masked tiles are skipped."""
+
+    @abstractmethod
+    def build_block_mask(self, batch: Batch) -> BlockMask: ...
+
+    def prepare(self, batch: Batch) -> Batch:
+        return replace(batch, extras={**batch.extras, "padbench_block_mask": self.build_block_mask(batch)})
+
+    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
+               padbench_block_mask: BlockMask, **inputs: Any) -> torch.Tensor:
+        return ops.flex_dense(query, key, value, padbench_block_mask, scale=scale)
+
+
+@contextlib.contextmanager
+def attention_implementation(model: torch.nn.Module, name: str) -> Iterator[None]:
+    """Route the model's attention to `name` for one call, then restore what it was.
+
+    The config object is shared by every GPT-2 block, so one attribute switches all layers; restoring it
+    keeps a plain `model(...)` call (e.g. the correctness reference) on its own implementation.
+    """
+    config = model.config  # type: ignore[attr-defined]
+    previous = config._attn_implementation
+    config._attn_implementation = name
+    try:
+        yield
+    finally:
+        config._attn_implementation = previous
+
+
+ATTENTION_KERNELS: Registry[AttentionKernel] = Registry("attention kernel")
+
+
+def register_kernel(kernel: AttentionKernel) -> AttentionKernel:
+    return ATTENTION_KERNELS.add(kernel.name, kernel)

@@ -1,0 +1,95 @@
+"""Kernels for packed rows: many sequences concatenated into one (1, total_tokens) row.
+
+Position ids restart per sequence (the strategy builds them), and each kernel keeps attention inside each
+sequence: the varlen kernels through `cu_seqlens` and the Python-int maximum length the strategy computed
+once per batch; flex through a document block mask; `sdpa`/`eager` through the materialised block-diagonal
+causal mask — O(total²) memory, the "packed without flash" baseline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import torch
+from torch.nn.attention.flex_attention import BlockMask
+
+from worker.engine.attention import ops
+from worker.engine.attention.base import AttentionKernel, FlexKernel, MaskedKernel, register_kernel
+from worker.engine.batches import Batch, PackedBatch
+
+
+class PackedKernel(AttentionKernel):
+    layout = PackedBatch
+
+    def model_inputs(self, batch: Batch) -> dict[str, Any]:
+        assert isinstance(batch, PackedBatch)
+        return {"input_ids": batch.input_ids, "position_ids": batch.position_ids, **batch.extras}
+
+
+class VarlenKernel(PackedKernel):
+    """Flash varlen: attention over (total_tokens, heads, head_dim) bounded by cu_seqlens, no mask at all."""
+
+    half_precision_only = True
+    varlen: ClassVar[Callable[..., torch.Tensor]]  # the ops-level call: (q, k, v, cu_q, cu_k, max_q, max_k, …)
+
+    def model_inputs(self, batch: Batch) -> dict[str, Any]:
+        assert isinstance(batch, PackedBatch)
+        return {**super().model_inputs(batch), "padbench_cu_seqlens": batch.cu_seqlens,
+                "padbench_max_seqlen": batch.max_seqlen}
+
+    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
+               padbench_cu_seqlens: torch.Tensor, padbench_max_seqlen: int, **inputs: Any) -> torch.Tensor:
+        # Dropping the batch dimension of 1 is a view: the head dimension stays contiguous, no copy.
+        output = self.varlen(query[0], key[0], value[0], padbench_cu_seqlens, padbench_cu_seqlens,
+                             padbench_max_seqlen, padbench_max_seqlen, causal=True, scale=scale)
+        return output.unsqueeze(0)
+
+
+class TorchFlashVarlen(VarlenKernel):
+    name, family = "torch-flash-varlen", "torch-flash"
+    varlen = staticmethod(ops.torch_varlen)
+
+
+class FlashAttnVarlen(VarlenKernel):
+    name, family = "flash-attn-varlen", "flash-attn"
+    varlen = staticmethod(ops.flash_attn_varlen)
+
+
+class FlashAttnCuteVarlen(VarlenKernel):
+    name, family = "flash-attn-cute-varlen", "flash-attn-cute"
+    varlen = staticmethod(ops.flash_attn_cute_varlen)
+
+
+def _document_ids(batch: Batch) -> torch.Tensor:
+    assert isinstance(batch, PackedBatch)
+    return ops.document_ids_from_cu_seqlens(batch.cu_seqlens, batch.computed_tokens)
+
+
+class BlockDiagonalMaskKernel(PackedKernel, MaskedKernel):
+    def build_mask(self, batch: Batch) -> torch.Tensor:
+        return ops.block_diagonal_causal(_document_ids(batch))[None, None]  # (1, 1, total, total)
+
+
+class SdpaBlockMask(BlockDiagonalMaskKernel):
+    name, family = "sdpa-block-mask", "sdpa"
+    masked_op = staticmethod(ops.sdpa_dense)
+
+
+class EagerBlockMask(BlockDiagonalMaskKernel):
+    name, family = "eager-block-mask", "eager"
+    masked_op = staticmethod(ops.naive_dense)
+
+
+class FlexDocumentMask(PackedKernel, FlexKernel):
+    """FlexAttention with a document-and-causal block mask: tiles across documents are skipped."""
+
+    name, family = "flex-document-mask", "flex"
+
+    def build_block_mask(self, batch: Batch) -> BlockMask:
+        return ops.document_causal_block_mask(_document_ids(batch))
+
+
+for _kernel in (TorchFlashVarlen(), FlashAttnVarlen(), FlashAttnCuteVarlen(), SdpaBlockMask(), EagerBlockMask(),
+                FlexDocumentMask()):
+    register_kernel(_kernel)

@@ -1,0 +1,101 @@
+"""Kernels for right-padded rows (static, dynamic and binned strategies).
+
+Rows are right-padded and attention is causal, so a real token only ever sees earlier real tokens: the
+flash kernels need no mask at all (pad positions compute garbage that nobody reads). The masked kernels
+(`sdpa`, `flex-padding-mask`, `eager`) are the baselines that also keep pads from seeing pads, exactly as
+transformers' own padding mask does; their masks are built once per batch in `prepare`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.flex_attention import BlockMask
+
+from worker.engine.attention import ops
+from worker.engine.attention.base import AttentionKernel, FlexKernel, MaskedKernel, register_kernel
+from worker.engine.batches import Batch, PaddedBatch
+
+
+class PaddedKernel(AttentionKernel):
+    layout = PaddedBatch
+
+    def model_inputs(self, batch: Batch) -> dict[str, Any]:
+        # No attention_mask for transformers: positions default to 0..width-1, which is right for
+        # right-padded rows, and the kernel's own mask (if any) travels in extras.
+        return {"input_ids": batch.input_ids, **batch.extras}
+
+
+class TorchFlashPadded(PaddedKernel):
+    """torch's SDPA pinned to its flash backend: it raises rather than silently falling back (anchors §5)."""
+
+    name = family = "torch-flash"
+    half_precision_only = True
+
+    def runtime_context(self) -> Any:
+        return sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+
+    def probe(self, device: torch.device, dtype: torch.dtype) -> None:
+        with self.runtime_context():
+            super().probe(device, dtype)
+
+    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float,
+               **inputs: Any) -> torch.Tensor:
+        return ops.sdpa_dense(query, key, value, causal=True, scale=scale)
+
+
+class FlashAttnPadded(PaddedKernel):
+    name = family = "flash-attn"
+    half_precision_only = True
+
+    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float,
+               **inputs: Any) -> torch.Tensor:
+        return ops.flash_attn_dense(query, key, value, causal=True, scale=scale)
+
+
+class FlashAttnCutePadded(PaddedKernel):
+    name = family = "flash-attn-cute"
+    half_precision_only = True
+
+    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float,
+               **inputs: Any) -> torch.Tensor:
+        return ops.flash_attn_cute_dense(query, key, value, causal=True, scale=scale)
+
+
+def _device_lengths(batch: Batch) -> torch.Tensor:
+    return torch.tensor(batch.lengths, device=batch.input_ids.device)
+
+
+class PaddingMaskKernel(PaddedKernel, MaskedKernel):
+    def build_mask(self, batch: Batch) -> torch.Tensor:
+        return ops.padding_causal(_device_lengths(batch), batch.input_ids.shape[1])
+
+
+class SdpaPadded(PaddingMaskKernel):
+    """torch's SDPA with the padding mask, backend chosen by torch (what transformers' `sdpa` does)."""
+
+    name = family = "sdpa"
+    masked_op = staticmethod(ops.sdpa_dense)
+
+
+class EagerPadded(PaddingMaskKernel):
+    """The materialised score matrix with the padding mask: the plain implementation."""
+
+    name = family = "eager"
+    masked_op = staticmethod(ops.naive_dense)
+
+
+class FlexPadded(PaddedKernel, FlexKernel):
+    """FlexAttention with a causal-and-real-keys block mask: fully padded tiles are skipped."""
+
+    name, family = "flex-padding-mask", "flex"
+
+    def build_block_mask(self, batch: Batch) -> BlockMask:
+        return ops.padding_causal_block_mask(_device_lengths(batch), batch.input_ids.shape[1])
+
+
+for _kernel in (TorchFlashPadded(), FlashAttnPadded(), FlashAttnCutePadded(), SdpaPadded(), EagerPadded(),
+                FlexPadded()):
+    register_kernel(_kernel)

@@ -1,0 +1,98 @@
+"""The measured model: a GPT-2 built with transformers from a preset, explicit fields or a local directory.
+
+Throughput does not depend on weight values, so weights are randomly initialised (seeded, on the CPU so
+every device starts from the same numbers) unless the spec asks to load a local checkpoint. Dropout is
+off and the model is in eval mode: a benchmark forward must be a deterministic function of its input.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+from padbench.contract.spec import Dtype, GPT2Fields, ModelSpec
+
+TORCH_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+NO_DROPOUT = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
+# The implementation a plain `model(...)` call uses; kernels switch it only for the duration of their forward.
+DEFAULT_ATTENTION = "sdpa"
+
+
+class ModelSourceError(ValueError):
+    """A model directory that cannot be used; the message names the `model.path` and why."""
+
+
+def torch_dtype(name: Dtype) -> torch.dtype:
+    return TORCH_DTYPES[name]
+
+
+def build_model(spec: ModelSpec, dtype: torch.dtype, device: torch.device, seed: int) -> GPT2LMHeadModel:
+    if spec.load_weights:
+        model = _load_pretrained(_model_dir(spec), dtype)
+    else:
+        config = model_config(spec)
+        torch.manual_seed(seed)
+        model = GPT2LMHeadModel(config)
+    model.config.update(NO_DROPOUT)
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    return model.to(device=device, dtype=dtype).eval()
+
+
+def model_config(spec: ModelSpec) -> GPT2Config:
+    """The transformers config of the spec's model, dropout off, attention on the default implementation."""
+    fields = spec.known_fields()
+    if fields is not None:
+        return _config_from_fields(fields)
+    config = GPT2Config.from_pretrained(_model_dir(spec), local_files_only=True, **NO_DROPOUT)
+    config._attn_implementation = DEFAULT_ATTENTION
+    return config
+
+
+def model_max_positions(spec: ModelSpec) -> int:
+    fields = spec.known_fields()
+    if fields is not None:
+        return fields.n_positions
+    config = _read_config_json(_model_dir(spec))
+    positions = config.get("n_positions", config.get("max_position_embeddings"))
+    if not isinstance(positions, int) or positions <= 0:
+        raise ModelSourceError(f"model.path {spec.path!r}: config.json has no positive n_positions")
+    return positions
+
+
+def _config_from_fields(fields: GPT2Fields) -> GPT2Config:
+    return GPT2Config(n_layer=fields.n_layer, n_embd=fields.n_embd, n_head=fields.n_head,
+                      vocab_size=fields.vocab_size, n_positions=fields.n_positions,
+                      attn_implementation=DEFAULT_ATTENTION, **NO_DROPOUT)
+
+
+def _model_dir(spec: ModelSpec) -> Path:
+    directory = Path(spec.path or "").expanduser()
+    _read_config_json(directory)  # validates it
+    return directory
+
+
+def _read_config_json(directory: Path) -> dict[str, object]:
+    config_file = directory / "config.json"
+    if not config_file.is_file():
+        raise ModelSourceError(f"model.path {str(directory)!r}: no config.json there")
+    try:
+        config = json.loads(config_file.read_text())
+    except (OSError, ValueError) as error:
+        raise ModelSourceError(f"model.path {str(directory)!r}: config.json is unreadable ({error})") from None
+    if not isinstance(config, dict) or config.get("model_type") != "gpt2":
+        found = config.get("model_type") if isinstance(config, dict) else None
+        raise ModelSourceError(f"model.path {str(directory)!r}: model_type is {found!r}, padbench measures gpt2")
+    return config
+
+
+def _load_pretrained(directory: Path, dtype: torch.dtype) -> GPT2LMHeadModel:
+    try:
+        return GPT2LMHeadModel.from_pretrained(directory, local_files_only=True, dtype=dtype,
+                                               attn_implementation=DEFAULT_ATTENTION, **NO_DROPOUT)
+    except OSError as error:  # transformers reports missing weight files as OSError
+        raise ModelSourceError(f"model.path {str(directory)!r}: cannot load weights ({error})") from None
