@@ -1,0 +1,63 @@
+"""Claims: atomic, exclusive under concurrency, attempts counted at claim time, capability-gated."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from padbench.contract.spec import PaddingJobSpec, StrategySpec
+from server.db.engine import Database
+from server.requirements import job_requirements
+from tests.integration.conftest import CPU_KERNELS, add_worker, claim, submit
+
+
+def test_claim_leases_the_oldest_job_and_counts_the_attempt(queue_db: Database) -> None:
+    first, second = submit(queue_db), submit(queue_db)
+    worker = add_worker(queue_db, "w1")
+    job = claim(queue_db, worker)
+    assert job is not None and job.id == first
+    assert (job.status, job.attempts, job.worker_id) == ("running", 1, worker[0])
+    assert job.lease_token and job.lease_expires_at > job.started_at
+    assert claim(queue_db, worker).id == second
+    assert claim(queue_db, worker) is None
+
+
+def test_each_job_is_claimed_exactly_once_under_concurrency(queue_db: Database) -> None:
+    job_ids = {submit(queue_db) for _ in range(40)}
+    workers = [add_worker(queue_db, f"w{index}") for index in range(8)]
+
+    def claim_until_empty(worker: tuple[int, set]) -> list[int]:
+        claimed = []
+        while (job := claim(queue_db, worker)) is not None:
+            claimed.append(job.id)
+        return claimed
+
+    with ThreadPoolExecutor(max_workers=len(workers)) as pool:
+        per_worker = list(pool.map(claim_until_empty, workers))
+    everything = [job_id for claimed in per_worker for job_id in claimed]
+    assert sorted(everything) == sorted(job_ids)  # every job once, none twice
+    assert sum(1 for claimed in per_worker if claimed) > 1  # the claims really did interleave
+
+
+def test_a_worker_only_gets_jobs_it_has_the_kernels_and_device_for(queue_db: Database) -> None:
+    flash_job = submit(queue_db, {"attention": "flash", "dtype": "bf16"})
+    cuda_job = submit(queue_db, {"device": "cuda", "dtype": "bf16", "attention": "torch-flash"})
+    flex_job = submit(queue_db, {"device": "cpu", "dtype": "fp32", "attention": "sdpa",
+                                 "strategies": ["static", StrategySpec(name="packed", attention="flex").model_dump()]})
+    cpu_worker = add_worker(queue_db, "cpu", kernels=["sdpa", "eager"])
+    assert claim(queue_db, cpu_worker) is None  # no flash, no cuda, no flex
+
+    gpu_worker = add_worker(queue_db, "gpu", kernels=["sdpa", "torch-flash", "torch-flash-varlen"], device="cuda")
+    assert {claim(queue_db, gpu_worker).id, claim(queue_db, gpu_worker).id} == {flash_job, cuda_job}
+    flex_worker = add_worker(queue_db, "flex", kernels=CPU_KERNELS)
+    assert claim(queue_db, flex_worker).id == flex_job
+
+
+def test_an_attention_sweep_is_gated_on_kind_not_on_sweep_kernels(queue_db: Database) -> None:
+    sweep = submit(queue_db, {"kind": "attention", "kernels": ["naive", "sdpa-flash"], "device": "cpu"})
+    assert claim(queue_db, add_worker(queue_db, "padding-only", job_kinds=("padding",))) is None
+    assert claim(queue_db, add_worker(queue_db, "sweeper")).id == sweep
+
+
+def test_padding_defaults_need_the_flash_family(queue_db: Database) -> None:
+    spec = PaddingJobSpec()
+    assert job_requirements(spec) == {"kind:padding", "attention:flash"}
