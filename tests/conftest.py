@@ -31,3 +31,17 @@ def tokenizer_dir() -> Path:
     if not TOKENIZER_DIR.exists():
         pytest.fail(f"the offline tokenizer is missing: {TOKENIZER_DIR}")
     return TOKENIZER_DIR
+
+
+@pytest.fixture(scope="session")
+def wikitext_corpus(tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path):
+    """All 5,982 non-empty lines of the three WikiText files under bert-base-uncased, each exactly once.
+
+    Tokenized once per session through the engine's own loader (worker.engine.data.load_sequences).
+    """
+    from padbench.contract.spec import DataSpec
+    from worker.engine.data import load_sequences
+
+    data = DataSpec(source=str(WIKITEXT_DIR / "wiki.*.raw"), tokenizer=str(tokenizer_dir), max_length=640,
+                    num_samples=5982, with_replacement=False)
+    return load_sequences(data, vocab_size=30522, cache_dir=tmp_path_factory.mktemp("datasets-cache"))
