@@ -24,8 +24,6 @@ def detect_in_child(ctx: ChildContext) -> dict[str, Any]:
     """Child-process target: probe the device this process sees (after CUDA_VISIBLE_DEVICES applied)."""
     import torch
 
-    from worker.engine.attention import available_kernels
-
     if torch.cuda.is_available():
         properties = torch.cuda.get_device_properties(0)
         device, gpu_name, memory = "cuda", properties.name, int(properties.total_memory)
@@ -35,9 +33,23 @@ def detect_in_child(ctx: ChildContext) -> dict[str, Any]:
         "device": device,
         "gpu_name": gpu_name,
         "gpu_memory_bytes": memory,
-        "kernels": sorted(available_kernels(device)),
+        "kernels": runnable_kernel_names(device),
         "job_kinds": list(PLUGIN_MODULES),
     }
+
+
+def runnable_kernel_names(device: str) -> list[str]:
+    """Every name a spec may use for a kernel that runs here: the server matches a job's names against these.
+
+    Padding jobs name attention *families* (`sdpa`, `torch-flash`, …) and results record kernel names
+    (`torch-flash-varlen`); attention sweeps name sweep kernels (`naive`, `sdpa-flash`, `varlen`, …).
+    """
+    from worker.engine.attention import ATTENTION_KERNELS, available_kernels
+    from worker.sweep.kernels import available_sweep_kernels
+
+    padding_kernels = set(available_kernels(device))
+    families = {kernel.family for name, kernel in ATTENTION_KERNELS.items() if name in padding_kernels}
+    return sorted(padding_kernels | families | set(available_sweep_kernels(device)))
 
 
 def gpu_environment(gpu: str | None) -> dict[str, str]:

@@ -1,0 +1,33 @@
+"""Tiny CPU job specs for the acceptance tests: seconds per job on two shared cores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from padbench.contract.spec import parse_job_spec
+
+QUICK: dict[str, Any] = {
+    "kind": "padding",
+    "name": "acceptance-quick",
+    "model": "tiny",
+    "data": {"source": "synthetic", "max_length": 64, "num_samples": 48, "seed": 1},
+    "strategies": ["static", "packed"],
+    "attention": "sdpa",
+    "batch_size": 8,
+    "dtype": "fp32",
+    "device": "cpu",
+    "measurement": {"warmup_batches": 1, "min_seconds": 0, "min_batches": 1, "max_batches": 3,
+                    "correctness_samples": 2},
+}
+
+# Runs until it is stopped: the measurement must last five minutes, and nothing caps its batches.
+LONG: dict[str, Any] = QUICK | {
+    "name": "acceptance-long",
+    "measurement": {"warmup_batches": 1, "min_seconds": 300, "min_batches": 1, "correctness_samples": 2},
+}
+
+# Valid as a spec (a model directory is just a path), but the child cannot load it.
+FAILING: dict[str, Any] = QUICK | {"name": "acceptance-failing", "model": "/nonexistent/padbench-model"}
+
+for _spec in (QUICK, LONG, FAILING):
+    parse_job_spec(_spec)  # a typo here should fail at import, not as a mysterious job failure
