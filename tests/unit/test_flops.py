@@ -1,0 +1,68 @@
+"""FLOP counts against hand-computed values, and the peak table's refusal to invent figures."""
+
+from __future__ import annotations
+
+import torch
+
+from padbench.contract.spec import ModelSpec
+from worker.engine.batches import PackedBatch, PaddedBatch
+from worker.engine.flops import ModelShape, batch_flops, peak_flops, peak_flops_for_name
+from worker.engine.model import model_config
+
+# tiny: 2 layers, width 64, MLP 256, vocab 30,522. MACs per token: per layer 3·64² + 64² + 2·64·256 = 49,152,
+# two layers 98,304, LM head 64·30,522 = 1,953,408 → 2,051,712 MACs = 4,103,424 FLOPs.
+TINY_MATMUL_FLOPS_PER_TOKEN = 4_103_424
+
+
+def tiny_shape() -> ModelShape:
+    return ModelShape.of(model_config(ModelSpec(preset="tiny")))
+
+
+def test_matmul_flops_per_token_tiny() -> None:
+    assert tiny_shape().matmul_flops_per_token == TINY_MATMUL_FLOPS_PER_TOKEN
+
+
+def test_matmul_flops_per_token_gpt2_seed_is_about_365_mflop() -> None:
+    # 12 layers × 12·1024² + 1024·30,522 = 182,249,472 MACs (anchors §2 quotes ~365 MFLOP per token).
+    shape = ModelShape.of(model_config(ModelSpec(preset="gpt2-seed")))
+    assert shape.matmul_flops_per_token == 364_498_944
+
+
+def test_packed_batch_counts_attention_from_each_sequence_length() -> None:
+    batch = PackedBatch(input_ids=torch.zeros(1, 8, dtype=torch.long), position_ids=torch.zeros(1, 8, dtype=torch.long),
+                        cu_seqlens=torch.tensor([0, 3, 8], dtype=torch.int32), max_seqlen=5, lengths=(3, 5),
+                        sequence_ids=(0, 1), token_budget=10)
+    flops = batch_flops(tiny_shape(), batch)
+    assert flops.matmul == 8 * TINY_MATMUL_FLOPS_PER_TOKEN
+    # 4·L²·E per layer for QKᵀ and AV, 2 layers, halved for causal: (9 + 25)·4·64·2 / 2 = 8,704.
+    assert flops.attention == 8_704
+    assert flops.total == flops.matmul + flops.attention
+
+
+def test_padded_batch_counts_the_full_width_of_every_row() -> None:
+    input_ids = torch.zeros(2, 5, dtype=torch.long)
+    batch = PaddedBatch(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), lengths=(3, 5),
+                        sequence_ids=(0, 1))
+    flops = batch_flops(tiny_shape(), batch)
+    assert flops.matmul == 10 * TINY_MATMUL_FLOPS_PER_TOKEN
+    assert flops.attention == 2 * 25 * 4 * 64 * 2 // 2
+
+
+def test_non_causal_attention_is_counted_in_full() -> None:
+    assert tiny_shape().attention_flops([4], causal=False) == 2 * tiny_shape().attention_flops([4])
+
+
+def test_known_gpus_have_sourced_dense_peaks() -> None:
+    peak, source = peak_flops_for_name("NVIDIA H100 80GB HBM3", torch.bfloat16)
+    assert peak == 989e12 and "H100 SXM" in source
+    assert peak_flops_for_name("NVIDIA H100 PCIe", torch.float16)[0] == 756e12
+    assert peak_flops_for_name("NVIDIA H200", torch.bfloat16)[0] == 989e12
+    assert peak_flops_for_name("NVIDIA A100-SXM4-80GB", torch.bfloat16)[0] == 312e12
+    assert peak_flops_for_name("NVIDIA GeForce RTX 3090", torch.bfloat16)[0] == 71e12
+
+
+def test_unknown_gpu_fp32_and_cpu_have_no_peak() -> None:
+    assert peak_flops_for_name("NVIDIA Imaginary 9000", torch.bfloat16) == (
+        None, "'NVIDIA Imaginary 9000' is not in the peak table")
+    assert peak_flops_for_name("NVIDIA H200", torch.float32)[0] is None
+    assert peak_flops(torch.device("cpu"), torch.bfloat16)[0] is None
