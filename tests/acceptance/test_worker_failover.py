@@ -1,0 +1,63 @@
+"""Workers that die or are stopped: a SIGKILLed worker's lease expires and another worker finishes the job;
+a SIGTERMed worker releases its lease, stops its child and exits 0."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from padbench.contract.api import JobStatus
+from tests.acceptance.conftest import LiveServer, Worker, kill_group, process_gone
+from tests.acceptance.specs import LONG, QUICK
+
+pytestmark = pytest.mark.slow
+
+# Long enough to be caught running, short enough to finish quickly on the second worker.
+MEDIUM = QUICK | {"name": "acceptance-medium",
+                  "measurement": QUICK["measurement"] | {"min_seconds": 4, "max_batches": None}}
+
+
+@pytest.fixture
+def server_env() -> dict[str, str]:
+    return {"PADBENCH_LEASE_SECONDS": "5", "PADBENCH_REAPER_INTERVAL_SECONDS": "1"}
+
+
+def running_on(server: LiveServer, job_id: int, worker: Worker) -> list[int]:
+    """Wait until `worker` runs the job and reports progress; its job child's pid."""
+    server.wait_for(job_id, lambda j: j.status is JobStatus.running and j.worker == worker.name
+                    and j.progress is not None)
+    children = worker.job_children()
+    assert len(children) == 1
+    return children
+
+
+def test_a_sigkilled_workers_job_is_finished_by_another(live_server: LiveServer, start_worker) -> None:
+    first = start_worker("first")
+    with live_server.client() as client:
+        job_id = client.submit(MEDIUM).id
+        (child,) = running_on(live_server, job_id, first)
+        first.process.send_signal(signal.SIGKILL)
+        kill_group(child)  # the machine "died": its orphaned job child goes too
+        first.process.wait(timeout=10)
+        start_worker("second")
+        job = client.wait(job_id, poll_s=0.2, timeout_s=150)
+    assert job.status is JobStatus.succeeded, job.error
+    assert job.worker == "second"
+    assert job.attempts == 2
+
+
+def test_sigterm_releases_the_lease_and_stops_the_child(live_server: LiveServer, start_worker) -> None:
+    worker = start_worker("stopping")
+    with live_server.client() as client:
+        job_id = client.submit(LONG).id
+        (child,) = running_on(live_server, job_id, worker)
+        os.kill(worker.process.pid, signal.SIGTERM)
+        assert worker.process.wait(timeout=30) == 0
+        job = client.job(job_id)
+        assert job.status is JobStatus.queued  # back in the queue at once, not after the lease expires
+        assert job.attempts == 0  # a graceful stop is not the job's fault
+        assert process_gone(child)
+        assert "releasing the lease" in worker.log_text()
+        client.cancel(job_id)

@@ -1,0 +1,113 @@
+"""The client CLI in-process against a live server on loopback (real HTTP, real SQLite / PostgreSQL).
+
+Jobs are driven through their life by the worker's own HTTP client (`WorkerApi`), with a hand-made,
+contract-valid result: what the engine measures is not under test here, the commands are.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from padbench.cli import main
+from padbench.contract.api import Capabilities, LeaseOut
+from tests.integration.conftest import LiveServer, result_document
+from worker.supervisor.api import WorkerApi
+
+SPEC = {"kind": "padding", "name": "cli-test", "device": "cpu", "dtype": "fp32", "attention": "sdpa",
+        "strategies": ["static", "packed"]}
+
+
+@pytest.fixture
+def cli(live_server: LiveServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    monkeypatch.setenv("PADBENCH_SERVER", live_server.base_url)
+    monkeypatch.setenv("PADBENCH_TOKEN", live_server.tokens["submitter"])
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run
+
+
+@pytest.fixture
+def spec_file(tmp_path: Path) -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(SPEC))
+    return path
+
+
+def claim_one(server: LiveServer) -> tuple[WorkerApi, LeaseOut]:
+    api = WorkerApi(server.base_url, server.tokens["worker"])
+    worker = api.register("cli-test-worker", Capabilities(device="cpu", kernels=["sdpa"]))
+    lease = api.claim(worker.id)
+    assert lease is not None
+    return api, lease
+
+
+def test_submit_status_list_and_cancel(cli, spec_file: Path) -> None:
+    code, out, _ = cli("submit", str(spec_file))
+    assert code == 0 and out.startswith("job ") and out.split()[2] == "queued"
+    job_id = out.split()[1]
+    code, out, _ = cli("status", job_id)
+    assert code == 0 and "queued" in out and "cli-test" in out and "0 of 3" in out
+    code, out, _ = cli("list", "--status", "queued")
+    assert code == 0 and out.splitlines()[1].split()[:2] == [job_id, "queued"]
+    assert cli("cancel", job_id)[1].strip() == f"job {job_id} cancelled"
+    code, out, _ = cli("list", "--status", "queued")
+    assert "(0 shown" in out
+
+
+def test_results_in_every_format_after_a_worker_completes(cli, live_server: LiveServer, spec_file: Path,
+                                                          tmp_path: Path) -> None:
+    job_id = cli("submit", str(spec_file))[1].split()[1]
+    api, lease = claim_one(live_server)
+
+    def finish() -> None:  # while `wait` polls: progress first, then the result
+        api.heartbeat(lease.job.id, lease.lease_token, 0.5, "static: batch 2/4")
+        time.sleep(0.8)
+        api.complete(lease.job.id, lease.lease_token, result_document(lease.job.spec))
+
+    thread = threading.Thread(target=finish)
+    thread.start()
+    code, out, err = cli("wait", job_id)
+    thread.join()
+    assert code == 0 and out.strip() == f"job {job_id} succeeded"
+    assert "succeeded" in err
+    code, table, _ = cli("results", job_id)
+    assert code == 0 and table.strip()
+    code, document, _ = cli("results", job_id, "--format", "json")
+    assert json.loads(document)["kind"] == "padding"
+    code, _, err = cli("results", job_id, "--format", "csv", "--output", str(tmp_path / "r.csv"))
+    assert code == 0 and (tmp_path / "r.csv").exists() and "wrote csv" in err
+
+
+def test_a_failed_job_makes_wait_exit_non_zero_with_its_error(cli, live_server: LiveServer, spec_file: Path) -> None:
+    job_id = cli("submit", str(spec_file))[1].split()[1]
+    api, lease = claim_one(live_server)
+    api.fail(lease.job.id, lease.lease_token, "oom: OutOfMemoryError: CUDA out of memory", "Traceback ...")
+    code, _, err = cli("wait", job_id)
+    assert code == 1 and "oom: OutOfMemoryError" in err
+    code, out, _ = cli("status", job_id)
+    assert "failed" in out and "CUDA out of memory" in out
+
+
+def test_errors_are_one_line_and_non_zero(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: padding\nstrategies: [static]\nmeasurement: {min_batches: 0}\n")
+    code, _, err = cli("submit", str(bad))
+    assert code == 2 and "measurement.min_batches" in err and err.count("\n") == 1
+    code, _, err = cli("results", "4242")
+    assert code == 1 and err.strip() == "padbench results: HTTP 404: job 4242 not found"
+    monkeypatch.setenv("PADBENCH_TOKEN", "not-a-valid-token-at-all")
+    code, _, err = cli("list")
+    assert code == 1 and "HTTP 401" in err
+    monkeypatch.delenv("PADBENCH_SERVER")
+    code, _, err = cli("list")
+    assert code == 2 and "--server" in err
