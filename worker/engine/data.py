@@ -44,7 +44,7 @@ class DataError(ValueError):
 
 @dataclass(frozen=True)
 class TokenizedData:
-    sequences: list[list[int]]  # token ids, each truncated to data.max_length
+    sequences: list[list[int]]  # token ids; longer lines keep their first data.max_length tokens
     pad_token_id: int
     digest: str  # sha256 of source, tokenizer, max_length, seed and the drawn lengths: stable across runs
     source: str  # for people: what was read
@@ -69,7 +69,9 @@ def load_sequences(data: DataSpec, vocab_size: int, cache_dir: Path | None = Non
                    progress: Progress | None = None) -> TokenizedData:
     report = progress or (lambda fraction, message: None)
     if data.source == SYNTHETIC:
-        return synthetic_sequences(data, vocab_size)
+        synthetic = synthetic_sequences(data, vocab_size)
+        report(1.0, f"{len(synthetic.sequences)} synthetic sequences ready")
+        return synthetic
     tokenizer = load_tokenizer(data.tokenizer or "")
     corpus = tokenize_corpus(data, tokenizer, cache_dir or default_cache_dir(), report)
     report(0.9, f"drawing {data.num_samples} sequences")
