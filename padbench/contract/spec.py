@@ -103,6 +103,9 @@ class DataSpec(StrictModel):
 
 # --- strategies ---------------------------------------------------------------------------------------
 
+DEFAULT_N_BINS = 16
+
+
 class StrategySpec(StrictModel):
     name: StrategyName
     n_bins: PositiveInt | None = None
@@ -112,12 +115,13 @@ class StrategySpec(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _from_string(cls, value: Any) -> Any:
-        return {"name": value} if isinstance(value, str) else value
+        value = {"name": value} if isinstance(value, str) else value
+        if isinstance(value, dict) and value.get("name") == "binned" and value.get("n_bins") is None:
+            value = {**value, "n_bins": DEFAULT_N_BINS}
+        return value
 
     @model_validator(mode="after")
     def _bins_only_for_binned(self) -> StrategySpec:
-        if self.name == "binned" and self.n_bins is None:
-            return self.model_copy(update={"n_bins": 16})
         if self.name != "binned" and self.n_bins is not None:
             raise ValueError(f"n_bins applies only to the binned strategy, not {self.name!r}")
         return self
