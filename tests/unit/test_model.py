@@ -91,5 +91,13 @@ def test_missing_weights_are_a_clear_error(tmp_path: Path) -> None:
         build_model(ModelSpec(path=str(tmp_path), load_weights=True), torch.float32, CPU, seed=0)
 
 
+def test_gelu_new_runs_as_the_same_function_fused() -> None:
+    model = build_model(ModelSpec(config=SMALL), torch.float32, CPU, seed=0)
+    assert model.config.activation_function == "gelu_pytorch_tanh"
+    x = torch.linspace(-6, 6, 1001)
+    written_out = 0.5 * x * (1 + torch.tanh((2 / torch.pi) ** 0.5 * (x + 0.044715 * x**3)))
+    assert torch.allclose(model.transformer.h[0].mlp.act(x), written_out, atol=1e-6)
+
+
 def test_torch_dtype_names() -> None:
     assert [torch_dtype(name) for name in ("bf16", "fp16", "fp32")] == [torch.bfloat16, torch.float16, torch.float32]

@@ -13,10 +13,13 @@ from pathlib import Path
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from padbench.contract.spec import Dtype, GPT2Fields, ModelSpec
+from padbench.contract.spec import Dtype, ModelSpec
 
 TORCH_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 NO_DROPOUT = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
+# GPT-2's `gelu_new` is the tanh-approximated GELU written as seven elementwise torch ops, each a full pass over
+# the (tokens, 4·width) MLP activation; `gelu_pytorch_tanh` is the same function as one fused kernel.
+FUSED_ACTIVATION = {"gelu_new": "gelu_pytorch_tanh"}
 # The implementation a plain `model(...)` call uses; kernels switch it only for the duration of their forward.
 DEFAULT_ATTENTION = "sdpa"
 
@@ -30,25 +33,24 @@ def torch_dtype(name: Dtype) -> torch.dtype:
 
 
 def build_model(spec: ModelSpec, dtype: torch.dtype, device: torch.device, seed: int) -> GPT2LMHeadModel:
+    config = model_config(spec)
     if spec.load_weights:
-        model = _load_pretrained(_model_dir(spec), dtype)
+        model = _load_pretrained(_model_dir(spec), config, dtype)
     else:
-        config = model_config(spec)
         torch.manual_seed(seed)
         model = GPT2LMHeadModel(config)
-    model.config.update(NO_DROPOUT)
-    for module in model.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = 0.0
     return model.to(device=device, dtype=dtype).eval()
 
 
 def model_config(spec: ModelSpec) -> GPT2Config:
-    """The transformers config of the spec's model, dropout off, attention on the default implementation."""
+    """The transformers config of the spec's model: dropout off, fused activation, default attention."""
     fields = spec.known_fields()
-    if fields is not None:
-        return _config_from_fields(fields)
-    config = GPT2Config.from_pretrained(_model_dir(spec), local_files_only=True, **NO_DROPOUT)
+    if fields is None:
+        config = GPT2Config.from_pretrained(_model_dir(spec), local_files_only=True, **NO_DROPOUT)
+    else:
+        config = GPT2Config(n_layer=fields.n_layer, n_embd=fields.n_embd, n_head=fields.n_head,
+                            vocab_size=fields.vocab_size, n_positions=fields.n_positions, **NO_DROPOUT)
+    config.activation_function = FUSED_ACTIVATION.get(config.activation_function, config.activation_function)
     config._attn_implementation = DEFAULT_ATTENTION
     return config
 
@@ -62,12 +64,6 @@ def model_max_positions(spec: ModelSpec) -> int:
     if not isinstance(positions, int) or positions <= 0:
         raise ModelSourceError(f"model.path {spec.path!r}: config.json has no positive n_positions")
     return positions
-
-
-def _config_from_fields(fields: GPT2Fields) -> GPT2Config:
-    return GPT2Config(n_layer=fields.n_layer, n_embd=fields.n_embd, n_head=fields.n_head,
-                      vocab_size=fields.vocab_size, n_positions=fields.n_positions,
-                      attn_implementation=DEFAULT_ATTENTION, **NO_DROPOUT)
 
 
 def _model_dir(spec: ModelSpec) -> Path:
@@ -90,9 +86,9 @@ def _read_config_json(directory: Path) -> dict[str, object]:
     return config
 
 
-def _load_pretrained(directory: Path, dtype: torch.dtype) -> GPT2LMHeadModel:
+def _load_pretrained(directory: Path, config: GPT2Config, dtype: torch.dtype) -> GPT2LMHeadModel:
     try:
-        return GPT2LMHeadModel.from_pretrained(directory, local_files_only=True, dtype=dtype,
-                                               attn_implementation=DEFAULT_ATTENTION, **NO_DROPOUT)
+        return GPT2LMHeadModel.from_pretrained(directory, config=config, local_files_only=True, dtype=dtype,
+                                               attn_implementation=DEFAULT_ATTENTION)
     except OSError as error:  # transformers reports missing weight files as OSError
         raise ModelSourceError(f"model.path {str(directory)!r}: cannot load weights ({error})") from None
