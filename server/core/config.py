@@ -11,7 +11,7 @@ import ipaddress
 from pathlib import Path
 
 import platformdirs
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
@@ -48,6 +48,11 @@ class Settings(BaseSettings):
     # How often the server itself returns expired leases to the queue (claims also do it first).
     reaper_interval_seconds: float = Field(default=5.0, gt=0)
     sqlite_busy_timeout_ms: int = Field(default=10_000, ge=0)
+
+    @field_validator("tokens_file", mode="before")
+    @classmethod
+    def _empty_means_unset(cls, value: object) -> object:
+        return None if value == "" else value
 
     @model_validator(mode="after")
     def _refuse_unsafe(self) -> Settings:

@@ -4,6 +4,7 @@ and PostgreSQL; ownership, pagination and filters, cancel, zombie results, capab
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -160,3 +161,21 @@ def test_worker_registration_is_idempotent_per_token_and_names_are_owned(live_se
         assert taken.status_code == 409
         assert other.post("/v1/leases", json={"worker_id": first.json()["id"]}).status_code == 403
         assert other.post("/v1/leases", json={"worker_id": 12345}).status_code == 404
+
+
+def test_concurrent_workers_over_http_never_share_a_job(any_live_server: LiveServer) -> None:
+    with any_live_server.client("submitter") as user:
+        job_ids = {submit(user) for _ in range(20)}
+
+    def drain(name: str) -> list[int]:
+        with any_live_server.client("worker") as gpu:
+            worker_id = register(gpu, name)
+            claimed = []
+            while (lease := claim(gpu, worker_id)) is not None:
+                claimed.append(lease.job.id)
+            return claimed
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        per_worker = list(pool.map(drain, [f"w{index}" for index in range(6)]))
+    everything = [job_id for claimed in per_worker for job_id in claimed]
+    assert sorted(everything) == sorted(job_ids)

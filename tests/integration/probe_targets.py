@@ -1,0 +1,47 @@
+"""Stand-in probe children for the probe's integration tests: each ends one way a real probe can.
+
+Kept free of torch so a spawned child starts in well under a second.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from worker.child import ChildContext
+from worker.probe.protocol import ProbeMeasurement, ProbeRequest
+
+MIB = 2**20
+FAKE_CAPACITY = 100 * MIB
+FAKE_BASELINE = 10 * MIB
+FAKE_PER_SIZE = 3 * MIB
+
+
+def fake_device(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
+    """A device with 100 MiB where the model takes 10 MiB and every unit of size 3 MiB: the limit is 30."""
+    peak = FAKE_BASELINE + FAKE_PER_SIZE * request.size
+    if peak > FAKE_CAPACITY:
+        raise MemoryError(f"fake device: {peak} bytes do not fit")
+    return ProbeMeasurement(peak_bytes=peak, peak_allocated_bytes=None, capacity_bytes=FAKE_CAPACITY,
+                            baseline_bytes=FAKE_BASELINE, kernel=request.kernel, seconds=0.0)
+
+
+def killed_by_signal(ctx: ChildContext, request: ProbeRequest) -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def hangs(ctx: ChildContext, request: ProbeRequest) -> None:
+    time.sleep(120)
+
+
+def raises_error(ctx: ChildContext, request: ProbeRequest) -> None:
+    raise ValueError(f"kernel {request.kernel!r} cannot take this input")
+
+
+def sticky_cuda_error(ctx: ChildContext, request: ProbeRequest) -> None:
+    raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+
+def must_not_run(ctx: ChildContext, request: ProbeRequest) -> None:
+    raise AssertionError("a cached limit should have answered without a child")

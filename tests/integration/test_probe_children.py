@@ -1,0 +1,111 @@
+"""The OOM probe with real spawned children: a CPU memory budget, every way a child can end, the cache."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from padbench.contract.spec import GPT2Fields, ModelSpec, PaddingJobSpec, ProbeSpec, StrategySpec
+from tests.integration import probe_targets
+from worker.probe.cache import ProbeCache
+from worker.probe.runner import ProbeFailed, find_batch_size
+from worker.probe.search import apply_margin
+
+MIB = 2**20
+TINY = ModelSpec(config=GPT2Fields(n_layer=2, n_embd=64, n_head=4, vocab_size=1000, n_positions=128))
+STATIC = StrategySpec(name="static")
+TARGETS = "tests.integration.probe_targets:"
+
+
+def cpu_spec(budget: int = 64 * MIB, **probe: object) -> PaddingJobSpec:
+    return PaddingJobSpec(model=TINY, device="cpu", dtype="fp32", attention="sdpa", batch_size="auto",
+                          data={"max_length": 128}, strategies=[STATIC],
+                          probe=ProbeSpec(cpu_memory_budget_bytes=budget, **probe))
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> ProbeCache:
+    return ProbeCache(tmp_path / "probe-cache.json")
+
+
+def quiet(fraction: float, message: str) -> None:
+    pass
+
+
+@pytest.mark.slow
+def test_a_cpu_budget_bounds_the_search_and_the_cache_answers_the_second_time(cache: ProbeCache) -> None:
+    spec = cpu_spec()
+    report = find_batch_size(spec, STATIC, "sdpa", quiet, cache=cache)
+    fits = [a for a in report.probes if a.outcome == "fits"]
+    assert report.largest_fit > 1 and report.smallest_oom == report.largest_fit + 1
+    assert {a.outcome for a in report.probes} == {"fits", "oom"}
+    assert max(a.size for a in fits) == report.largest_fit
+    assert all(a.peak_allocated_bytes is not None and a.peak_allocated_bytes <= 64 * MIB for a in fits)
+    assert len(report.probes) <= 7 and report.predicted_limit is not None
+    assert report.chosen == apply_margin(report.largest_fit, 0.05) and not report.cached
+
+    again = find_batch_size(spec, STATIC, "sdpa", quiet, cache=cache, probe_target=TARGETS + "must_not_run")
+    assert again.cached and (again.largest_fit, again.chosen) == (report.largest_fit, report.chosen)
+
+    forced = cpu_spec(force=True)
+    with pytest.raises(ProbeFailed, match="a cached limit should have answered"):
+        find_batch_size(forced, STATIC, "sdpa", quiet, cache=cache, probe_target=TARGETS + "must_not_run")
+
+
+def test_children_that_fit_or_run_out_steer_the_search_to_the_limit(cache: ProbeCache) -> None:
+    messages: list[str] = []
+    report = find_batch_size(cpu_spec(), STATIC, "sdpa", lambda _, m: messages.append(m), cache=cache,
+                             probe_target=TARGETS + "fake_device")
+    assert (report.largest_fit, report.smallest_oom) == (30, 31)  # (100 − 10) / 3 MiB
+    assert report.chosen == 29 and len(report.probes) <= 6
+    assert messages and all(message.startswith("probe ") for message in messages)
+
+
+def test_the_cap_limits_the_chosen_size_and_the_search(cache: ProbeCache) -> None:
+    report = find_batch_size(cpu_spec(cap=8), STATIC, "sdpa", quiet, cache=cache,
+                             probe_target=TARGETS + "fake_device")
+    assert report.chosen == 8 and report.cap == 8
+    assert max(a.size for a in report.probes) <= 9  # just enough above the cap to keep the 5% margin
+
+
+@pytest.mark.parametrize(("target", "outcome", "detail"), [
+    ("killed_by_signal", "crash", "SIGKILL"),
+    ("raises_error", "error", "cannot take this input"),
+    ("sticky_cuda_error", "cuda_error", "illegal memory access"),
+])
+def test_a_child_that_ends_otherwise_fails_the_probe_with_its_log(cache: ProbeCache, target: str, outcome: str,
+                                                                   detail: str) -> None:
+    with pytest.raises(ProbeFailed) as failure:
+        find_batch_size(cpu_spec(), STATIC, "sdpa", quiet, cache=cache, probe_target=TARGETS + target)
+    assert f"ended in {outcome}" in str(failure.value) and detail in str(failure.value)
+    assert [a.outcome for a in failure.value.attempts] == [outcome]
+    assert not cache.path.exists()  # nothing is cached from a failed probe
+
+
+def test_a_child_past_its_time_limit_is_killed_and_reported(cache: ProbeCache) -> None:
+    with pytest.raises(ProbeFailed, match="ended in timeout") as failure:
+        find_batch_size(cpu_spec(probe_timeout_s=1.5), STATIC, "sdpa", quiet, cache=cache,
+                        probe_target=TARGETS + "hangs")
+    assert failure.value.attempts[0].outcome == "timeout"
+    assert os.getpid() > 0  # the parent is alive to tell
+
+
+def test_probing_on_the_cpu_without_a_budget_is_refused_before_any_child(cache: ProbeCache) -> None:
+    spec = PaddingJobSpec(model=TINY, device="cpu", dtype="fp32", attention="sdpa", batch_size="auto",
+                          data={"max_length": 128}, strategies=[STATIC])
+    with pytest.raises(ProbeFailed, match="cpu_memory_budget_bytes"):
+        find_batch_size(spec, STATIC, "sdpa", quiet, cache=cache, probe_target=TARGETS + "must_not_run")
+
+
+def test_a_changed_budget_misses_the_cache_and_a_corrupt_cache_file_is_ignored(cache: ProbeCache) -> None:
+    find_batch_size(cpu_spec(), STATIC, "sdpa", quiet, cache=cache, probe_target=TARGETS + "fake_device")
+    with pytest.raises(ProbeFailed, match="should have answered"):  # another budget: another key
+        find_batch_size(cpu_spec(budget=32 * MIB), STATIC, "sdpa", quiet, cache=cache,
+                        probe_target=TARGETS + "must_not_run")
+    assert len(json.loads(cache.path.read_text())) == 1
+    cache.path.write_text("{not json")
+    report = find_batch_size(cpu_spec(), STATIC, "sdpa", quiet, cache=cache, probe_target=TARGETS + "fake_device")
+    assert not report.cached and report.largest_fit == probe_targets.FAKE_CAPACITY // probe_targets.MIB // 3
