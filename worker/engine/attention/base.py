@@ -163,6 +163,14 @@ class FlexKernel(AttentionKernel):
     @abstractmethod
     def build_block_mask(self, batch: Batch) -> BlockMask: ...
 
+    def probe(self, device: torch.device, dtype: torch.dtype) -> None:
+        # The op itself, uncompiled: compiling flex on CUDA takes tens of seconds, too long for a capability
+        # probe; the first real batch compiles it (outside timing, in the warm-up).
+        query = torch.randn(1, 2, 128, 64, device=device, dtype=dtype)
+        ops.flex_reference(query, query, query, ops.causal_block_mask(128, device))
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
     def prepare(self, batch: Batch) -> Batch:
         return replace(batch, extras={**batch.extras, "padbench_block_mask": self.build_block_mask(batch)})
 

@@ -170,13 +170,27 @@ def flex_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bloc
                scale: float | None = None) -> torch.Tensor:
     """FlexAttention, compiled on CUDA (its only fast path); on CPU the unfused reference runs, for tests."""
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))
-    if query.is_cuda:
-        output = _compiled_flex()(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=_is_gqa(query, key))
-    else:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*flex_attention called without torch.compile.*")
-            output = flex_attention(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=_is_gqa(query, key))
-    return _first(output).transpose(1, 2)
+    if not query.is_cuda:
+        return flex_reference(q, k, v, block_mask, scale=scale).transpose(1, 2)
+    return _first(_compiled_flex()(q, k, v, block_mask=block_mask, scale=scale,
+                                   enable_gqa=_is_gqa(query, key))).transpose(1, 2)
+
+
+def flex_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: BlockMask, *,
+                   scale: float | None = None) -> torch.Tensor:
+    """Uncompiled FlexAttention on (batch, heads, seq, head_dim): torch's unfused reference path."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*flex_attention called without torch.compile.*")
+        output = flex_attention(query, key, value, block_mask=block_mask, scale=scale,
+                                enable_gqa=query.shape[1] != key.shape[1])
+    return _first(output)
+
+
+def causal_block_mask(length: int, device: torch.device) -> BlockMask:
+    def causal(batch: Any, head: Any, q_index: Any, kv_index: Any) -> Any:
+        return q_index >= kv_index
+
+    return create_block_mask(causal, None, None, length, length, device=device)
 
 
 def document_causal_block_mask(document_ids: torch.Tensor) -> BlockMask:
