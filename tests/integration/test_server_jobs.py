@@ -4,14 +4,16 @@ and PostgreSQL; ownership, pagination and filters, cancel, zombie results, capab
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from padbench.contract.api import Capabilities, JobOut, JobPage, LeaseOut
 from padbench.contract.results import JOB_RESULT_ADAPTER
-from tests.integration.conftest import LiveServer, expire_lease, result_document
+from tests.integration.conftest import LiveServer, expire_lease, result_document, serve
 
 SPEC: dict[str, Any] = {"device": "cpu", "dtype": "fp32", "attention": "sdpa", "name": "tiny-cpu"}
 CPU = Capabilities(device="cpu", kernels=["eager", "sdpa", "sdpa-block-mask"]).model_dump(mode="json")
@@ -179,3 +181,15 @@ def test_concurrent_workers_over_http_never_share_a_job(any_live_server: LiveSer
         per_worker = list(pool.map(drain, [f"w{index}" for index in range(6)]))
     everything = [job_id for claimed in per_worker for job_id in claimed]
     assert sorted(everything) == sorted(job_ids)
+
+
+def test_the_background_reaper_requeues_expired_leases_without_a_claim(tmp_path: Path) -> None:
+    with serve(f"sqlite:///{tmp_path / 'db.sqlite3'}", tmp_path, reaper_interval_seconds=0.1) as server, \
+            server.client("submitter") as user, server.client("worker") as gpu:
+        job_id = submit(user)
+        claim(gpu, register(gpu, "w"))
+        expire_lease(server.database, job_id)
+        deadline = time.monotonic() + 10
+        while user.get(f"/v1/jobs/{job_id}").json()["status"] != "queued":
+            assert time.monotonic() < deadline, "the reaper never requeued the expired lease"
+            time.sleep(0.05)
