@@ -131,7 +131,9 @@ def main() -> int:
         command = padbench_command("server", "--host", "127.0.0.1", "--port", str(port))
         with background(command, workdir / "server.log", env) as server:
             wait_until_healthy(url, server, workdir / "server.log")
-            print(f"padbench API latency on SQLite ({url}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]})")
+            load_1m = os.getloadavg()[0]  # the box is shared: say how busy it was
+            print(f"padbench API latency on SQLite ({url}, {os.cpu_count()} CPUs, load {load_1m:.1f}, "
+                  f"Python {sys.version.split()[0]})")
             pickups = measure_pickup(url, tokens, args.pickups)
             print(describe("submit -> pickup (idle)", pickups))
             load = asyncio.run(measure_load(url, tokens, args.pollers, args.seconds))

@@ -53,6 +53,7 @@ def install_stop_handlers(stop_event: threading.Event) -> None:
 
 def run_worker(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per heartbeat drowns the job's story
     if not args.server or not args.token:
         print("padbench worker: --server and --token (or PADBENCH_SERVER / PADBENCH_TOKEN) are required",
               file=sys.stderr)
