@@ -1,0 +1,32 @@
+"""The demo's building blocks: tokens the server accepts, loopback ports, a clean stop of subprocesses."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from padbench.demo import Tokens, background, free_loopback_port
+from server.core.security import parse_token_line
+
+
+def test_generated_tokens_are_accepted_by_the_server_and_private(tmp_path: Path) -> None:
+    path = tmp_path / "tokens"
+    tokens = Tokens.generate()
+    tokens.write(path)
+    parsed = [parse_token_line(line, f"{path}:{n}") for n, line in enumerate(path.read_text().splitlines(), 1)]
+    assert {(principal.role.value, token) for principal, token in filter(None, parsed)} == {
+        ("submitter", tokens.submitter), ("worker", tokens.worker), ("admin", tokens.admin)}
+    assert path.stat().st_mode & 0o077 == 0
+    assert len({tokens.submitter, tokens.worker, tokens.admin}) == 3
+
+
+def test_a_free_port_is_on_loopback_and_usable() -> None:
+    assert 1024 <= free_loopback_port() <= 65535
+
+
+def test_a_background_process_is_stopped_when_the_block_exits(tmp_path: Path) -> None:
+    log = tmp_path / "sleep.log"
+    command = [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"]
+    with background(command, log, env={}) as process:
+        assert process.poll() is None
+    assert process.returncode is not None and process.returncode < 0  # ended by SIGTERM, not by itself
