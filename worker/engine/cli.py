@@ -1,9 +1,95 @@
-"""`padbench run SPEC.yaml`: run a job spec locally, without any server."""
+"""`padbench run SPEC.yaml [--json PATH]`: run a job spec locally, without any server.
+
+The job runs in a spawned child, exactly as a worker runs it, so an out-of-memory error, a sticky CUDA
+error or a crash ends with a message instead of taking this process down; Ctrl-C kills the child.
+Progress goes to stderr while it runs; the table goes to stdout.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from padbench.contract.results import JOB_RESULT_ADAPTER
+from padbench.report import render_json, render_table
+from padbench.specfile import SpecError, load_spec
+from worker.child import ChildReport, run_in_child
+
+EXIT_FAILED, EXIT_BAD_SPEC = 1, 2
+JOB_ENTRY_POINT = "worker.jobkinds:run_job"
 
 
 def add_run_command(subparsers: argparse._SubParsersAction) -> None:
-    pass  # the engine adds `run` here
+    parser = subparsers.add_parser(
+        "run", help="run a job spec on this machine, without a server",
+        description="Validate SPEC, run it in a child process on this machine and print the result table. "
+                    "Exit status: 0 with a result (failed strategies are rows of the table), "
+                    "1 when the job produced no result, 2 for an invalid spec.")
+    parser.add_argument("spec", metavar="SPEC.yaml", help="a job spec (YAML or JSON)")
+    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the full result as JSON to PATH")
+    parser.add_argument("--timeout", metavar="SECONDS", type=float, default=None,
+                        help="stop the job after this many seconds (default: no limit)")
+    parser.add_argument("--traceback", action="store_true", help="print the job's traceback when it fails")
+    parser.set_defaults(handler=run_spec_command)
+
+
+class ProgressPrinter:
+    """One line per new message; on a terminal, one line rewritten in place."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.in_place = stream.isatty()
+        self.last_message: str | None = None
+
+    def __call__(self, fraction: float, message: str) -> None:
+        line = f"[{fraction:4.0%}] {message}"
+        if self.in_place:
+            self.stream.write(f"\r\x1b[2K{line}")
+        elif message != self.last_message:
+            self.stream.write(line + "\n")
+        self.last_message = message
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.in_place and self.last_message is not None:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def describe_failure(report: ChildReport, show_traceback: bool) -> str:
+    lines = [f"padbench run: the job ended with {report.outcome}: {report.error}"]
+    if show_traceback and report.traceback:
+        lines.append(report.traceback.rstrip())
+    return "\n".join(lines)
+
+
+def run_spec_command(args: argparse.Namespace) -> int:
+    try:
+        spec = load_spec(args.spec)
+    except SpecError as error:
+        print(f"padbench run: {error}", file=sys.stderr)
+        return EXIT_BAD_SPEC
+    if args.timeout is not None and args.timeout <= 0:
+        print("padbench run: --timeout must be a positive number of seconds", file=sys.stderr)
+        return EXIT_BAD_SPEC
+    printer = ProgressPrinter(sys.stderr)
+    try:
+        report = run_in_child(JOB_ENTRY_POINT, spec.model_dump(mode="json"), timeout_s=args.timeout,
+                              on_progress=printer)
+    finally:
+        printer.finish()
+    if report.outcome != "ok":
+        print(describe_failure(report, args.traceback), file=sys.stderr)
+        return EXIT_FAILED
+    result = JOB_RESULT_ADAPTER.validate_python(report.value)
+    if args.json is not None:
+        try:
+            args.json.write_text(render_json(result) + "\n", encoding="utf-8")
+        except OSError as error:
+            print(f"padbench run: cannot write --json {args.json}: {error.strerror}", file=sys.stderr)
+            print(render_table(result))
+            return EXIT_FAILED
+    print(render_table(result), end="")
+    return 0

@@ -159,15 +159,20 @@ def invalid_reason(measurement: Measurement, settings: MeasurementSpec) -> str |
 
 @dataclass(frozen=True)
 class Throughput:
-    tokens_per_s: float  # Σ real tokens / Σ seconds over all repeats
-    median_batch_tokens_per_s: float
-    p90_batch_tokens_per_s: float
-    repeat_tokens_per_s: tuple[float, ...]
+    # Rates are None when the clock measured no time: a rate over zero seconds is not a number to report.
+    tokens_per_s: float | None  # Σ real tokens / Σ seconds over all repeats
+    median_batch_tokens_per_s: float | None
+    p90_batch_tokens_per_s: float | None
+    repeat_tokens_per_s: tuple[float | None, ...]
     real_tokens: int
     computed_tokens: int
     batches: int
     seconds: float
     flops: float | None  # counted FLOPs of everything measured; None when any batch's count is unknown
+
+
+def _rate(tokens: int, seconds: float) -> float | None:
+    return tokens / seconds if seconds > 0 else None
 
 
 def _p90(values: Sequence[float]) -> float:
@@ -183,17 +188,17 @@ def summarize(measurement: Measurement, real_tokens: Sequence[int], computed_tok
     seconds = [s for repeat in measurement.repeats for s in repeat.batch_seconds]
     per_batch = [real_tokens[i] / s for i, s in zip(indices, seconds, strict=True) if s > 0]
     counted = [flops[i] for i in indices]
-    total_seconds = sum(seconds)
+    real = sum(real_tokens[i] for i in indices)
     return Throughput(
-        tokens_per_s=sum(real_tokens[i] for i in indices) / total_seconds,
-        median_batch_tokens_per_s=statistics.median(per_batch),
-        p90_batch_tokens_per_s=_p90(per_batch),
-        repeat_tokens_per_s=tuple(sum(real_tokens[i] for i in r.batch_indices) / r.seconds
+        tokens_per_s=_rate(real, sum(seconds)),
+        median_batch_tokens_per_s=statistics.median(per_batch) if per_batch else None,
+        p90_batch_tokens_per_s=_p90(per_batch) if per_batch else None,
+        repeat_tokens_per_s=tuple(_rate(sum(real_tokens[i] for i in r.batch_indices), r.seconds)
                                   for r in measurement.repeats),
-        real_tokens=sum(real_tokens[i] for i in indices),
+        real_tokens=real,
         computed_tokens=sum(computed_tokens[i] for i in indices),
         batches=len(indices),
-        seconds=total_seconds,
+        seconds=sum(seconds),
         flops=None if any(f is None for f in counted) else float(sum(f for f in counted if f is not None)),
     )
 

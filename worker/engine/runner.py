@@ -1,0 +1,129 @@
+"""A padding job from spec to result: data and model once, then each strategy gated, measured and reported.
+
+Every strategy sees the same drawn sequences (same seed, same truncation), the same model weights and the
+same measurement rules (worker.engine.measure). A strategy that cannot run — its kernel is unavailable, its
+layout fails the correctness gate, a batch fails the sanity check, or it runs out of memory — is reported
+as failed with the reason, and the job goes on with the next one.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Sequence
+
+import torch
+from transformers import GPT2Config
+
+from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.contract.spec import Device, PaddingJobSpec
+from worker.engine import flops
+from worker.engine.correctness import gate_sample, reference_logits
+from worker.engine.data import load_sequences
+from worker.engine.environment import collect_environment
+from worker.engine.model import build_model, torch_dtype
+from worker.engine.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
+from worker.jobkinds import ProgressFn
+
+# Shares of the progress bar: the rest is split evenly between the strategies.
+MODEL_SHARE, DATA_SHARE, REFERENCE_SHARE = 0.02, 0.10, 0.03
+
+
+class DeviceUnavailable(RuntimeError):
+    pass
+
+
+def resolve_device(name: Device) -> torch.device:
+    """`auto` is the first CUDA GPU when there is one, else the CPU; `cuda` without a GPU is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise DeviceUnavailable(f"device: 'cuda' was asked for, but torch {torch.__version__} sees no CUDA GPU")
+    return torch.device(name)
+
+
+def progress_span(progress: ProgressFn, start: float, end: float) -> ProgressFn:
+    """A progress callback whose 0..1 maps onto start..end of the job's bar."""
+    return lambda fraction, message: progress(start + (end - start) * min(max(fraction, 0.0), 1.0), message)
+
+
+def check_batch_sizes(spec: PaddingJobSpec) -> None:
+    for strategy in spec.strategies:
+        if spec.batch_size_for(strategy) == "auto":
+            raise ValueError(f"batch_size: 'auto' ({strategy.label}) needs the OOM probe, which this run "
+                             "path does not call; give an integer batch size")
+
+
+def prepare_job(spec: PaddingJobSpec, progress: ProgressFn) -> JobSetup:
+    check_batch_sizes(spec)
+    device, dtype = resolve_device(spec.device), torch_dtype(spec.dtype)
+    progress(0.0, f"building the model on {device}")
+    model = build_model(spec.model, dtype, device, seed=spec.data.seed)
+    progress(MODEL_SHARE, f"loading data from {spec.data.source}")
+    data = load_sequences(spec.data, model.config.vocab_size,
+                          progress=progress_span(progress, MODEL_SHARE, MODEL_SHARE + DATA_SHARE))
+    if not data.sequences:
+        raise ValueError(f"data.source {spec.data.source!r}: no sequences to measure")
+    chosen = gate_sample([len(s) for s in data.sequences], spec.measurement.correctness_samples)
+    sample = tuple(data.sequences[index] for index in chosen)
+    progress(MODEL_SHARE + DATA_SHARE, f"reference logits for {len(sample)} sequences, one at a time")
+    references = tuple(reference_logits(model, sample, device))
+    peak, peak_source = flops.peak_flops(device, dtype)
+    initial_state = None
+    if spec.mode == "training":
+        initial_state = {name: tensor.detach().to("cpu", copy=True) for name, tensor in model.state_dict().items()}
+    return JobSetup(spec, device, dtype, model, data, sample, references, peak, peak_source, initial_state)
+
+
+def restore_weights(job: JobSetup) -> None:
+    """Training steps move the weights; every strategy starts from the same ones the reference used."""
+    if job.initial_state is not None:
+        job.model.load_state_dict(job.initial_state)
+
+
+def release_device_memory(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def with_speedups(results: Sequence[StrategyResult]) -> list[StrategyResult]:
+    """Speed-up vs static, only where a valid static measurement exists in the same job.
+
+    With several static rows (one per attention choice), a row compares with the static row of the same
+    requested attention when there is one, else with the fastest valid static row.
+    """
+    statics = {r.attention: r.tokens_per_s for r in results if r.strategy == "static" and r.tokens_per_s}
+    if not statics:
+        return list(results)
+    fastest = max(statics.values())
+    return [result.model_copy(update={
+        "speedup_vs_static": result.tokens_per_s / statics.get(result.attention, fastest)
+        if result.tokens_per_s else None}) for result in results]
+
+
+def flops_per_token(config: GPT2Config, mode: str) -> float:
+    """Matmul FLOPs per computed token (attention's share depends on the lengths, so it is per batch)."""
+    per_token = flops.ModelShape.of(config).matmul_flops_per_token
+    return float(per_token * (TRAINING_FLOP_FACTOR if mode == "training" else 1))
+
+
+def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn) -> PaddingResult:
+    setup_end = MODEL_SHARE + DATA_SHARE + REFERENCE_SHARE
+    job = prepare_job(spec, progress)
+    environment = collect_environment(
+        job.device, dataset_digest=job.data.digest, peak_flops=job.peak_flops, peak_source=job.peak_source,
+        seeds={"data": spec.data.seed, "model_init": spec.data.seed, "strategy_order": spec.data.seed})
+    share = (1.0 - setup_end) / len(spec.strategies)
+    results = []
+    for number, strategy in enumerate(spec.strategies):
+        restore_weights(job)
+        span = progress_span(progress, setup_end + number * share, setup_end + (number + 1) * share)
+        results.append(StrategyRun(job, strategy, span).run())
+        release_device_memory(job.device)
+    progress(1.0, "done")
+    lengths = [len(sequence) for sequence in job.data.sequences]
+    return PaddingResult(
+        spec=spec, environment=environment,
+        model_parameters=sum(parameter.numel() for parameter in job.model.parameters()),
+        flops_per_token=flops_per_token(job.model.config, spec.mode),
+        num_sequences=len(lengths), real_tokens_total=sum(lengths), strategies=with_speedups(results))

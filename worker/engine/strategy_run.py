@@ -1,0 +1,177 @@
+"""One strategy of a padding job: resolve its kernel, gate its layout, build and measure its batches.
+
+The order is the method: the correctness gate runs before anything is timed; every batch is built,
+sanity-checked, moved to the device and prepared by the kernel before the clock starts; compile time
+lands in the warm-up; memory peaks cover exactly the device-resident batches, warm-up and measurement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+import worker.engine.strategies  # noqa: F401  (importing registers the strategies)
+from padbench.contract.results import MemoryStats, StrategyResult
+from padbench.contract.spec import MeasurementSpec, PaddingJobSpec, StrategySpec
+from worker.engine import flops
+from worker.engine.attention import AttentionKernel, resolve_kernel
+from worker.engine.batches import STRATEGIES, Batch, Strategy
+from worker.engine.correctness import GateResult, check_layout
+from worker.engine.data import TokenizedData
+from worker.engine.measure import Measurement, batch_sanity_error, clock_for, invalid_reason, measure, summarize
+from worker.engine.memory import track_peak_memory
+from worker.engine.steps import (
+    StepFn,
+    compiled,
+    inference_step,
+    make_optimizer,
+    mark_token_dims_dynamic,
+    next_token_labels,
+    training_step,
+)
+from worker.jobkinds import ProgressFn
+
+# A training step's backward costs twice its forward (gradients of activations and of weights).
+TRAINING_FLOP_FACTOR = 3
+
+
+@dataclass(frozen=True)
+class JobSetup:
+    """What every strategy of a job shares."""
+
+    spec: PaddingJobSpec
+    device: torch.device
+    dtype: torch.dtype
+    model: torch.nn.Module
+    data: TokenizedData
+    sample: tuple[list[int], ...]  # the correctness gate's sequences
+    references: tuple[torch.Tensor, ...]  # their one-at-a-time logits, on the host
+    peak_flops: float | None  # the device's peak FLOP/s in the job's dtype, for MFU; None when unknown
+    peak_source: str | None
+    initial_state: dict[str, torch.Tensor] | None  # host copy of the weights, restored between training runs
+
+
+class StrategyFailed(Exception):
+    """A reason this strategy cannot be measured; the job goes on with the next one."""
+
+
+def one_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:500]
+
+
+class StrategyRun:
+    def __init__(self, job: JobSetup, strategy: StrategySpec, progress: ProgressFn) -> None:
+        self.job, self.strategy, self.progress = job, strategy, progress
+        self.attention = job.spec.attention_for(strategy)
+        self.batch_size = int(job.spec.batch_size_for(strategy))  # `auto` is refused before the job starts
+        self.kernel_name: str = self.attention  # replaced by what actually runs once it is resolved
+        self.gate: GateResult | None = None
+
+    def say(self, fraction: float, message: str) -> None:
+        self.progress(fraction, f"{self.strategy.label} / {self.kernel_name}: {message}")
+
+    def run(self) -> StrategyResult:
+        try:
+            return self._measure_strategy()
+        except Exception as error:  # OOM, an unavailable kernel, a failed gate: this strategy only
+            message = str(error) if isinstance(error, StrategyFailed) else one_line(error)
+        self.job.model.eval()
+        return self._result(status="failed", error=message)
+
+    # --- the steps, in order ---------------------------------------------------------------------------------
+
+    def _measure_strategy(self) -> StrategyResult:
+        plugin = STRATEGIES.get(self.strategy.name)
+        kernel = resolve_kernel(self.attention, plugin.layout, self.job.device, self.job.dtype)
+        self.kernel_name = kernel.name
+        self.say(0.0, f"correctness gate on {len(self.job.sample)} sequences")
+        self.gate = self._check_correctness(plugin, kernel)
+        if not self.gate.passed:
+            raise StrategyFailed(f"correctness gate: {self.gate.reason}")
+        self.say(0.1, "building batches")
+        host_batches = self._build_batches(plugin, self.job.data.sequences)
+        settings = self._settings()
+        with track_peak_memory(self.job.device) as memory:
+            device_batches = [self._to_device(kernel, batch) for batch in host_batches]
+            step = self._step(kernel, host_batches, device_batches)
+            self.say(0.2, f"warm-up ({settings.warmup_batches} batches)")
+            measurement = measure(step, len(device_batches), settings, clock_for(self.job.device),
+                                  on_repeat=lambda r: self.say(0.3 + 0.7 * r / settings.repeats,
+                                                               f"measuring (repeat {r + 1}/{settings.repeats})"))
+            del device_batches, step
+        self.job.model.eval()
+        return self._measured_result(measurement, host_batches, memory[0])
+
+    def _check_correctness(self, plugin: Strategy, kernel: AttentionKernel) -> GateResult:
+        batches = [self._to_device(kernel, batch) for batch in self._build_batches(plugin, list(self.job.sample))]
+        return check_layout(lambda batch: kernel.forward(self.job.model, batch), batches, self.job.references,
+                            self.job.spec.dtype)
+
+    def _build_batches(self, plugin: Strategy, sequences: list[list[int]]) -> list[Batch]:
+        max_length = self.job.spec.data.max_length
+        batches = list(plugin.batches(sequences, self.strategy, self.batch_size, max_length,
+                                      self.job.data.pad_token_id, self.job.spec.data.seed))
+        if not batches:
+            raise StrategyFailed("the strategy produced no batches")
+        for batch in batches:
+            problem = batch_sanity_error(batch, max_length)
+            if problem is not None:
+                raise StrategyFailed(f"batch sanity check: {problem}")
+        return batches
+
+    def _to_device(self, kernel: AttentionKernel, batch: Batch) -> Batch:
+        return kernel.prepare(batch.to(self.job.device))
+
+    def _settings(self) -> MeasurementSpec:
+        settings = self.job.spec.measurement
+        if self.job.spec.compile and settings.warmup_batches == 0:
+            # Compilation happens on the first call; it must land in the warm-up, never in the measurement.
+            return settings.model_copy(update={"warmup_batches": 1})
+        return settings
+
+    def _step(self, kernel: AttentionKernel, host_batches: list[Batch], device_batches: list[Batch]) -> StepFn:
+        model = self.job.model
+        if self.job.spec.compile:
+            torch._dynamo.reset()  # a fresh graph per strategy: never hit the recompile limit across kernels
+            model = compiled(model)
+            for batch in device_batches:
+                mark_token_dims_dynamic(batch)
+        if self.job.spec.mode == "inference":
+            return inference_step(model, kernel.forward, device_batches)
+        labels = [next_token_labels(batch).to(self.job.device) for batch in host_batches]
+        self.job.model.train()  # the benchmark model has no dropout; train() only enables autograd paths
+        return training_step(model, kernel.forward, device_batches, labels, make_optimizer(self.job.model))
+
+    # --- results -------------------------------------------------------------------------------------------
+
+    def _result(self, **fields: object) -> StrategyResult:
+        gate = self.gate
+        return StrategyResult(
+            strategy=self.strategy.name, n_bins=self.strategy.n_bins, attention=self.attention,
+            kernel=self.kernel_name, batch_size=self.batch_size,
+            max_logit_error=gate.max_error if gate else None, logit_tolerance=gate.tolerance if gate else None,
+            correctness_passed=gate.passed if gate else None, **fields)  # type: ignore[arg-type]
+
+    def _measured_result(self, measurement: Measurement, batches: list[Batch], memory: MemoryStats) -> StrategyResult:
+        shape = flops.ModelShape.of(self.job.model.config)  # type: ignore[attr-defined]
+        passes = TRAINING_FLOP_FACTOR if self.job.spec.mode == "training" else 1
+        counted = [float(passes * flops.batch_flops(shape, batch).total) for batch in batches]
+        totals = summarize(measurement, [b.real_tokens for b in batches], [b.computed_tokens for b in batches],
+                           counted)
+        common = {
+            "real_tokens": totals.real_tokens, "computed_tokens": totals.computed_tokens,
+            "padding_efficiency": totals.real_tokens / totals.computed_tokens, "batches": totals.batches,
+            "measured_seconds": totals.seconds, "warmup_seconds": measurement.warmup_seconds, "memory": memory,
+        }
+        reason = invalid_reason(measurement, self.job.spec.measurement)
+        if reason is not None:
+            return self._result(status="invalid", invalid_reason=reason, **common)
+        mfu = None
+        if totals.flops is not None and self.job.peak_flops and totals.seconds > 0:
+            mfu = totals.flops / totals.seconds / self.job.peak_flops
+        return self._result(
+            status="ok", tokens_per_s=totals.tokens_per_s, median_batch_tokens_per_s=totals.median_batch_tokens_per_s,
+            p90_batch_tokens_per_s=totals.p90_batch_tokens_per_s,
+            repeat_tokens_per_s=list(totals.repeat_tokens_per_s), mfu=mfu, **common)
