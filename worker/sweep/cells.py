@@ -139,6 +139,10 @@ def run_kernel(spec: AttentionJobSpec, kernel_name: str, device: str,
                on_progress: ProgressFn | None = None) -> list[AttentionCell]:
     """Every length of one kernel: grouped in one child, isolated one per child after a child fails."""
     pending = sorted(set(spec.seq_lens))
+    static_reason = _static_reason(spec, SWEEP_KERNELS.get(kernel_name), device)
+    if static_reason is not None:  # no child needed to learn that a package or device is missing
+        return [AttentionCell(kernel=kernel_name, seq_len=n, status="unsupported", reason=static_reason)
+                for n in pending]
     total = len(pending)
     cells: list[AttentionCell] = []
     isolated = False
@@ -157,6 +161,12 @@ def run_kernel(spec: AttentionJobSpec, kernel_name: str, device: str,
         cells.extend(done)
         pending = pending[len(done):]
     return cells
+
+
+def _static_reason(spec: AttentionJobSpec, kernel: SweepKernel, device: str) -> str | None:
+    """Why the kernel cannot run at all, from what the parent knows without touching the device."""
+    problem = Problem.from_spec(spec, min(spec.seq_lens))
+    return kernel.check(torch.device(device), problem.dtype) or kernel.unsupported(problem)
 
 
 def _cell_from_report(kernel: str, seq_len: int, report: ChildReport) -> AttentionCell:

@@ -213,9 +213,11 @@ def _flash_dense_binder(function: Callable[..., torch.Tensor]) -> Binder:
 
 @functools.cache
 def _compiled_flex() -> Callable[..., torch.Tensor]:
-    # Dynamic shapes: one compilation serves every sequence length of a sweep; the compile time lands in
-    # the first cell's warm-up figure, not in its timed calls.
-    return torch.compile(flex_attention, dynamic=True)
+    # Default (automatic) dynamism: the first length compiles static, a second marks the length dynamic
+    # and later lengths reuse that graph. Forcing dynamic=True from the start generates C++ that does not
+    # compile on the CPU for lengths off the 128-token block size (torch 2.13). Compile time lands in each
+    # cell's warm-up figure, never in its timed calls.
+    return torch.compile(flex_attention)
 
 
 def _flex_block_mask(problem: Problem, inputs: InputSet) -> BlockMask | None:
