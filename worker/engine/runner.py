@@ -81,8 +81,12 @@ def restore_weights(job: JobSetup) -> None:
 
 
 def release_device_memory(device: torch.device) -> None:
-    gc.collect()
+    """Give the next strategy the whole device: collect reference cycles, then return cached blocks.
+
+    Only on CUDA: on the CPU freed memory is returned at once, and a full collection costs ~0.5 s.
+    """
     if device.type == "cuda":
+        gc.collect()
         torch.cuda.empty_cache()
 
 

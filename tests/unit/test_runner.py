@@ -1,0 +1,212 @@
+"""The padding runner end to end on the CPU, with a tiny GPT-2: every strategy and every kernel that runs here.
+
+Sizes are chosen so that each job takes a few seconds on a shared two-core machine; the minima are low
+(min_seconds 0) because these tests check the method, not the figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.contract.spec import PaddingJobSpec, StrategySpec
+from worker.engine import strategy_run
+from worker.engine.attention import AttentionKernel, resolve_kernel
+from worker.engine.batches import STRATEGIES, Batch, PackedBatch
+from worker.engine.runner import DeviceUnavailable, resolve_device, run_padding_job, with_speedups
+from worker.registry import Registry
+
+TINY_MODEL = {"config": {"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 512, "n_positions": 64}}
+MODEL_POSITIONS = TINY_MODEL["config"]["n_positions"]
+ALL_STRATEGIES = ["static", "dynamic", {"name": "binned", "n_bins": 4}, "packed"]
+
+
+@pytest.fixture(autouse=True)
+def one_cpu_thread() -> Iterator[None]:
+    """Tiny matmuls on a shared two-core machine run several times faster without OpenMP spin-waits."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny_spec(**overrides: Any) -> PaddingJobSpec:
+    document: dict[str, Any] = {
+        "model": TINY_MODEL,
+        "data": {"source": "synthetic", "max_length": 64, "num_samples": 24, "seed": 3},
+        "strategies": ALL_STRATEGIES, "attention": "sdpa", "batch_size": 4, "dtype": "fp32", "device": "cpu",
+        "measurement": {"warmup_batches": 1, "min_seconds": 0.0, "min_batches": 2, "correctness_samples": 4},
+    }
+    document.update(overrides)
+    return PaddingJobSpec.model_validate(document)
+
+
+def run(spec: PaddingJobSpec) -> PaddingResult:
+    messages: list[tuple[float, str]] = []
+    result = run_padding_job(spec, lambda fraction, message: messages.append((fraction, message)))
+    fractions = [fraction for fraction, _ in messages]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    return result
+
+
+def by_label(result: PaddingResult) -> dict[str, StrategyResult]:
+    return {f"{row.label}:{row.attention}": row for row in result.strategies}
+
+
+def assert_measured(row: StrategyResult, result: PaddingResult) -> None:
+    assert row.status == "ok", row.error or row.invalid_reason
+    assert row.correctness_passed and row.max_logit_error is not None and row.logit_tolerance is not None
+    assert row.max_logit_error <= row.logit_tolerance
+    assert row.tokens_per_s and row.tokens_per_s > 0 and row.median_batch_tokens_per_s and row.p90_batch_tokens_per_s
+    # Whole passes over the same sequences: every strategy measured a multiple of the job's real tokens.
+    assert row.real_tokens is not None and row.real_tokens % result.real_tokens_total == 0
+    assert row.computed_tokens is not None and row.padding_efficiency == row.real_tokens / row.computed_tokens
+    assert row.memory is not None and row.memory.host_peak_rss_bytes and row.memory.peak_allocated_bytes is None
+    assert row.mfu is None  # no CPU peak is tabulated, so no MFU is invented
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager", "flex"])
+def test_every_strategy_on_every_cpu_kernel(attention: str) -> None:
+    result = run(tiny_spec(attention=attention))
+    rows = by_label(result)
+    for row in result.strategies:
+        assert_measured(row, result)
+    assert rows[f"packed:{attention}"].padding_efficiency == 1.0
+    assert rows[f"static:{attention}"].speedup_vs_static == 1.0
+    assert rows[f"packed:{attention}"].kernel.endswith("mask")  # the kernel that ran, not the name asked for
+    assert result.num_sequences == 24 and result.model_parameters > 0 and result.flops_per_token > 0
+    assert result.environment.dataset_digest and result.environment.seeds["data"] == 3
+
+
+def test_real_corpus_and_tokenizer(wikitext_file: Path, tokenizer_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                   tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the tokenized-corpus cache stays in the test's folder
+    model = {"config": {**TINY_MODEL["config"], "vocab_size": 30522}}
+    data = {"source": str(wikitext_file), "tokenizer": str(tokenizer_dir), "max_length": 64, "num_samples": 16}
+    result = run(tiny_spec(model=model, data=data, strategies=["static", "packed"]))
+    for row in result.strategies:
+        assert_measured(row, result)
+    assert result.environment.datasets is not None and result.environment.transformers is not None
+
+
+def test_an_unavailable_kernel_fails_only_its_strategy() -> None:
+    # In bf16 on the CPU torch's SDPA flash backend runs for padded rows, but its varlen kernel does not.
+    result = run(tiny_spec(dtype="bf16", attention="flash", strategies=["static", "packed"]))
+    static, packed = result.strategies
+    assert_measured(static, result)
+    assert static.kernel == "torch-flash"
+    assert packed.status == "failed" and packed.tokens_per_s is None
+    assert packed.error is not None and "no flash implementation runs on cpu" in packed.error
+
+
+def test_a_run_shorter_than_the_minima_is_invalid_and_has_no_throughput() -> None:
+    spec = tiny_spec(strategies=["packed"], measurement={"warmup_batches": 0, "min_seconds": 0.0,
+                                                         "min_batches": 50, "max_batches": 3})
+    row = run(spec).strategies[0]
+    assert row.status == "invalid" and row.invalid_reason == "measured 3 batches, fewer than min_batches=50"
+    assert row.tokens_per_s is None and row.median_batch_tokens_per_s is None and row.speedup_vs_static is None
+    assert row.batches == 3 and row.correctness_passed  # what was measured is still recorded
+
+
+class PositionsRunOn(AttentionKernel):
+    """A deliberately broken packing: position ids count on across sequence boundaries.
+
+    (Wrapped at the model's position count, so the bug shows as wrong logits rather than an IndexError.)
+    """
+
+    def __init__(self, inner: AttentionKernel) -> None:
+        self.inner = inner
+        self.name = inner.name  # type: ignore[misc]
+
+    def prepare(self, batch: Batch) -> Batch:
+        assert isinstance(batch, PackedBatch)
+        positions = torch.arange(batch.computed_tokens, device=batch.input_ids.device)[None] % MODEL_POSITIONS
+        return self.inner.prepare(replace(batch, position_ids=positions))
+
+    def forward(self, model: torch.nn.Module, batch: Batch) -> torch.Tensor:
+        return self.inner.forward(model, batch)
+
+    def model_inputs(self, batch: Batch) -> dict[str, Any]:
+        return self.inner.model_inputs(batch)
+
+    def attend(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        raise NotImplementedError
+
+
+def test_the_gate_fails_a_broken_packing_and_the_job_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    def resolve_broken(name: Any, layout: Any, device: torch.device, dtype: torch.dtype) -> AttentionKernel:
+        kernel = resolve_kernel(name, layout, device, dtype)
+        return PositionsRunOn(kernel) if layout is PackedBatch else kernel
+
+    monkeypatch.setattr(strategy_run, "resolve_kernel", resolve_broken)
+    result = run(tiny_spec(strategies=["packed", "static"]))
+    packed, static = result.strategies
+    assert packed.status == "failed" and packed.correctness_passed is False
+    assert packed.error is not None and packed.error.startswith("correctness gate: logits differ")
+    assert packed.max_logit_error is not None and packed.logit_tolerance is not None
+    assert packed.max_logit_error > 10 * packed.logit_tolerance and packed.tokens_per_s is None
+    assert_measured(static, result)
+
+
+class OvercountingStatic:
+    """A strategy whose batches claim more real tokens than they can hold (anchors §1, flaw 2)."""
+
+    def __init__(self) -> None:
+        self.inner = STRATEGIES.get("static")
+        self.layout = self.inner.layout
+
+    def batches(self, sequences: Sequence[Sequence[int]], spec: StrategySpec, *args: Any) -> Iterator[Batch]:
+        for batch in self.inner.batches(sequences, spec, *args):
+            yield replace(batch, lengths=(10**9, *batch.lengths[1:]))
+
+
+def test_a_corrupt_token_count_fails_the_strategy(monkeypatch: pytest.MonkeyPatch) -> None:
+    registry: Registry[Any] = Registry("strategy")
+    registry.add("static", OvercountingStatic())
+    registry.add("packed", STRATEGIES.get("packed"))
+    monkeypatch.setattr(strategy_run, "STRATEGIES", registry)
+    result = run(tiny_spec(strategies=["static", "packed"]))
+    static, packed = result.strategies
+    assert static.status == "failed" and static.error is not None and "above rows × max_length" in static.error
+    assert_measured(packed, result)
+    assert packed.speedup_vs_static is None  # no valid static row, so no ratio
+
+
+def test_training_mode_restores_the_weights_between_strategies() -> None:
+    # The second strategy's gate compares with the reference taken before any training step: it passes
+    # only if the first strategy's AdamW updates were undone.
+    result = run(tiny_spec(mode="training", strategies=["packed", "binned"]))
+    for row in result.strategies:
+        assert_measured(row, result)
+
+
+def test_auto_batch_size_is_refused_with_the_field() -> None:
+    with pytest.raises(ValueError, match="batch_size: 'auto'"):
+        run_padding_job(tiny_spec(batch_size="auto"), lambda fraction, message: None)
+
+
+def test_device_resolution() -> None:
+    assert resolve_device("cpu") == torch.device("cpu")
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type == expected
+    if not torch.cuda.is_available():
+        with pytest.raises(DeviceUnavailable, match="device: 'cuda'"):
+            resolve_device("cuda")
+
+
+def _row(strategy: str, attention: str, tokens_per_s: float | None) -> StrategyResult:
+    return StrategyResult(strategy=strategy, attention=attention, kernel=attention, batch_size=8,
+                          status="ok" if tokens_per_s else "invalid", tokens_per_s=tokens_per_s)
+
+
+def test_speedups_compare_with_the_static_row_of_the_same_attention() -> None:
+    rows = with_speedups([_row("static", "flash", 100.0), _row("static", "sdpa", 50.0),
+                          _row("packed", "flash", 600.0), _row("packed", "eager", 80.0), _row("binned", "sdpa", None)])
+    assert [row.speedup_vs_static for row in rows] == [1.0, 1.0, 6.0, 0.8, None]
+    assert with_speedups([_row("packed", "flash", 600.0)])[0].speedup_vs_static is None
