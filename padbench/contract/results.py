@@ -42,8 +42,10 @@ class Environment(ResultModel):
 
 class ProbeAttempt(ResultModel):
     size: int  # batch rows, or for packed the token budget in units of max_length rows
-    outcome: Literal["fits", "oom", "cuda_error", "timeout", "crash"]
-    peak_allocated_bytes: int | None = None
+    # "error": the child raised something other than an OOM (e.g. a kernel that cannot run)
+    outcome: Literal["fits", "oom", "cuda_error", "timeout", "crash", "error"]
+    peak_allocated_bytes: int | None = None  # CUDA: allocator peak of live tensors; CPU: address-space growth
+    peak_reserved_bytes: int | None = None  # CUDA: the caching allocator's peak, what runs out first
     seconds: float
     error: str | None = None
 

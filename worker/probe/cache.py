@@ -1,0 +1,122 @@
+"""The probe cache: a confirmed limit is reused by any later job on the same device, software and model.
+
+One JSON file in the user cache directory, keyed by a digest of everything that changes memory use:
+GPU model, total memory, driver, torch / transformers / kernel-library versions, model config, dtype,
+strategy, kernel, max_length, mode and compile. The margin and cap are *not* in the key: the cache keeps
+the confirmed limit, and each job applies its own margin and cap to it. Several workers may share the
+file, so writes are serialised with a lock and land by atomic rename; an unreadable file is treated as
+empty (it only ever holds re-measurable figures).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from platformdirs import user_cache_dir
+
+from padbench.contract.results import ProbeAttempt
+
+CACHE_DIR_VARIABLE = "PADBENCH_CACHE_DIR"  # overrides the platform's user cache dir (tests, shared boxes)
+CACHE_FILE_NAME = "probe-cache.json"
+
+
+@dataclass(frozen=True)
+class ProbeKey:
+    device_name: str
+    total_memory_bytes: int | None
+    driver: str | None
+    torch: str
+    transformers: str | None
+    kernel_library: str | None  # version of the library the kernel comes from, when not torch itself
+    model_config: str  # canonical JSON of the transformers config
+    dtype: str
+    strategy: str
+    kernel: str
+    max_length: int
+    mode: str
+    compile: bool
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedLimit:
+    largest_fit: int
+    smallest_oom: int | None
+    predicted_limit: int | None
+    ceiling: int  # the largest size the search was allowed to try
+    used_by_others_bytes: int | None  # what other processes held when the limit was confirmed
+    probes: list[ProbeAttempt]
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        fields = asdict(self)
+        fields["probes"] = [attempt.model_dump(mode="json") for attempt in self.probes]
+        return fields
+
+    @classmethod
+    def from_json(cls, fields: dict[str, Any]) -> CachedLimit:
+        return cls(**{**fields, "probes": [ProbeAttempt.model_validate(p) for p in fields["probes"]]})
+
+
+def default_cache_path() -> Path:
+    directory = os.environ.get(CACHE_DIR_VARIABLE) or user_cache_dir("padbench")
+    return Path(directory) / CACHE_FILE_NAME
+
+
+class ProbeCache:
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or default_cache_path()
+
+    def get(self, key: ProbeKey) -> CachedLimit | None:
+        entry = self._read().get(key.digest())
+        if entry is None:
+            return None
+        try:
+            return CachedLimit.from_json(entry["limit"])
+        except (KeyError, TypeError, ValueError):  # written by an older layout: re-probe
+            return None
+
+    def put(self, key: ProbeKey, limit: CachedLimit) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._locked():
+            entries = self._read()
+            entries[key.digest()] = {"key": asdict(key), "limit": limit.to_json()}
+            self._write(entries)
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            entries = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return entries if isinstance(entries, dict) else {}
+
+    def _write(self, entries: dict[str, Any]) -> None:
+        handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".probe-cache-", suffix=".json")
+        try:
+            with os.fdopen(handle, "w") as stream:
+                json.dump(entries, stream, indent=1, sort_keys=True)
+            os.replace(temporary, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with open(self.path.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)

@@ -1,0 +1,180 @@
+"""Child-process targets of the OOM probe (run through `worker.child.run_in_child`, never in the caller).
+
+`probe_size` builds the job's model with the job's dtype and kernel, hands it the worst-case batch of
+the requested size and runs a few steps — forward passes, or full training steps — then reports the
+peak memory. Running out of memory raises, and `run_in_child` classifies that as "oom"; a sticky CUDA
+error, a crash or a hang costs only this child.
+
+On CPU the device's memory is replaced by a budget: after the model is built the address space is
+capped at baseline + budget (RLIMIT_AS), so an over-budget size fails its allocation exactly as a GPU
+runs out, and the peak is read from the kernel's VmPeak for this process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import resource
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from worker.child import ChildContext
+from worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable
+from worker.engine.batches import Batch
+from worker.engine.environment import nvidia_driver_version
+from worker.engine.memory import nvml_device_index
+from worker.engine.model import build_model, torch_dtype
+from worker.engine.steps import (
+    StepFn,
+    compiled,
+    inference_step,
+    make_optimizer,
+    mark_token_dims_dynamic,
+    next_token_labels,
+    training_step,
+)
+from worker.engine.strategies.worst_case import worst_case_packed, worst_case_padded
+from worker.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
+
+_STATUS = Path("/proc/self/status")
+# glibc mallopt parameters (malloc.h): fixed thresholds also switch off the adaptive mmap threshold.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD_BYTES = 64 * 1024
+
+
+def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
+    started = time.monotonic()
+    device = torch.device(request.device)
+    if device.type == "cpu":
+        torch.set_num_threads(1)  # no new thread stacks once the address space is capped
+    kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
+    model = build_model(request.model, torch_dtype(request.dtype), device, request.seed)
+    if request.compile:
+        model = compiled(model)
+    frame = _start_budget(device, request.cpu_memory_budget_bytes)
+    # Everything from here on counts towards the peak: the batch, masks a kernel precomputes,
+    # activations, and in training the gradients and optimizer state.
+    batch = kernel.prepare(_worst_case_batch(request, model.config.vocab_size).to(device))
+    if request.compile:
+        mark_token_dims_dynamic(batch)
+    step = _step(request, model, kernel, batch)
+    for number in range(request.passes):
+        step(0)
+        _synchronize(device)
+        ctx.progress((number + 1) / request.passes, f"size {request.size}: pass {number + 1} of {request.passes}")
+    peak, peak_allocated = _peak(device, frame)
+    return ProbeMeasurement(peak_bytes=peak, peak_allocated_bytes=peak_allocated, capacity_bytes=frame.capacity,
+                            baseline_bytes=frame.baseline, kernel=kernel.name, seconds=time.monotonic() - started)
+
+
+def _kernel(name: str, device: torch.device, dtype: torch.dtype) -> AttentionKernel:
+    kernel = ATTENTION_KERNELS.get(name)
+    reason = kernel.unavailable_reason(device, dtype)
+    if reason is not None:
+        raise KernelUnavailable(name, reason)
+    return kernel
+
+
+def _worst_case_batch(request: ProbeRequest, vocab_size: int) -> Batch:
+    if request.strategy == "packed":
+        return worst_case_packed(request.size * request.max_length, request.max_length, vocab_size)
+    return worst_case_padded(request.size, request.max_length, vocab_size)
+
+
+def _step(request: ProbeRequest, model: torch.nn.Module, kernel: AttentionKernel, batch: Batch) -> StepFn:
+    if request.mode == "inference":
+        return inference_step(model, kernel.forward, [batch])
+    labels = next_token_labels(batch)
+    return training_step(model, kernel.forward, [batch], [labels], make_optimizer(model))
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+@dataclass(frozen=True)
+class _MemoryFrame:
+    """How raw readings map into the frame of `ProbeMeasurement`: reading − origin."""
+
+    origin: int
+    baseline: int
+    capacity: int
+
+
+def _start_budget(device: torch.device, cpu_budget: int | None) -> _MemoryFrame:
+    """Take the baseline once the model is built; on CPU, cap the address space at baseline + budget."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        reserved = torch.cuda.memory_reserved(device)
+        free, _total = torch.cuda.mem_get_info(device)
+        return _MemoryFrame(origin=0, baseline=reserved, capacity=reserved + free)
+    if cpu_budget is None:
+        raise ValueError("probe.cpu_memory_budget_bytes is required to probe on the CPU")
+    _return_freed_memory_at_once()
+    address_space = _status_bytes("VmSize")
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (address_space + cpu_budget, hard))
+    return _MemoryFrame(origin=address_space, baseline=0, capacity=cpu_budget)
+
+
+def _return_freed_memory_at_once() -> None:
+    """Make the address space follow live allocations: glibc's heap otherwise keeps freed blocks, and
+    its adaptive mmap threshold changes with what was freed before, so peaks would depend on history."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
+        libc.mallopt(_M_TRIM_THRESHOLD, _MMAP_THRESHOLD_BYTES)
+
+
+def _peak(device: torch.device, frame: _MemoryFrame) -> tuple[int, int | None]:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_reserved(device), torch.cuda.max_memory_allocated(device)
+    # VmPeak is the address space's high-water mark; the import and model build peak no higher than
+    # the baseline they leave behind, so above the origin it is the probe's own peak.
+    return max(0, _status_bytes("VmPeak") - frame.origin), None
+
+
+def _status_bytes(field: str) -> int:
+    for line in _STATUS.read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise OSError(f"{field} is missing from {_STATUS}: the CPU probe needs Linux /proc")
+
+
+def read_device_facts(ctx: ChildContext) -> DeviceFacts:
+    """The GPU jobs run on (cuda:0): name, memory, driver, and what other processes hold.
+
+    NVML is read before this child creates a CUDA context, so "others" is exactly the rest of the box;
+    without NVML the CUDA runtime's figure also counts this child's own context (the source says so).
+    """
+    device_index = 0
+    nvml = _nvml_facts(nvml_device_index(torch.device("cuda", device_index)))
+    if nvml is not None:
+        return nvml
+    free, total = torch.cuda.mem_get_info(device_index)
+    return DeviceFacts(device="cuda", name=torch.cuda.get_device_name(device_index), total_bytes=int(total),
+                       driver=nvidia_driver_version(), used_by_others_bytes=int(total - free),
+                       used_by_others_source="cuda-mem-get-info")
+
+
+def _nvml_facts(device_index: int) -> DeviceFacts | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # not installed, no driver, or no permission: fall back to the CUDA runtime
+        return None
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
+        memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+        name = pynvml.nvmlDeviceGetName(handle)
+        return DeviceFacts(device="cuda", name=name.decode() if isinstance(name, bytes) else str(name),
+                           total_bytes=int(memory.total), driver=nvidia_driver_version(),
+                           used_by_others_bytes=int(memory.used), used_by_others_source="nvml")
+    finally:
+        pynvml.nvmlShutdown()

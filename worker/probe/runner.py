@@ -1,0 +1,177 @@
+"""`batch_size: auto`: find the largest batch (for packed, token budget) a strategy can run, in children.
+
+    report = find_batch_size(spec, strategy, kernel_name, progress)
+    batch_size = report.chosen
+
+Reads the device (and what other processes hold on it) first, answers from the probe cache when the
+same device, software and model were probed before, and otherwise runs the search policy of
+`worker.probe.search` with one spawned child per size. Only "fits" and "out of memory" steer the search;
+any other end of a child (sticky CUDA error, crash, timeout, plain error) stops the probe with
+`ProbeFailed`, which carries the child's log. Call it before the job's own model is on the device: memory
+the calling process holds counts, to the children, as held by others.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Callable
+
+import torch
+
+from padbench.contract.results import ProbeAttempt, ProbeReport
+from padbench.contract.spec import PaddingJobSpec, StrategySpec
+from worker.child import ChildReport, run_in_child
+from worker.engine.attention import ATTENTION_KERNELS
+from worker.engine.batches import PackedBatch
+from worker.engine.environment import flash_attn_cute_version, package_version
+from worker.engine.model import model_config
+from worker.probe.cache import CachedLimit, ProbeCache, ProbeKey
+from worker.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
+from worker.probe.search import MemoryCurve, Reading, apply_margin, search_ceiling, search_limit
+
+ProgressFn = Callable[[float, str], None]
+
+PROBE_TARGET = "worker.probe.child:probe_size"
+FACTS_TARGET = "worker.probe.child:read_device_facts"
+FACTS_TIMEOUT_S = 120.0
+# Allocator settings the measurement runs with; the children must use the same (anchors §4).
+ALLOCATOR_VARIABLES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+# Kernels that materialise a (tokens × tokens) mask on packed input: their memory grows quadratically.
+MASKED_FAMILIES = frozenset({"eager", "sdpa"})
+# A cached limit stays valid while other processes hold at most this much more than when it was found.
+OTHERS_TOLERANCE_BYTES = 256 * 2**20
+EXPECTED_PROBES = 6  # for progress only
+
+
+class ProbeFailed(RuntimeError):
+    """The probe could not find a size: a child ended other than fits/OOM, or even size 1 ran out."""
+
+    def __init__(self, message: str, attempts: list[ProbeAttempt], log: str | None = None) -> None:
+        super().__init__(message if log is None else f"{message}\n--- child log ---\n{log}")
+        self.attempts = attempts
+        self.log = log
+
+
+def find_batch_size(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, progress: ProgressFn, *,
+                    cache: ProbeCache | None = None, probe_target: str = PROBE_TARGET) -> ProbeReport:
+    started = time.monotonic()
+    cache = cache or ProbeCache()
+    facts = read_device_facts(spec)
+    key = probe_key(spec, strategy, kernel_name, facts)
+    ceiling = search_ceiling(spec.probe.cap, spec.probe.margin)
+    cached = None if spec.probe.force else cache.get(key)
+    if cached is not None and _still_valid(cached, ceiling, facts):
+        progress(1.0, f"batch size from the probe cache: largest fit {cached.largest_fit}")
+        return _report(spec, cached, facts, seconds=time.monotonic() - started, cached=True)
+    oracle = ChildOracle(spec, strategy, kernel_name, facts.device, progress, probe_target)
+    result = search_limit(oracle, curve=memory_curve(strategy, kernel_name), ceiling=ceiling)
+    if result.largest_fit == 0:
+        raise ProbeFailed(f"{strategy.label} with {kernel_name}: even size 1 runs out of memory",
+                          oracle.attempts, oracle.last_oom_log)
+    limit = CachedLimit(largest_fit=result.largest_fit, smallest_oom=result.smallest_oom,
+                        predicted_limit=result.predicted_limit, ceiling=ceiling,
+                        used_by_others_bytes=facts.used_by_others_bytes, probes=oracle.attempts,
+                        seconds=time.monotonic() - started)
+    cache.put(key, limit)
+    return _report(spec, limit, facts, seconds=limit.seconds, cached=False)
+
+
+def memory_curve(strategy: StrategySpec, kernel_name: str) -> MemoryCurve:
+    kernel = ATTENTION_KERNELS.get(kernel_name)
+    masked = strategy.name == "packed" and kernel.layout is PackedBatch and kernel.family in MASKED_FAMILIES
+    return "quadratic" if masked else "affine"
+
+
+def _report(spec: PaddingJobSpec, limit: CachedLimit, facts: DeviceFacts, *, seconds: float,
+            cached: bool) -> ProbeReport:
+    return ProbeReport(
+        chosen=min(spec.probe.cap, apply_margin(limit.largest_fit, spec.probe.margin)),
+        largest_fit=limit.largest_fit, smallest_oom=limit.smallest_oom, predicted_limit=limit.predicted_limit,
+        margin=spec.probe.margin, cap=spec.probe.cap, probes=limit.probes, seconds=seconds, cached=cached,
+        memory_total_bytes=facts.total_bytes, memory_used_by_others_bytes=facts.used_by_others_bytes,
+    )
+
+
+def _still_valid(cached: CachedLimit, ceiling: int, facts: DeviceFacts) -> bool:
+    if cached.smallest_oom is None and cached.ceiling < ceiling:
+        return False  # the old search stopped at a lower ceiling: the limit above it is unknown
+    if facts.used_by_others_bytes is None or cached.used_by_others_bytes is None:
+        return True
+    return facts.used_by_others_bytes <= cached.used_by_others_bytes + OTHERS_TOLERANCE_BYTES
+
+
+class ChildOracle:
+    """The search's `probe(size)`: one spawned child per size, every attempt logged for the report."""
+
+    def __init__(self, spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, device: str,
+                 progress: ProgressFn, target: str) -> None:
+        self.spec, self.strategy, self.kernel_name, self.device = spec, strategy, kernel_name, device
+        self.progress, self.target = progress, target
+        self.attempts: list[ProbeAttempt] = []
+        self.last_oom_log: str | None = None
+
+    def __call__(self, size: int) -> Reading:
+        number = len(self.attempts) + 1
+        self.progress(min(0.95, (number - 1) / EXPECTED_PROBES), f"probe {number}: trying size {size}")
+        child = run_in_child(self.target, self._request(size), timeout_s=self.spec.probe.probe_timeout_s,
+                             env=allocator_environment())
+        attempt = _attempt(size, child)
+        self.attempts.append(attempt)
+        if child.outcome == "oom":
+            self.last_oom_log = child.traceback
+            return Reading(fits=False)
+        if child.outcome != "ok":
+            raise ProbeFailed(f"{self.strategy.label} with {self.kernel_name}: probe of size {size} ended in "
+                              f"{child.outcome}: {child.error}", self.attempts, child.traceback)
+        measured: ProbeMeasurement = child.value
+        return Reading(fits=True, peak_bytes=measured.peak_bytes, capacity_bytes=measured.capacity_bytes,
+                       baseline_bytes=measured.baseline_bytes)
+
+    def _request(self, size: int) -> ProbeRequest:
+        spec = self.spec
+        return ProbeRequest(model=spec.model, dtype=spec.dtype, device=self.device,  # type: ignore[arg-type]
+                            strategy=self.strategy.name, kernel=self.kernel_name, size=size,
+                            max_length=spec.data.max_length, mode=spec.mode, compile=spec.compile,
+                            seed=spec.data.seed, cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes)
+
+
+def _attempt(size: int, child: ChildReport) -> ProbeAttempt:
+    if child.outcome == "ok":
+        measured: ProbeMeasurement = child.value
+        on_cuda = measured.peak_allocated_bytes is not None
+        return ProbeAttempt(size=size, outcome="fits", seconds=child.seconds,
+                            peak_allocated_bytes=measured.peak_allocated_bytes if on_cuda else measured.peak_bytes,
+                            peak_reserved_bytes=measured.peak_bytes if on_cuda else None)
+    outcome = "error" if child.outcome == "cancelled" else child.outcome
+    return ProbeAttempt(size=size, outcome=outcome, seconds=child.seconds, error=child.error)
+
+
+def allocator_environment() -> dict[str, str]:
+    return {name: os.environ[name] for name in ALLOCATOR_VARIABLES if name in os.environ}
+
+
+def read_device_facts(spec: PaddingJobSpec) -> DeviceFacts:
+    """The device the job runs on; GPU facts are read in a child so this process never needs a context."""
+    if spec.device == "cpu" or (spec.device == "auto" and not torch.cuda.is_available()):
+        if spec.probe.cpu_memory_budget_bytes is None:
+            raise ProbeFailed("batch_size: auto on the CPU needs probe.cpu_memory_budget_bytes", [])
+        return DeviceFacts(device="cpu", name=platform.processor() or platform.machine() or "cpu",
+                           total_bytes=spec.probe.cpu_memory_budget_bytes, driver=None,
+                           used_by_others_bytes=None, used_by_others_source=None)
+    child = run_in_child(FACTS_TARGET, timeout_s=FACTS_TIMEOUT_S, env=allocator_environment())
+    if child.outcome != "ok":
+        raise ProbeFailed(f"could not read the GPU before probing: {child.outcome}: {child.error}", [],
+                          child.traceback)
+    return child.value
+
+
+def probe_key(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, facts: DeviceFacts) -> ProbeKey:
+    family = ATTENTION_KERNELS.get(kernel_name).family
+    library = {"flash-attn": package_version("flash_attn"), "flash-attn-cute": flash_attn_cute_version()}
+    return ProbeKey(device_name=facts.name, total_memory_bytes=facts.total_bytes, driver=facts.driver,
+                    torch=torch.__version__, transformers=package_version("transformers"),
+                    kernel_library=library.get(family), model_config=model_config(spec.model).to_json_string(),
+                    dtype=spec.dtype, strategy=strategy.label, kernel=kernel_name,
+                    max_length=spec.data.max_length, mode=spec.mode, compile=spec.compile)

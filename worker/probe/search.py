@@ -1,0 +1,281 @@
+"""The search policy of the OOM probe: which sizes to try, and when the limit is known.
+
+Pure and deterministic: it talks to the device only through a `probe(size) -> Reading` oracle, so the
+unit tests drive it with a fake one. The policy spends far fewer probes than doubling + bisection
+(~11 over 1..2048) by using the peak memory each successful probe measured:
+
+1. probe size 1 (every job must at least fit one row);
+2. probe a size aimed at half the free memory, assuming the curve's shape through the model's baseline;
+3. fit memory against size through the measured peaks (affine for padded and flash layouts, quadratic
+   for a materialised attention mask), predict the largest size that fits the capacity, and probe it;
+4. confirm with a bracketing pair — the predicted size fits and the next one does not — refitting on
+   every new peak (a secant step) when the prediction was wrong.
+
+Only a miss repeated on the same side widens the step (doubling), so a poor fit costs a logarithmic
+number of extra probes, never a linear walk.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+MemoryCurve = Literal["affine", "quadratic"]
+# The first prediction aims this fraction of the free memory short of the limit (see next_size).
+APPROACH_SHORTFALL = 0.02
+# Sizes fitted together lie at least this fraction apart (see _spread_out).
+MIN_SPREAD = 1 / 16
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one probe said. Peaks and capacity are in the same frame (bytes the probe may use)."""
+
+    fits: bool
+    peak_bytes: int | None = None  # highest memory seen over the worst-case passes (fits only)
+    capacity_bytes: int | None = None  # the most the probe could have used: free device memory or budget
+    baseline_bytes: int | None = None  # memory held once the model is built, before any batch
+
+
+@dataclass
+class SearchResult:
+    largest_fit: int  # 0 when even the first size ran out of memory
+    smallest_oom: int | None  # None when the ceiling itself fits
+    predicted_limit: int | None  # the first prediction made from fitted peaks, for the report
+    probed: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Polynomial:
+    """memory(size) = c0 + c1·size + c2·size²."""
+
+    coefficients: tuple[float, float, float]
+
+    def __call__(self, size: float) -> float:
+        c0, c1, c2 = self.coefficients
+        return c0 + c1 * size + c2 * size * size
+
+    def largest_size_within(self, capacity: float) -> int | None:
+        """The largest integer size whose predicted memory fits; None if the curve does not grow."""
+        c0, c1, c2 = self.coefficients
+        if c2 > 0:
+            discriminant = c1 * c1 - 4 * c2 * (c0 - capacity)
+            if discriminant < 0:
+                return 0
+            return math.floor((-c1 + math.sqrt(discriminant)) / (2 * c2))
+        if c1 > 0 and c2 == 0:
+            return math.floor((capacity - c0) / c1)
+        return None
+
+
+def fit_curve(points: Sequence[tuple[int, int]], curve: MemoryCurve) -> Polynomial | None:
+    """Interpolate through the given (size, bytes) points: two for a line, three for a quadratic.
+
+    A quadratic that bends downwards (measurement noise on a nearly linear curve) falls back to the
+    line through the two largest points, which is the better local model then.
+    """
+    if curve == "quadratic":
+        chosen = _spread_out(points, 3)
+        if len(chosen) == 3:
+            quadratic = _quadratic_through(chosen)
+            if quadratic.coefficients[2] > 0:
+                return quadratic
+    chosen = _spread_out(points, 2)
+    return _line_through(chosen) if len(chosen) == 2 else None
+
+
+def _spread_out(points: Sequence[tuple[int, int]], count: int) -> list[tuple[int, int]]:
+    """The largest point, then the next largest ones each at least MIN_SPREAD below the previous pick.
+
+    Local points model the curve best near the limit, but a chord between neighbouring sizes measures
+    allocator rounding rather than growth; where too few points are spread out, closer ones fill in.
+    """
+    ordered = sorted({size: peak for size, peak in points}.items(), reverse=True)
+    picked = ordered[:1]
+    for size, peak in ordered[1:]:
+        if len(picked) < count and size <= picked[-1][0] * (1 - MIN_SPREAD):
+            picked.append((size, peak))
+    for point in ordered:
+        if len(picked) < count and point not in picked:
+            picked.append(point)
+    return sorted(picked)
+
+
+def _line_through(points: Sequence[tuple[int, int]]) -> Polynomial:
+    (x0, y0), (x1, y1) = points
+    slope = (y1 - y0) / (x1 - x0)
+    return Polynomial((y0 - slope * x0, slope, 0.0))
+
+
+def _quadratic_through(points: Sequence[tuple[int, int]]) -> Polynomial:
+    (x0, y0), (x1, y1), (x2, y2) = points
+    # Newton's divided differences, expanded into monomial coefficients.
+    d01 = (y1 - y0) / (x1 - x0)
+    d12 = (y2 - y1) / (x2 - x1)
+    c2 = (d12 - d01) / (x2 - x0)
+    c1 = d01 - c2 * (x0 + x1)
+    c0 = y0 - d01 * x0 + c2 * x0 * x1
+    return Polynomial((c0, c1, c2))
+
+
+def search_ceiling(cap: int, margin: float) -> int:
+    """The largest size worth probing: just enough above `cap` that the margin can still be honoured."""
+    ceiling = cap
+    while apply_margin(ceiling + 1, margin) <= cap:
+        ceiling += 1
+    return ceiling
+
+
+def apply_margin(limit: int, margin: float) -> int:
+    """Step back `margin` of the confirmed limit (rounded down, so never more than `margin` below it)."""
+    return max(1, limit - math.floor(margin * limit)) if limit > 0 else 0
+
+
+class _SearchState:
+    def __init__(self, curve: MemoryCurve, ceiling: int) -> None:
+        self.curve = curve
+        self.ceiling = ceiling
+        self.fits: dict[int, Reading] = {}
+        self.ooms: list[int] = []
+        self.outcomes_after_exploration: list[bool] = []
+        self.predicted_limit: int | None = None
+
+    @property
+    def lo(self) -> int:
+        return max(self.fits, default=0)
+
+    @property
+    def hi(self) -> int:
+        """The smallest size known (or assumed, above the ceiling) not to be worth running."""
+        return min(self.ooms, default=self.ceiling + 1)
+
+    def done(self) -> bool:
+        return self.hi == self.lo + 1
+
+    def record(self, size: int, reading: Reading) -> None:
+        if len(self.fits) >= 2:
+            self.outcomes_after_exploration.append(reading.fits)
+        if reading.fits:
+            self.fits[size] = reading
+        else:
+            self.ooms.append(size)
+
+    def capacity(self) -> int | None:
+        capacities = [r.capacity_bytes for r in self.fits.values() if r.capacity_bytes is not None]
+        return min(capacities, default=None)
+
+    def baseline(self) -> int | None:
+        baselines = [r.baseline_bytes for r in self.fits.values() if r.baseline_bytes is not None]
+        return min(baselines, default=None)
+
+    def measured_points(self) -> list[tuple[int, int]]:
+        return [(size, r.peak_bytes) for size, r in self.fits.items() if r.peak_bytes is not None]
+
+    def trailing_streak(self) -> tuple[bool | None, int]:
+        """The outcome of the latest probes after exploration, and how many in a row gave it."""
+        if not self.outcomes_after_exploration:
+            return None, 0
+        last = self.outcomes_after_exploration[-1]
+        count = 0
+        for outcome in reversed(self.outcomes_after_exploration):
+            if outcome != last:
+                break
+            count += 1
+        return last, count
+
+
+def _exploration_size(state: _SearchState) -> int | None:
+    """Second probe: the size predicted to use half the free memory, given the curve's shape.
+
+    With one measured point the curve is anchored at the baseline (size 0), and the quadratic is
+    assumed purely quadratic above it — both overestimate the growth, so this probe is a safe one.
+    """
+    capacity, baseline, points = state.capacity(), state.baseline(), state.measured_points()
+    if capacity is None or baseline is None or not points:
+        return None
+    size, peak = points[0]
+    growth = peak - baseline
+    if growth <= 0:
+        return None
+    half_headroom = (capacity - baseline) / 2
+    if state.curve == "quadratic":
+        return math.floor(size * math.sqrt(half_headroom / growth))
+    return math.floor(size * half_headroom / growth)
+
+
+def _predicted_size(state: _SearchState, shortfall: float = 0.0) -> int | None:
+    """The largest size the fitted curve says fits, leaving `shortfall` of the headroom unused."""
+    capacity = state.capacity()
+    points = state.measured_points()
+    baseline = state.baseline()
+    if state.curve == "quadratic" and len(points) == 2 and baseline is not None:
+        points = [(0, baseline), *points]  # anchor a third point until a third peak is measured
+    # Three measured peaks (the third from near the limit) also show any bend in an "affine" curve;
+    # extrapolated over the short distance left, that bend is information rather than noise.
+    curve = fit_curve(points, "quadratic" if len(points) >= 3 else state.curve)
+    if capacity is None or curve is None:
+        return None
+    headroom = capacity - (baseline if baseline is not None else 0)
+    return curve.largest_size_within(capacity - shortfall * headroom)
+
+
+def _without_peaks(state: _SearchState) -> int:
+    """Doubling, then bisection: the fallback when probes cannot measure their peak memory."""
+    if state.hi > state.ceiling:
+        return min(state.ceiling, 2 * state.lo)
+    return (state.lo + state.hi) // 2
+
+
+def next_size(state: _SearchState, start: int) -> int:
+    lo, hi = state.lo, state.hi
+    if not state.fits:
+        return min(start, hi - 1)
+    if len(state.fits) == 1:
+        guess = _exploration_size(state)
+        return _clamp(guess if guess is not None else _without_peaks(state), lo, hi)
+    guess = _predicted_size(state)
+    if guess is None:
+        return _clamp(_without_peaks(state), lo, hi)
+    if state.predicted_limit is None:
+        # Approach the predicted limit from just below: a probe that fits measures its peak, and the
+        # short secant from there is far more accurate than the long extrapolation from the small probes;
+        # a probe that runs out teaches nothing but the bracket.
+        state.predicted_limit = min(guess, state.ceiling)
+        cautious = _predicted_size(state, shortfall=APPROACH_SHORTFALL)
+        return _clamp(cautious if cautious is not None else guess, lo, hi)
+    last_fit, streak = state.trailing_streak()
+    if last_fit is False:  # the fit overestimates: back off, doubling the unused headroom on each repeat
+        backed_off = _predicted_size(state, shortfall=APPROACH_SHORTFALL * 2**streak)
+        guess = min(guess, hi - 1, backed_off if backed_off is not None else hi - 1)
+        if guess <= lo or streak >= 3:  # the curve is no guide inside this bracket: bisect it
+            guess = (lo + hi) // 2
+    elif last_fit is True and streak >= 2:  # the limit keeps receding upwards: widen the step
+        guess = max(guess, lo + 2 ** (streak - 2))
+    return _clamp(guess, lo, hi)
+
+
+def _clamp(size: int, lo: int, hi: int) -> int:
+    return max(lo + 1, min(hi - 1, size))
+
+
+def search_limit(probe: Callable[[int], Reading], *, curve: MemoryCurve, ceiling: int, start: int = 1,
+                 max_probes: int = 40) -> SearchResult:
+    """Find the largest size in 1..ceiling that fits, probing only sizes inside the open bracket.
+
+    Every probe lies strictly between the largest known fit and the smallest known OOM, so the
+    bracket shrinks each time and the search ends; `max_probes` only guards against a broken oracle.
+    """
+    state = _SearchState(curve, ceiling)
+    probed: list[int] = []
+    while not state.done() and len(probed) < max_probes:
+        size = next_size(state, start)
+        probed.append(size)
+        state.record(size, probe(size))
+    return SearchResult(
+        largest_fit=state.lo,
+        smallest_oom=min(state.ooms, default=None),
+        predicted_limit=state.predicted_limit,
+        probed=probed,
+    )
