@@ -20,6 +20,8 @@ from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, Paddi
 # Explicit, short timeouts: API calls are small; a hung server must not hang the CLI forever.
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
+HTTP_SERVER_ERROR = 500
+
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
@@ -29,6 +31,11 @@ class ApiError(Exception):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+    @property
+    def is_transient(self) -> bool:
+        """No answer at all, or a server-side error: worth trying again shortly."""
+        return self.status is None or self.status >= HTTP_SERVER_ERROR
 
 
 def describe_detail(detail: Any) -> str:
@@ -136,11 +143,27 @@ class PadbenchClient(ApiSession):
         on_update: Callable[[JobOut], None] | None = None,
         poll_s: float = 0.5,
         timeout_s: float | None = None,
+        outage_s: float = 60.0,
     ) -> JobOut:
-        """Poll until the job reaches a final status; `on_update` sees every poll (for a progress bar)."""
+        """Poll until the job reaches a final status; `on_update` sees every poll (for a progress bar).
+
+        A server that is briefly unreachable or answers 5xx (a restart, say) is waited out for up to
+        `outage_s`; any other error, or a longer outage, is raised.
+        """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        outage_started: float | None = None
         while True:
-            job = self.job(job_id)
+            try:
+                job = self.job(job_id)
+            except ApiError as error:
+                if not error.is_transient:
+                    raise
+                outage_started = outage_started or time.monotonic()
+                if time.monotonic() - outage_started > outage_s:
+                    raise
+                time.sleep(poll_s)
+                continue
+            outage_started = None
             if on_update is not None:
                 on_update(job)
             if job.status.is_final:

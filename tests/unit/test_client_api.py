@@ -97,3 +97,12 @@ def test_wait_gives_up_after_its_timeout() -> None:
     with client_for(lambda request: httpx.Response(200, json=job_body(status="running"))) as client, \
             pytest.raises(ApiError, match="still running"):
         client.wait(7, poll_s=0.01, timeout_s=0.05)
+
+
+def test_wait_rides_out_a_brief_outage_but_not_a_client_error() -> None:
+    answers = iter([httpx.Response(503, text="restarting"), httpx.Response(200, json=job_body(status="failed"))])
+    with client_for(lambda request: next(answers)) as client:
+        assert client.wait(7, poll_s=0).status.value == "failed"
+    with client_for(lambda request: httpx.Response(404, json={"detail": "job 7 not found"})) as client, \
+            pytest.raises(ApiError, match="not found"):
+        client.wait(7, poll_s=0)

@@ -155,7 +155,7 @@ def test_a_refused_token_stops_the_worker_with_a_clear_error() -> None:
     api = WorkerApi("http://padbench.test", "bad", transport=httpx.MockTransport(
         lambda request: httpx.Response(401, json={"detail": "invalid token"})))
     sup = Supervisor(api, WorkerConfig(name="unit"), Capabilities(device="cpu"))
-    with pytest.raises(FatalWorkerError, match="invalid token"):
+    with pytest.raises(FatalWorkerError, match="refused to register this worker: HTTP 401: invalid token"):
         sup.run()
 
 

@@ -106,7 +106,8 @@ class Supervisor:
             try:
                 worker = self.api.register(self.config.name, self.capabilities)
             except ApiError as error:
-                self._raise_if_fatal(error)
+                if not error.is_transient:  # refused, not unreachable: retrying cannot change the answer
+                    raise FatalWorkerError(f"the server refused to register this worker: {error}") from error
                 log.warning("registering with %s failed (%s); retrying", self.api.server, error)
                 self._stop.wait(errors.next())
                 continue
