@@ -35,7 +35,7 @@ def _connection_options() -> argparse.ArgumentParser:
     parent.add_argument("--server", default=os.environ.get("PADBENCH_SERVER"),
                         help="server base URL (default: $PADBENCH_SERVER)")
     parent.add_argument("--token", default=os.environ.get("PADBENCH_TOKEN"),
-                        help="bearer token (default: $PADBENCH_TOKEN)")
+                        help="bearer token (default: $PADBENCH_TOKEN; write --token=T if T starts with -)")
     return parent
 
 

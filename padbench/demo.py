@@ -27,7 +27,7 @@ import httpx
 
 from client.api import ApiError, PadbenchClient
 from client.progress import ProgressBar
-from padbench.contract.api import JobStatus
+from padbench.contract.api import JobOut, JobStatus
 from padbench.report import render
 from padbench.specfile import SpecError, load_spec
 from worker.supervisor.capabilities import CapabilityError, detect_capabilities
@@ -142,14 +142,20 @@ def choose_spec(explicit: Path | None, gpu: str | None) -> Path:
     return CPU_EXAMPLE
 
 
-def run_job(url: str, token: str, spec_path: Path) -> int:
+def run_job(url: str, token: str, spec_path: Path, worker: subprocess.Popen[bytes]) -> int:
     spec = load_spec(spec_path)
+
+    def show(job: JobOut) -> None:
+        bar.update(job)
+        if worker.poll() is not None and not job.status.is_final:
+            raise DemoError(f"the worker exited with code {worker.returncode} before job {job.id} finished")
+
     with PadbenchClient(url, token) as client:
         created = client.submit(spec.model_dump(mode="json"))
         print(f"submitted job {created.id} ({spec_path.name})", file=sys.stderr)
         bar = ProgressBar()
         try:
-            job = client.wait(created.id, on_update=bar.update)
+            job = client.wait(created.id, on_update=show)
         finally:
             bar.finish()
         if job.status is not JobStatus.succeeded:
@@ -182,12 +188,13 @@ def _run_demo(spec: Path | None, gpu: str | None) -> int:
         with background(server_command, server_log, env) as server:
             spec_path = choose_spec(spec, gpu)  # detection overlaps the server's start-up
             wait_until_healthy(url, server, server_log)
-            worker_command = padbench_command("worker", "--server", url, "--token", tokens.worker, "--name", "demo")
+            # The token goes through the environment: not visible in `ps`, and never mistaken for an option.
+            worker_command = padbench_command("worker", "--server", url, "--name", "demo")
             if gpu is not None:
                 worker_command += ["--gpu", gpu]
-            with background(worker_command, worker_log, env) as worker:
+            with background(worker_command, worker_log, env | {"PADBENCH_TOKEN": tokens.worker}) as worker:
                 print(f"server {url} and worker pid {worker.pid} started (logs in {workdir})", file=sys.stderr)
                 try:
-                    return run_job(url, tokens.submitter, spec_path)
+                    return run_job(url, tokens.submitter, spec_path, worker)
                 except DemoError as error:
                     raise DemoError(f"{error}\nworker log:\n{log_tail(worker_log)}") from error

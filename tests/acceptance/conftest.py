@@ -116,8 +116,8 @@ def running_server(workdir: Path, extra_env: dict[str, str]) -> Iterator[LiveSer
 @contextmanager
 def running_worker(server: LiveServer, name: str) -> Iterator[Worker]:
     log = server.workdir / f"worker-{name}.log"
-    command = padbench_command("worker", "--server", server.url, "--token", server.tokens.worker, "--name", name)
-    with background(command, log, server.env) as process:
+    command = padbench_command("worker", "--server", server.url, "--name", name)
+    with background(command, log, server.env | {"PADBENCH_TOKEN": server.tokens.worker}) as process:
         worker = Worker(name=name, process=process, log=log)
         server.workers.append(worker)
         yield worker

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
+import time
+from collections.abc import Callable
 
 import pytest
 
 from padbench.contract.api import JobStatus
-from tests.acceptance.conftest import LiveServer, Worker, kill_group, process_gone
+from tests.acceptance.conftest import LiveServer, Worker, process_gone
 from tests.acceptance.specs import LONG, QUICK
 
 pytestmark = pytest.mark.slow
@@ -22,6 +24,13 @@ MEDIUM = QUICK | {"name": "acceptance-medium",
 @pytest.fixture
 def server_env() -> dict[str, str]:
     return {"PADBENCH_LEASE_SECONDS": "5", "PADBENCH_REAPER_INTERVAL_SECONDS": "1"}
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 10) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
 
 
 def running_on(server: LiveServer, job_id: int, workers: list[Worker]) -> tuple[Worker, int]:
@@ -39,8 +48,8 @@ def test_a_sigkilled_workers_job_is_finished_by_another(live_server: LiveServer,
         job_id = client.submit(MEDIUM).id
         victim, child = running_on(live_server, job_id, workers)
         victim.process.send_signal(signal.SIGKILL)
-        kill_group(child)  # the machine "died": its orphaned job child goes too
         victim.process.wait(timeout=10)
+        wait_until(lambda: process_gone(child))  # no orphan keeps computing on the device
         job = client.wait(job_id, poll_s=0.2, timeout_s=150)
     (survivor,) = [worker for worker in workers if worker is not victim]
     assert job.status is JobStatus.succeeded, job.error

@@ -27,7 +27,7 @@ def add_worker_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--server", default=os.environ.get("PADBENCH_SERVER"),
                         help="server base URL (default: $PADBENCH_SERVER)")
     parser.add_argument("--token", default=os.environ.get("PADBENCH_TOKEN"),
-                        help="a worker-role bearer token (default: $PADBENCH_TOKEN)")
+                        help="a worker-role token (default: $PADBENCH_TOKEN; write --token=T if T starts with -)")
     parser.add_argument("--gpu", default=None,
                         help="GPU index (or UUID) this worker owns; jobs see only it via CUDA_VISIBLE_DEVICES")
     parser.add_argument("--name", default=None, help="worker name shown on jobs (default: HOST-gpuN)")
