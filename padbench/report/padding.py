@@ -92,7 +92,8 @@ def render_table(result: PaddingResult) -> str:
     notes: list[str] = []
     rows = [COLUMNS, *(_cells(row, notes) for row in result.strategies)]
     lines = [*_header(result), "", *_align(rows)]
-    lines += [f"[{number}] {note}" for number, note in enumerate(notes, start=1)]
+    if notes:
+        lines += ["", *(f"[{number}] {note}" for number, note in enumerate(notes, start=1))]
     return "\n".join(lines) + "\n"
 
 

@@ -186,11 +186,6 @@ def test_training_mode_restores_the_weights_between_strategies() -> None:
         assert_measured(row, result)
 
 
-def test_auto_batch_size_is_refused_with_the_field() -> None:
-    with pytest.raises(ValueError, match="batch_size: 'auto'"):
-        run_padding_job(tiny_spec(batch_size="auto"), lambda fraction, message: None)
-
-
 def test_device_resolution() -> None:
     assert resolve_device("cpu") == torch.device("cpu")
     expected = "cuda" if torch.cuda.is_available() else "cpu"

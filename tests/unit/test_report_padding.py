@@ -1,0 +1,79 @@
+"""The padding table and CSV rows: measured figures formatted, unmeasured ones never printed as numbers."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from padbench.contract.results import Environment, MemoryStats, PaddingResult, StrategyResult
+from padbench.contract.spec import PaddingJobSpec
+from padbench.report import render, render_csv
+from padbench.report.padding import COLUMNS, csv_rows, format_bytes, render_table
+
+GIB = 1 << 30
+
+
+def sample_result() -> PaddingResult:
+    environment = Environment(hostname="gpu-box", device="cuda", gpu_name="NVIDIA H200", python="3.12.3",
+                              torch="2.11.0", transformers="5.17.0", flash_attn="2.8.3", cuda="12.8",
+                              driver="570.1", dataset_digest="0123456789abcdef", started_at="2026-11-21T10:00:00+00:00")
+    common = {"batch_size": 128, "max_logit_error": 0.0061, "logit_tolerance": 0.04, "correctness_passed": True}
+    rows = [
+        StrategyResult(strategy="static", attention="flash", kernel="torch-flash", status="ok", tokens_per_s=161_000.4,
+                       speedup_vs_static=1.0, padding_efficiency=0.151, mfu=0.49,
+                       memory=MemoryStats(peak_allocated_bytes=12 * GIB, peak_reserved_bytes=13 * GIB), **common),
+        StrategyResult(strategy="binned", n_bins=16, attention="flash", kernel="torch-flash", status="invalid",
+                       invalid_reason="measured 3 batches, fewer than min_batches=10", padding_efficiency=0.84,
+                       memory=MemoryStats(host_peak_rss_bytes=512 << 20, source="process-peak-rss"), **common),
+        StrategyResult(strategy="packed", attention="flash", kernel="torch-flash-varlen", status="ok",
+                       tokens_per_s=1_062_000.0, speedup_vs_static=6.596, padding_efficiency=1.0, **common),
+        StrategyResult(strategy="packed", attention="eager", kernel="eager-block-mask", batch_size=32,
+                       status="failed", error="correctness gate: logits differ", correctness_passed=False),
+    ]
+    return PaddingResult(spec=PaddingJobSpec(model={"preset": "gpt2-seed"}), environment=environment,
+                         model_parameters=183_000_000, flops_per_token=365e6, num_sequences=20_000,
+                         real_tokens_total=1_940_000, strategies=rows)
+
+
+def table_rows(text: str) -> dict[str, str]:
+    lines = text.splitlines()
+    header = next(index for index, line in enumerate(lines) if line.startswith("strategy"))
+    return {f"{line.split()[0]}:{line.split()[1]}": line for line in lines[header + 1:header + 5]}
+
+
+def test_table_shows_measured_figures() -> None:
+    text = render_table(sample_result())
+    rows = table_rows(text)
+    assert all(column in text for column in COLUMNS)
+    assert "161,000" in rows["static:torch-flash"] and "12.0 GiB" in rows["static:torch-flash"]
+    assert "1,062,000" in rows["packed:torch-flash-varlen"] and "6.60×" in rows["packed:torch-flash-varlen"]
+    assert "6.1e-03 (tol 4.0e-02)" in rows["static:torch-flash"] and rows["static:torch-flash"].endswith("yes")
+    assert "NVIDIA H200" in text and "gpt2-seed (183.0M parameters)" in text and "flash-attn 2.8.3" in text
+
+
+def test_invalid_and_failed_rows_print_no_throughput_and_give_the_reason() -> None:
+    text = render_table(sample_result())
+    rows = table_rows(text)
+    invalid, failed = rows["binned[16]:torch-flash"], rows["packed:eager-block-mask"]
+    assert "—" in invalid and "no [1]" in invalid and "512.0 MiB RSS" in invalid
+    assert "failed [2]" in failed and failed.count("—") >= 5
+    assert "[1] measured 3 batches, fewer than min_batches=10" in text
+    assert "[2] correctness gate: logits differ" in text
+
+
+def test_csv_rows_carry_every_figure_in_plain_units() -> None:
+    rows = csv_rows(sample_result())
+    assert rows[0]["tokens_per_s"] == 161_000.4 and rows[0]["peak_allocated_bytes"] == 12 * GIB
+    assert rows[1]["n_bins"] == 16 and rows[1]["tokens_per_s"] is None and rows[1]["reason"].startswith("measured")
+    assert rows[3]["peak_allocated_bytes"] is None and rows[3]["status"] == "failed"
+    parsed = list(csv.DictReader(io.StringIO(render_csv(sample_result()))))
+    assert len(parsed) == 4 and parsed[1]["tokens_per_s"] == "" and parsed[2]["kernel"] == "torch-flash-varlen"
+
+
+def test_render_dispatches_padding_results() -> None:
+    assert render(sample_result(), "table") == render_table(sample_result())
+
+
+def test_byte_formatting() -> None:
+    assert [format_bytes(n) for n in (None, 512, 2048, 3 << 20, 5 * GIB)] == ["—", "512 B", "2.0 KiB", "3.0 MiB",
+                                                                                "5.0 GiB"]

@@ -1,0 +1,68 @@
+"""`padbench run`: the example spec end to end through the real command, and its refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from padbench.cli import main
+from padbench.contract.results import JOB_RESULT_ADAPTER, PaddingResult
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CPU_DEMO = REPO_ROOT / "examples" / "cpu-demo.yaml"
+
+
+@pytest.fixture(autouse=True)
+def one_thread_children(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The job runs in a spawned child, which reads this when it imports torch: tiny matmuls on a
+    # shared two-core machine are several times faster without OpenMP spin-waits.
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def test_cpu_demo_runs_and_writes_the_full_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.json"
+    assert main(["run", str(CPU_DEMO), "--json", str(out)]) == 0
+    captured = capsys.readouterr()
+    result = JOB_RESULT_ADAPTER.validate_python(json.loads(out.read_text()))
+    assert isinstance(result, PaddingResult)
+    assert [row.status for row in result.strategies] == ["ok"] * len(result.strategies)
+    assert {row.strategy for row in result.strategies} == {"static", "dynamic", "binned", "packed"}
+    # the table on stdout, progress on stderr
+    assert "tokens/s" in captured.out and "binned[8]" in captured.out and "eager-block-mask" in captured.out
+    assert "[100%] done" in captured.err and "measuring" in captured.err
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_bad_spec_exits_2_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write(tmp_path, "model: tiny\nstrategies:\n  - {name: static, n_bins: 4}\n")
+    assert main(["run", str(spec)]) == 2
+    error = capsys.readouterr().err
+    assert "strategies.0" in error and "n_bins applies only to the binned strategy" in error
+
+
+def test_flash_on_fp32_is_refused_before_anything_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write(tmp_path, "dtype: fp32\nattention: flash\n")
+    assert main(["run", str(spec)]) == 2
+    assert "needs dtype bf16 or fp16" in capsys.readouterr().err
+
+
+def test_a_missing_spec_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(tmp_path / "absent.yaml")]) == 2
+    assert "cannot read spec" in capsys.readouterr().err
+
+
+def test_a_job_that_cannot_start_exits_1_with_the_reason(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "absent.txt"
+    spec = write(tmp_path, f"model: tiny\ndtype: fp32\nattention: sdpa\ndevice: cpu\n"
+                           f"data: {{source: {missing}, tokenizer: {tmp_path}}}\n")
+    assert main(["run", str(spec)]) == 1
+    error = capsys.readouterr().err
+    assert "the job ended with error" in error and "data." in error and str(missing) in error
