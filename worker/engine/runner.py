@@ -23,6 +23,7 @@ from worker.engine.environment import collect_environment
 from worker.engine.model import build_model, torch_dtype
 from worker.engine.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
 from worker.jobkinds import ProgressFn
+from worker.probe.auto import attach_probe_reports, probe_auto_batch_sizes
 
 # Shares of the progress bar: the rest is split evenly between the strategies.
 MODEL_SHARE, DATA_SHARE, REFERENCE_SHARE = 0.02, 0.10, 0.03
@@ -112,14 +113,17 @@ def flops_per_token(config: GPT2Config, mode: str) -> float:
 
 
 def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn) -> PaddingResult:
+    # `batch_size: auto` is probed first, in child processes, before this job's model is on the device;
+    # `measured` is the spec with the probed sizes, and the reports go beside their results (worker.probe).
+    measured, probes = probe_auto_batch_sizes(spec, resolve_device(spec.device), progress)
     setup_end = MODEL_SHARE + DATA_SHARE + REFERENCE_SHARE
-    job = prepare_job(spec, progress)
+    job = prepare_job(measured, progress)
     environment = collect_environment(
         job.device, dataset_digest=job.data.digest, peak_flops=job.peak_flops, peak_source=job.peak_source,
         seeds={"data": spec.data.seed, "model_init": spec.data.seed, "strategy_order": spec.data.seed})
     share = (1.0 - setup_end) / len(spec.strategies)
     results = []
-    for number, strategy in enumerate(spec.strategies):
+    for number, strategy in enumerate(measured.strategies):
         restore_weights(job)
         span = progress_span(progress, setup_end + number * share, setup_end + (number + 1) * share)
         results.append(StrategyRun(job, strategy, span).run())
@@ -130,4 +134,5 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn) -> PaddingResult
         spec=spec, environment=environment,
         model_parameters=sum(parameter.numel() for parameter in job.model.parameters()),
         flops_per_token=flops_per_token(job.model.config, spec.mode),
-        num_sequences=len(lengths), real_tokens_total=sum(lengths), strategies=with_speedups(results))
+        num_sequences=len(lengths), real_tokens_total=sum(lengths),
+        strategies=attach_probe_reports(with_speedups(results), probes))

@@ -18,12 +18,14 @@ import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import torch
 
+from padbench.contract.spec import AttentionName, Dtype, StrategyName
 from worker.child import ChildContext
-from worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable
-from worker.engine.batches import Batch
+from worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, resolve_kernel
+from worker.engine.batches import STRATEGIES, Batch
 from worker.engine.environment import nvidia_driver_version
 from worker.engine.memory import nvml_device_index
 from worker.engine.model import build_model, torch_dtype
@@ -32,7 +34,6 @@ from worker.engine.steps import (
     compiled,
     inference_step,
     make_optimizer,
-    mark_token_dims_dynamic,
     next_token_labels,
     training_step,
 )
@@ -58,8 +59,6 @@ def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
     # Everything from here on counts towards the peak: the batch, masks a kernel precomputes,
     # activations, and in training the gradients and optimizer state.
     batch = kernel.prepare(_worst_case_batch(request, model.config.vocab_size).to(device))
-    if request.compile:
-        mark_token_dims_dynamic(batch)
     step = _step(request, model, kernel, batch)
     for number in range(request.passes):
         step(0)
@@ -88,6 +87,7 @@ def _step(request: ProbeRequest, model: torch.nn.Module, kernel: AttentionKernel
     if request.mode == "inference":
         return inference_step(model, kernel.forward, [batch])
     labels = next_token_labels(batch)
+    model.train()  # as the measurement does: no dropout here, but autograd's training paths
     return training_step(model, kernel.forward, [batch], [labels], make_optimizer(model))
 
 
@@ -178,3 +178,12 @@ def _nvml_facts(device_index: int) -> DeviceFacts | None:
                            used_by_others_bytes=int(memory.used), used_by_others_source="nvml")
     finally:
         pynvml.nvmlShutdown()
+
+
+def resolve_kernel_name(ctx: ChildContext, attention: AttentionName, strategy: StrategyName,
+                        device: Literal["cuda", "cpu"], dtype: Dtype) -> str:
+    """The kernel a strategy's `attention` resolves to on the device, for callers that must stay off CUDA."""
+    import worker.engine.strategies  # noqa: F401  (importing registers the strategies)
+
+    layout = STRATEGIES.get(strategy).layout
+    return resolve_kernel(attention, layout, torch.device(device), torch_dtype(dtype)).name

@@ -5,7 +5,7 @@ unit tests drive it with a fake one. The policy spends far fewer probes than dou
 (~11 over 1..2048) by using the peak memory each successful probe measured:
 
 1. probe size 1 (every job must at least fit one row);
-2. probe a size aimed at half the free memory, assuming the curve's shape through the model's baseline;
+2. probe a size aimed at most of the free memory, assuming the curve's shape through the model's baseline;
 3. fit memory against size through the measured peaks (affine for padded and flash layouts, quadratic
    for a materialised attention mask), predict the largest size that fits the capacity, and probe it;
 4. confirm with a bracketing pair — the predicted size fits and the next one does not — refitting on
@@ -25,6 +25,8 @@ from typing import Literal
 MemoryCurve = Literal["affine", "quadratic"]
 # The first prediction aims this fraction of the free memory short of the limit (see next_size).
 APPROACH_SHORTFALL = 0.02
+# The second probe aims at this share of the free memory (see _exploration_size).
+EXPLORATION_SHARE = 0.8
 # Sizes fitted together lie at least this fraction apart (see _spread_out).
 MIN_SPREAD = 1 / 16
 
@@ -187,10 +189,11 @@ class _SearchState:
 
 
 def _exploration_size(state: _SearchState) -> int | None:
-    """Second probe: the size predicted to use half the free memory, given the curve's shape.
+    """Second probe: the size predicted to use EXPLORATION_SHARE of the free memory, given the curve's shape.
 
-    With one measured point the curve is anchored at the baseline (size 0), and the quadratic is
-    assumed purely quadratic above it — both overestimate the growth, so this probe is a safe one.
+    With one measured point the curve is anchored at the baseline (size 0), so whatever the first probe
+    allocated once (workspaces, buffers) is counted as growth, and the quadratic is assumed purely
+    quadratic: both overestimate the growth, so this probe fits, and lies far enough out to fit a slope.
     """
     capacity, baseline, points = state.capacity(), state.baseline(), state.measured_points()
     if capacity is None or baseline is None or not points:
@@ -199,10 +202,10 @@ def _exploration_size(state: _SearchState) -> int | None:
     growth = peak - baseline
     if growth <= 0:
         return None
-    half_headroom = (capacity - baseline) / 2
+    aim = EXPLORATION_SHARE * (capacity - baseline)
     if state.curve == "quadratic":
-        return math.floor(size * math.sqrt(half_headroom / growth))
-    return math.floor(size * half_headroom / growth)
+        return math.floor(size * math.sqrt(aim / growth))
+    return math.floor(size * aim / growth)
 
 
 def _predicted_size(state: _SearchState, shortfall: float = 0.0) -> int | None:

@@ -1,0 +1,191 @@
+"""Issue 4's Must-show: does `batch_size: auto` find the right size, in few probes, and does it run?
+
+For gpt2-seed, bf16, max_length 640 and four layouts (static, binned, packed + flash, packed + materialised
+mask), this script
+1. runs the probe (forced, so the cache cannot answer) and prints the size found, the probes and seconds;
+2. finds the true limit by an exhaustive scan of every size around the probe's limit, each in its own child,
+   and checks that the chosen size is at most 5% below it;
+3. measures the strategy at the chosen size through the real job entry point (a small measurement) and
+   checks that it completes without running out of memory.
+This process never touches CUDA itself: everything device-side runs in spawned children.
+
+    GPU:  .venv/bin/python scripts/probe_gpu_check.py --json probe-check.json
+    CPU:  .venv/bin/python scripts/probe_gpu_check.py --device cpu --tiny --budget-bytes 67108864
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from padbench.contract.results import JOB_RESULT_ADAPTER, PaddingResult, ProbeReport
+from padbench.contract.spec import GPT2Fields, ModelSpec, PaddingJobSpec, ProbeSpec, StrategySpec
+from worker.child import run_in_child
+from worker.probe.cache import ProbeCache
+from worker.probe.protocol import ProbeRequest
+from worker.probe.runner import PROBE_TARGET, allocator_environment, find_batch_size
+
+# (strategy, attention on a GPU, attention on the CPU, where flash kernels do not run)
+CASES: tuple[tuple[str, str, str], ...] = (
+    ("static", "flash", "sdpa"),
+    ("binned", "flash", "sdpa"),
+    ("packed", "flash", "sdpa"),
+    ("packed", "eager", "eager"),
+)
+TINY = ModelSpec(config=GPT2Fields(n_layer=2, n_embd=64, n_head=4, vocab_size=1000, n_positions=128))
+MIN_SHARE_OF_TRUE_LIMIT = 0.95
+
+
+@dataclass
+class CaseOutcome:
+    strategy: str
+    kernel: str
+    chosen: int
+    largest_fit: int
+    predicted_limit: int | None
+    probes: int
+    probe_seconds: float
+    true_limit: int | None
+    scan: dict[int, str]
+    measurement: str
+    tokens_per_s: float | None
+    peak_reserved_bytes: int | None
+
+    @property
+    def within_margin(self) -> bool:
+        return self.true_limit is not None and self.chosen >= MIN_SHARE_OF_TRUE_LIMIT * self.true_limit
+
+    @property
+    def passed(self) -> bool:
+        return self.within_margin and self.measurement == "ok"
+
+
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument("--tiny", action="store_true", help="a 2-layer model at max_length 128 (CPU testing)")
+    parser.add_argument("--budget-bytes", type=int, default=None, help="CPU memory budget standing in for a GPU")
+    parser.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=None,
+                        help="default: bf16 on cuda, fp32 on cpu")
+    parser.add_argument("--scan-below", type=int, default=2, help="sizes scanned below the probe's limit")
+    parser.add_argument("--scan-above", type=int, default=3, help="sizes scanned above the probe's limit")
+    parser.add_argument("--json", dest="json_path", default=None, help="also write the outcomes here")
+    return parser.parse_args()
+
+
+def job_spec(arguments: argparse.Namespace, strategy: str, attention: str) -> PaddingJobSpec:
+    if arguments.device == "cpu" and arguments.budget_bytes is None:
+        sys.exit("--device cpu needs --budget-bytes")
+    return PaddingJobSpec(
+        model=TINY if arguments.tiny else ModelSpec(preset="gpt2-seed"),
+        data={"source": "synthetic", "max_length": 128 if arguments.tiny else 640, "seed": 0},
+        strategies=[StrategySpec(name=strategy)], attention=attention, batch_size="auto",
+        dtype=arguments.dtype or ("bf16" if arguments.device == "cuda" else "fp32"), device=arguments.device,
+        measurement={"warmup_batches": 1, "min_seconds": 0.0, "min_batches": 1, "max_batches": 5,
+                     "correctness_samples": 2},
+        probe=ProbeSpec(force=True, cpu_memory_budget_bytes=arguments.budget_bytes))
+
+
+def resolved_kernel(spec: PaddingJobSpec) -> str:
+    strategy = spec.strategies[0]
+    child = run_in_child("worker.probe.child:resolve_kernel_name", spec.attention_for(strategy), strategy.name,
+                         spec.device, spec.dtype, timeout_s=300)
+    if child.outcome != "ok":
+        sys.exit(f"{strategy.label}: kernel {spec.attention_for(strategy)!r} cannot run: {child.error}")
+    return child.value
+
+
+def scan(spec: PaddingJobSpec, kernel: str, sizes: range) -> dict[int, str]:
+    """Every size in its own child, exactly as the probe runs it: size → fits / oom / …"""
+    outcomes = {}
+    for size in sizes:
+        request = ProbeRequest(model=spec.model, dtype=spec.dtype, device=spec.device,  # type: ignore[arg-type]
+                               strategy=spec.strategies[0].name, kernel=kernel, size=size,
+                               max_length=spec.data.max_length, mode=spec.mode, compile=spec.compile,
+                               seed=spec.data.seed, cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes)
+        child = run_in_child(PROBE_TARGET, request, timeout_s=spec.probe.probe_timeout_s, env=allocator_environment())
+        outcomes[size] = "fits" if child.outcome == "ok" else child.outcome
+    return outcomes
+
+
+def true_limit(outcomes: dict[int, str]) -> int | None:
+    """The largest fitting size of the scan, if the scan reaches sizes that run out above it."""
+    fits = [size for size, outcome in outcomes.items() if outcome == "fits"]
+    if not fits or max(fits) == max(outcomes):
+        return None  # everything fitted: the limit lies above the scanned window
+    return max(fits)
+
+
+def measure_at(spec: PaddingJobSpec, chosen: int) -> PaddingResult | str:
+    strategy = spec.strategies[0].model_copy(update={"batch_size": chosen})
+    # Enough sequences for a few full batches: packs of chosen × max_length tokens hold ~7 sequences per row.
+    per_batch = chosen * (8 if strategy.name == "packed" else 1)
+    measured = spec.model_copy(update={"strategies": [strategy], "batch_size": chosen,
+                                       "data": spec.data.model_copy(update={"num_samples": 4 * per_batch})})
+    child = run_in_child("worker.jobkinds:run_job", measured.model_dump(mode="json"), timeout_s=600,
+                         env=allocator_environment())
+    if child.outcome != "ok":
+        return f"{child.outcome}: {child.error}"
+    result = JOB_RESULT_ADAPTER.validate_python(child.value)
+    assert isinstance(result, PaddingResult)
+    return result
+
+
+def check_case(arguments: argparse.Namespace, strategy: str, attention: str, cache: ProbeCache) -> CaseOutcome:
+    spec = job_spec(arguments, strategy, attention)
+    kernel = resolved_kernel(spec)
+    print(f"\n== {spec.strategies[0].label} / {kernel}", flush=True)
+    report: ProbeReport = find_batch_size(spec, spec.strategies[0], kernel,
+                                          lambda _, message: print("  ", message, flush=True), cache=cache)
+    print(f"   chosen {report.chosen} (limit {report.largest_fit}, predicted {report.predicted_limit}) "
+          f"in {len(report.probes)} probes, {report.seconds:.1f} s", flush=True)
+    sizes = range(max(1, report.largest_fit - arguments.scan_below), report.largest_fit + arguments.scan_above + 1)
+    outcomes = scan(spec, kernel, sizes)
+    print(f"   scan: {outcomes}", flush=True)
+    measured = measure_at(spec, report.chosen)
+    row = measured.strategies[0] if isinstance(measured, PaddingResult) else None
+    status = (row.status if row.status != "failed" else f"failed: {row.error}") if row else measured
+    return CaseOutcome(
+        strategy=spec.strategies[0].label, kernel=kernel, chosen=report.chosen, largest_fit=report.largest_fit,
+        predicted_limit=report.predicted_limit, probes=len(report.probes), probe_seconds=report.seconds,
+        true_limit=true_limit(outcomes), scan=outcomes, measurement=status,
+        tokens_per_s=row.tokens_per_s if row else None,
+        peak_reserved_bytes=row.memory.peak_reserved_bytes if row and row.memory else None)
+
+
+def print_table(outcomes: list[CaseOutcome]) -> None:
+    header = (f"{'strategy':<12} {'kernel':<24} {'chosen':>7} {'limit':>6} {'pred.':>6} {'probes':>6} "
+              f"{'secs':>6} {'true':>6} {'chosen/true':>11} {'measurement':<12} {'tokens/s':>10}")
+    print("\n" + header + "\n" + "-" * len(header))
+    for o in outcomes:
+        ratio = f"{o.chosen / o.true_limit:.3f}" if o.true_limit else "n/a"
+        tokens = f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "-"
+        print(f"{o.strategy:<12} {o.kernel:<24} {o.chosen:>7} {o.largest_fit:>6} {o.predicted_limit or '-':>6} "
+              f"{o.probes:>6} {o.probe_seconds:>6.1f} {o.true_limit or '?':>6} {ratio:>11} "
+              f"{o.measurement[:12]:<12} {tokens:>10}")
+
+
+def main() -> int:
+    arguments = parse_arguments()
+    started = time.monotonic()
+    cache = ProbeCache()
+    outcomes = [check_case(arguments, strategy, gpu_attention if arguments.device == "cuda" else cpu_attention,
+                           cache) for strategy, gpu_attention, cpu_attention in CASES]
+    print_table(outcomes)
+    print(f"\ntotal {time.monotonic() - started:.0f} s")
+    if arguments.json_path:
+        document: list[dict[str, Any]] = [{**asdict(o), "passed": o.passed} for o in outcomes]
+        with open(arguments.json_path, "w") as stream:
+            json.dump(document, stream, indent=2)
+    failed = [o.strategy + "/" + o.kernel for o in outcomes if not o.passed]
+    if failed:
+        print(f"FAILED: {', '.join(failed)} (chosen below 95% of the true limit, or the measurement failed)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
