@@ -16,7 +16,7 @@ import torch
 
 from padbench.contract.results import PaddingResult, StrategyResult
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
-from worker.engine import strategy_run
+from worker.engine import steps, strategy_run
 from worker.engine.attention import AttentionKernel, resolve_kernel
 from worker.engine.batches import STRATEGIES, Batch, PackedBatch
 from worker.engine.runner import DeviceUnavailable, resolve_device, run_padding_job, with_speedups
@@ -184,6 +184,22 @@ def test_training_mode_restores_the_weights_between_strategies() -> None:
     result = run(tiny_spec(mode="training", strategies=["packed", "binned"]))
     for row in result.strategies:
         assert_measured(row, result)
+
+
+def test_compiled_model_serves_every_batch_shape_without_recompiling(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(steps, "COMPILE_BACKEND", "eager")  # dynamo traces and guards as with inductor, faster
+    result = run(tiny_spec(compile=True, strategies=[{"name": "binned", "n_bins": 4}, "packed"]))
+    for row in result.strategies:
+        assert_measured(row, result)
+        assert row.warmup_seconds is not None and row.warmup_seconds > 0  # the compile time landed there
+
+
+def test_a_recompile_inside_the_measurement_invalidates_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Static shapes: each new binned width compiles a new graph, the failure mode of anchors §2.
+    monkeypatch.setattr(strategy_run, "compiled", lambda model: torch.compile(model, backend="eager", dynamic=False))
+    row = run(tiny_spec(compile=True, strategies=[{"name": "binned", "n_bins": 4}])).strategies[0]
+    assert row.status == "invalid" and row.tokens_per_s is None
+    assert row.invalid_reason is not None and "during the measurement" in row.invalid_reason
 
 
 def test_device_resolution() -> None:

@@ -36,26 +36,21 @@ def next_token_labels(batch: Batch) -> torch.Tensor:
     return labels.masked_fill(~next_is_real, IGNORE_INDEX)
 
 
-def mark_token_dims_dynamic(batch: Batch) -> None:
-    """Tell torch.compile that token (and row) counts vary, so one graph serves every batch shape.
-
-    Without this a compiled model recompiles for each new (rows, width) of binned batches and each pack
-    length, which destroyed binned throughput in the reference measurement (anchors §2). Dimensions of
-    size 1 are left alone: torch specialises them regardless.
-    """
-    tensors = [value for value in vars(batch).values() if isinstance(value, torch.Tensor)]
-    if isinstance(batch, PackedBatch):
-        tensors += [value for value in batch.extras.values() if isinstance(value, torch.Tensor)]
-    for tensor in tensors:
-        for dim, size in enumerate(tensor.shape):
-            if size > 1:
-                torch._dynamo.maybe_mark_dynamic(tensor, dim)
-
-
 def compiled(model: torch.nn.Module) -> torch.nn.Module:
-    # dynamic=None: dims marked above are symbolic from the first call, and any other dim that changes
-    # becomes symbolic after one recompile (automatic dynamic shapes) rather than once per shape.
-    return torch.compile(model, backend=COMPILE_BACKEND, dynamic=None)  # type: ignore[return-value]
+    """torch.compile with every dimension symbolic from the first call, so one graph serves all batch shapes.
+
+    Without it a compiled model recompiles for each new (rows, width) of binned batches and each pack
+    length, which destroyed binned throughput in the reference measurement (anchors §2). Marking only the
+    token dimensions (`maybe_mark_dynamic`) is not enough: transformers' position and mask code lets dynamo
+    specialise the first width it sees, and the first different width then recompiles inside the timed
+    region. The runner still counts graphs during measurement and invalidates a run that recompiled.
+    """
+    return torch.compile(model, backend=COMPILE_BACKEND, dynamic=True)  # type: ignore[return-value]
+
+
+def compiled_graph_count() -> int:
+    """Graphs dynamo has compiled in this process so far (it grows on every compile and recompile)."""
+    return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
 
 def inference_step(model: torch.nn.Module, forward: ForwardFn, batches: Sequence[Batch]) -> StepFn:

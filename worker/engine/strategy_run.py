@@ -24,9 +24,9 @@ from worker.engine.memory import track_peak_memory
 from worker.engine.steps import (
     StepFn,
     compiled,
+    compiled_graph_count,
     inference_step,
     make_optimizer,
-    mark_token_dims_dynamic,
     next_token_labels,
     training_step,
 )
@@ -68,6 +68,7 @@ class StrategyRun:
         self.batch_size = int(job.spec.batch_size_for(strategy))  # `auto` is refused before the job starts
         self.kernel_name: str = self.attention  # replaced by what actually runs once it is resolved
         self.gate: GateResult | None = None
+        self.graphs_after_warmup: int | None = None
 
     def say(self, fraction: float, message: str) -> None:
         self.progress(fraction, f"{self.strategy.label} / {self.kernel_name}: {message}")
@@ -98,11 +99,24 @@ class StrategyRun:
             step = self._step(kernel, host_batches, device_batches)
             self.say(0.2, f"warm-up ({settings.warmup_batches} batches)")
             measurement = measure(step, len(device_batches), settings, clock_for(self.job.device),
-                                  on_repeat=lambda r: self.say(0.3 + 0.7 * r / settings.repeats,
-                                                               f"measuring (repeat {r + 1}/{settings.repeats})"))
+                                  on_repeat=self._on_repeat)
             del device_batches, step
         self.job.model.eval()
         return self._measured_result(measurement, host_batches, memory[0])
+
+    def _on_repeat(self, repeat: int) -> None:
+        if repeat == 0:  # the warm-up is over: from here on, a new graph means compiling inside the timing
+            self.graphs_after_warmup = compiled_graph_count()
+        repeats = self.job.spec.measurement.repeats
+        self.say(0.3 + 0.7 * repeat / repeats, f"measuring (repeat {repeat + 1}/{repeats})")
+
+    def _recompile_reason(self) -> str | None:
+        if not self.job.spec.compile or self.graphs_after_warmup is None:
+            return None
+        new_graphs = compiled_graph_count() - self.graphs_after_warmup
+        if new_graphs <= 0:
+            return None
+        return f"torch.compile compiled {new_graphs} new graph(s) during the measurement (a batch shape recompiled)"
 
     def _check_correctness(self, plugin: Strategy, kernel: AttentionKernel) -> GateResult:
         batches = [self._to_device(kernel, batch) for batch in self._build_batches(plugin, list(self.job.sample))]
@@ -136,8 +150,6 @@ class StrategyRun:
         if self.job.spec.compile:
             torch._dynamo.reset()  # a fresh graph per strategy: never hit the recompile limit across kernels
             model = compiled(model)
-            for batch in device_batches:
-                mark_token_dims_dynamic(batch)
         if self.job.spec.mode == "inference":
             return inference_step(model, kernel.forward, device_batches)
         labels = [next_token_labels(batch).to(self.job.device) for batch in host_batches]
@@ -165,7 +177,7 @@ class StrategyRun:
             "padding_efficiency": totals.real_tokens / totals.computed_tokens, "batches": totals.batches,
             "measured_seconds": totals.seconds, "warmup_seconds": measurement.warmup_seconds, "memory": memory,
         }
-        reason = invalid_reason(measurement, self.job.spec.measurement)
+        reason = invalid_reason(measurement, self.job.spec.measurement) or self._recompile_reason()
         if reason is not None:
             return self._result(status="invalid", invalid_reason=reason, **common)
         mfu = None
