@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
 
 import pytest
 
-from padbench.contract.spec import GPT2Fields, ModelSpec, PaddingJobSpec, ProbeSpec, StrategySpec
+from padbench.contract.spec import (
+    DataSpec,
+    GPT2Fields,
+    MeasurementSpec,
+    ModelSpec,
+    PaddingJobSpec,
+    ProbeSpec,
+    StrategySpec,
+)
 from worker.probe.cache import ProbeCache
 from worker.probe.runner import ProbeFailed, find_batch_size
 from worker.probe.search import apply_margin
@@ -108,3 +117,21 @@ def test_a_changed_budget_misses_the_cache_and_a_corrupt_cache_file_is_ignored(c
     cache.path.write_text("{not json")
     report = find_batch_size(cpu_spec(), STATIC, "sdpa", quiet, cache=cache, probe_target=TARGETS + "fake_device")
     assert not report.cached and report.largest_fit == 30
+
+
+def test_a_padding_job_with_auto_measures_at_the_probed_size(cache: ProbeCache,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker.engine.runner import run_padding_job
+    from worker.probe import auto
+
+    monkeypatch.setattr(auto, "find_batch_size",
+                        functools.partial(find_batch_size, cache=cache, probe_target=TARGETS + "fake_device"))
+    spec = cpu_spec().model_copy(update={
+        "strategies": [STATIC, StrategySpec(name="dynamic", batch_size=4)],
+        "data": DataSpec(max_length=128, num_samples=64),
+        "measurement": MeasurementSpec(warmup_batches=0, min_seconds=0, min_batches=1, correctness_samples=2)})
+    result = run_padding_job(spec, quiet)
+    static, dynamic = result.strategies
+    assert result.spec.batch_size == "auto" and static.status == "ok", static.error
+    assert static.probe is not None and static.batch_size == static.probe.chosen == 29
+    assert dynamic.probe is None and dynamic.batch_size == 4
