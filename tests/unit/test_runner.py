@@ -18,8 +18,9 @@ from padbench.contract.results import PaddingResult, StrategyResult
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
 from worker.engine import steps, strategy_run
 from worker.engine.attention import AttentionKernel, resolve_kernel
-from worker.engine.batches import STRATEGIES, Batch, PackedBatch
+from worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
 from worker.engine.runner import DeviceUnavailable, resolve_device, run_padding_job, with_speedups
+from worker.engine.steps import next_token_labels
 from worker.registry import Registry
 
 TINY_MODEL = {"config": {"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 512, "n_positions": 64}}
@@ -221,3 +222,13 @@ def test_speedups_compare_with_the_static_row_of_the_same_attention() -> None:
                           _row("packed", "flash", 600.0), _row("packed", "eager", 80.0), _row("binned", "sdpa", None)])
     assert [row.speedup_vs_static for row in rows] == [1.0, 1.0, 6.0, 0.8, None]
     assert with_speedups([_row("packed", "flash", 600.0)])[0].speedup_vs_static is None
+
+
+def test_training_labels_never_cross_a_sequence_or_predict_padding() -> None:
+    ids = torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]])
+    padded = PaddedBatch(ids, (ids != 0).long(), (3, 2), (0, 1))
+    assert next_token_labels(padded).tolist() == [[6, 7, -100, -100], [9, -100, -100, -100]]
+    pack_ids = torch.tensor([[5, 6, 7, 8, 9]])
+    pack = PackedBatch(pack_ids, torch.tensor([[0, 1, 2, 0, 1]]), torch.tensor([0, 3, 5], dtype=torch.int32), 3,
+                       (3, 2), (0, 1), token_budget=6)
+    assert next_token_labels(pack).tolist() == [[6, 7, -100, 9, -100]]

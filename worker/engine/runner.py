@@ -48,10 +48,11 @@ def progress_span(progress: ProgressFn, start: float, end: float) -> ProgressFn:
 
 
 def check_batch_sizes(spec: PaddingJobSpec) -> None:
+    """The measurement needs integer batch sizes: `auto` must have been probed (run_padding_job does it)."""
     for strategy in spec.strategies:
         if spec.batch_size_for(strategy) == "auto":
-            raise ValueError(f"batch_size: 'auto' ({strategy.label}) needs the OOM probe, which this run "
-                             "path does not call; give an integer batch size")
+            raise ValueError(f"batch_size: 'auto' ({strategy.label}) was not resolved by the OOM probe; "
+                             "give an integer batch size")
 
 
 def prepare_job(spec: PaddingJobSpec, progress: ProgressFn) -> JobSetup:

@@ -65,7 +65,7 @@ class StrategyRun:
     def __init__(self, job: JobSetup, strategy: StrategySpec, progress: ProgressFn) -> None:
         self.job, self.strategy, self.progress = job, strategy, progress
         self.attention = job.spec.attention_for(strategy)
-        self.batch_size = int(job.spec.batch_size_for(strategy))  # `auto` is refused before the job starts
+        self.batch_size = int(job.spec.batch_size_for(strategy))  # `auto` was probed before the job
         self.kernel_name: str = self.attention  # replaced by what actually runs once it is resolved
         self.gate: GateResult | None = None
         self.graphs_after_warmup: int | None = None
