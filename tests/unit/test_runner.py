@@ -198,7 +198,7 @@ def test_compiled_model_serves_every_batch_shape_without_recompiling(monkeypatch
 def test_a_recompile_inside_the_measurement_invalidates_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     # Static shapes: each new binned width compiles a new graph, the failure mode of anchors §2.
     monkeypatch.setattr(strategy_run, "compiled", lambda model: torch.compile(model, backend="eager", dynamic=False))
-    row = run(tiny_spec(compile=True, strategies=[{"name": "binned", "n_bins": 4}])).strategies[0]
+    row = run(tiny_spec(compile=True, strategies=[{"name": "binned", "n_bins": 2}])).strategies[0]
     assert row.status == "invalid" and row.tokens_per_s is None
     assert row.invalid_reason is not None and "during the measurement" in row.invalid_reason
 
