@@ -1,7 +1,9 @@
-"""One real server and one real worker process: a job's whole life, failure, and cancel of a running job."""
+"""One real server and a real worker process (two for the last test): a job's whole life, failure, cancel of a
+running job, every CLI command, and exclusive claims."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,7 @@ import yaml
 
 from padbench.contract.api import JobStatus
 from padbench.contract.results import PaddingResult
-from tests.acceptance.conftest import LiveServer, Worker, process_gone, read_proc
+from tests.acceptance.conftest import LiveServer, Worker, process_gone, read_proc, running_worker
 from tests.acceptance.specs import FAILING, LONG, QUICK
 
 pytestmark = pytest.mark.slow
@@ -88,3 +90,15 @@ def test_every_cli_command_against_the_live_server(
 
     missing = shared_server.cli("results", "999999")
     assert missing.returncode == 1 and "HTTP 404" in missing.stderr
+
+
+def test_two_workers_never_get_the_same_job(shared_server: LiveServer, shared_worker: Worker) -> None:
+    with running_worker(shared_server, "second") as second:
+        with shared_server.client() as client:
+            job_ids = [client.submit(QUICK | {"name": f"pair-{n}"}).id for n in range(3)]
+            jobs = [client.wait(job_id, poll_s=0.2, timeout_s=150) for job_id in job_ids]
+        logs = shared_worker.log_text() + second.log_text()
+    assert all(job.status is JobStatus.succeeded for job in jobs), [job.error for job in jobs]
+    assert all(job.attempts == 1 for job in jobs)
+    claims = [int(n) for n in re.findall(r"job (\d+) \(padding\) claimed", logs)]
+    assert sorted(n for n in claims if n in job_ids) == sorted(job_ids)  # each claimed once, by one worker
