@@ -45,7 +45,7 @@ def _optional(pattern: str, value: float | None, suffix: str = "") -> str | None
 # (title, formatter): the order the tables print in.
 METRICS: tuple[tuple[str, CellFormatter], ...] = (
     ("time per call, ms (median ±half the p10–p90 spread)", _time),
-    ("achieved TFLOP/s", lambda cell, _: _optional(".1f", cell.tflops)),
+    ("achieved TFLOP/s", lambda cell, _: _optional(".3g", cell.tflops)),
     ("fraction of the matmul rate", lambda cell, _: _optional(".0%", cell.fraction_of_matmul)),
     ("peak memory above the inputs", lambda cell, _: None if cell.peak_memory_bytes is None
         else format_bytes(cell.peak_memory_bytes)),

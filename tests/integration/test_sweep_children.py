@@ -10,7 +10,7 @@ from padbench.contract.spec import AttentionJobSpec
 from padbench.report.attention import render_table
 from worker.child import run_in_child
 from worker.sweep import cells as cells_module
-from worker.sweep.cells import run_kernel
+from worker.sweep.cells import run_cells
 
 
 def test_attention_job_end_to_end_with_an_oom_cell() -> None:
@@ -41,6 +41,6 @@ def test_a_hung_group_is_split_and_each_cell_gets_its_own_limit(monkeypatch: pyt
     monkeypatch.setattr(cells_module, "CHILD_STARTUP_S", 0.0)
     spec = AttentionJobSpec(kind="attention", batch=1, heads=2, head_dim=16, seq_lens=[64, 128], dtype="fp32",
                             kernels=["naive"], device="cpu", cell_timeout_s=0.3)
-    cells = run_kernel(spec, "naive", "cpu")
+    cells = run_cells(spec, "cpu")
     assert [(cell.seq_len, cell.status) for cell in cells] == [(64, "error"), (128, "error")]
     assert all("limit" in (cell.reason or "") for cell in cells)

@@ -11,17 +11,21 @@ from padbench.contract.results import AttentionCell
 from padbench.contract.spec import AttentionJobSpec
 from worker.child import ChildReport
 from worker.sweep import cells as cells_module
-from worker.sweep.cells import _one_cell, run_kernel
+from worker.sweep.cells import _one_cell, run_cells
 from worker.sweep.inputs import Problem
 from worker.sweep.kernels import SWEEP_KERNELS
 from worker.sweep.measure import Settings
 
 SPEC = AttentionJobSpec(kind="attention", batch=1, heads=2, head_dim=16, seq_lens=[256, 64, 128], dtype="fp32",
-                        kernels=["naive"], device="cpu")
+                        kernels=["naive", "flash-attn", "sdpa-math"], device="cpu")
 
 
-def measured(seq_len: int) -> dict[str, Any]:
-    return AttentionCell(kernel="naive", seq_len=seq_len, status="ok", median_ms=1.0).model_dump(mode="json")
+def measured(seq_len: int, kernel: str = "naive") -> dict[str, Any]:
+    return AttentionCell(kernel=kernel, seq_len=seq_len, status="ok", median_ms=1.0).model_dump(mode="json")
+
+
+NAIVE = [("naive", 64), ("naive", 128), ("naive", 256)]
+MATH = [("sdpa-math", 64), ("sdpa-math", 128), ("sdpa-math", 256)]
 
 
 class FakeChildren:
@@ -29,50 +33,47 @@ class FakeChildren:
 
     def __init__(self, answers: list[ChildReport]) -> None:
         self.answers = answers
-        self.groups: list[list[int]] = []
+        self.groups: list[list[tuple[str, int]]] = []
 
-    def __call__(self, target: str, spec: dict[str, Any], kernel: str, seq_lens: list[int], device: str,
+    def __call__(self, target: str, spec: dict[str, Any], keys: list[tuple[str, int]], device: str,
                  **options: Any) -> ChildReport:
-        self.groups.append(list(seq_lens))
+        self.groups.append(list(keys))
         return self.answers.pop(0)
 
 
 def run_with(monkeypatch: pytest.MonkeyPatch, answers: list[ChildReport]) -> tuple[list[AttentionCell], FakeChildren]:
     children = FakeChildren(answers)
     monkeypatch.setattr(cells_module, "run_in_child", children)
-    return run_kernel(SPEC, "naive", "cpu"), children
+    return run_cells(SPEC, "cpu"), children
 
 
-def test_one_child_measures_every_length_shortest_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    cells, children = run_with(monkeypatch, [ChildReport("ok", value=[measured(n) for n in (64, 128, 256)])])
-    assert children.groups == [[64, 128, 256]]
-    assert [cell.seq_len for cell in cells] == [64, 128, 256]
+def test_one_child_measures_every_cell_kernel_by_kernel_shortest_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    everything = [measured(n, k) for k, n in NAIVE + MATH]
+    cells, children = run_with(monkeypatch, [ChildReport("ok", value=everything)])
+    assert children.groups == [NAIVE + MATH]  # flash-attn needs no child: it cannot run on a CPU
+    flash = [("flash-attn", 64), ("flash-attn", 128), ("flash-attn", 256)]
+    assert [(cell.kernel, cell.seq_len) for cell in cells] == [*NAIVE, *flash, *MATH]
+    assert {cell.reason for cell in cells if cell.kernel == "flash-attn"} == {"needs a CUDA device"}
 
 
-def test_lengths_a_child_did_not_reach_go_to_a_fresh_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    answers = [ChildReport("ok", value=[measured(64)]), ChildReport("ok", value=[measured(128), measured(256)])]
+def test_cells_a_child_did_not_reach_go_to_a_fresh_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = [ChildReport("ok", value=[measured(64)]),
+               ChildReport("ok", value=[measured(n, k) for k, n in NAIVE[1:] + MATH])]
     cells, children = run_with(monkeypatch, answers)
-    assert children.groups == [[64, 128, 256], [128, 256]]
-    assert [cell.status for cell in cells] == ["ok", "ok", "ok"]
+    assert children.groups == [NAIVE + MATH, NAIVE[1:] + MATH]
+    assert all(cell.status == "ok" for cell in cells if cell.kernel != "flash-attn")
 
 
-def test_a_dead_group_is_rerun_one_length_per_child(monkeypatch: pytest.MonkeyPatch) -> None:
-    answers = [ChildReport("crash", error="child killed by signal SIGSEGV"),
-               ChildReport("ok", value=[measured(64)]),
-               ChildReport("crash", error="child killed by signal SIGSEGV"),
-               ChildReport("timeout", error="child ran past its 60 s limit")]
+def test_a_dead_group_is_rerun_one_cell_per_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    crash = ChildReport("crash", error="child killed by signal SIGSEGV")
+    answers = [crash, ChildReport("ok", value=[measured(64)]), crash,
+               ChildReport("timeout", error="child ran past its 60 s limit"),
+               *(ChildReport("ok", value=[measured(n, k)]) for k, n in MATH)]
     cells, children = run_with(monkeypatch, answers)
-    assert children.groups == [[64, 128, 256], [64], [128], [256]]
-    assert [(cell.seq_len, cell.status) for cell in cells] == [(64, "ok"), (128, "error"), (256, "error")]
+    assert children.groups == [NAIVE + MATH] + [[key] for key in NAIVE + MATH]
+    assert [(cell.seq_len, cell.status) for cell in cells[:3]] == [(64, "ok"), (128, "error"), (256, "error")]
     assert cells[1].reason == "child killed by signal SIGSEGV"
-
-
-def test_a_missing_package_needs_no_child(monkeypatch: pytest.MonkeyPatch) -> None:
-    children = FakeChildren([])
-    monkeypatch.setattr(cells_module, "run_in_child", children)
-    cells = run_kernel(SPEC, "flash-attn", "cpu")
-    assert children.groups == []
-    assert {(cell.status, cell.reason) for cell in cells} == {("unsupported", "needs a CUDA device")}
+    assert cells[2].reason == "child ran past its 60 s limit"
 
 
 def test_a_sticky_cuda_error_ends_the_child(monkeypatch: pytest.MonkeyPatch) -> None:

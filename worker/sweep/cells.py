@@ -1,11 +1,12 @@
 """Running the sweep's cells in child processes, so an OOM or a sticky CUDA error costs one child only.
 
-One child measures one kernel over the sweep's lengths, shortest first (starting a process and a CUDA
-context per cell would cost more than most cells). Inside it, each cell is its own try: an out-of-memory
-becomes an `oom` cell and the memory is released before the next length; a call the kernel refuses
-becomes `unsupported`; a sticky CUDA error ends the child, and the lengths it did not reach go to a fresh
-one. If a child dies or hangs, every length it did not report is re-run alone, one child each, so the
-failure is pinned on the cell that caused it.
+One child measures the sweep's cells kernel by kernel, shortest length first: a process with a fresh
+CUDA context costs seconds to start (interpreter, torch, context), and a child per cell would spend most
+of a GPU sweep's time starting up. Inside it, each cell is its own try: an out-of-memory becomes an `oom`
+cell and the memory is released before the next cell (longer lengths of that kernel are then not tried);
+a call the kernel refuses becomes `unsupported`; a sticky CUDA error ends the child, and the cells it did
+not reach go to a fresh one. If a child dies or hangs, every cell it did not report is re-run alone, one
+child each, so the failure is pinned on the cell that caused it.
 
 A child started here is in its own session (worker.child), so a kill aimed at the job's process group
 misses it: each child therefore asks Linux to kill it when its parent dies.
@@ -19,7 +20,6 @@ import gc
 import resource
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,40 +28,45 @@ import torch
 from padbench.contract.results import AttentionCell
 from padbench.contract.spec import AttentionJobSpec
 from worker.child import ChildContext, ChildReport, classify_exception, run_in_child
+from worker.jobkinds import ProgressFn
 from worker.sweep.inputs import Problem
 from worker.sweep.kernels import SWEEP_KERNELS, SweepKernel, describe_error
 from worker.sweep.measure import Settings, measure_cell
 
-CHILD_TARGET = "worker.sweep.cells:measure_kernel_cells"
+CHILD_TARGET = "worker.sweep.cells:measure_cells"
 CHILD_STARTUP_S = 120.0  # interpreter, torch import and CUDA context, on top of the per-cell limit
 # Messages with which a kernel refuses an input it cannot handle (as opposed to failing on it).
 _REFUSAL_MARKERS = ("No available kernel", "No viable backend", "not supported", "does not support", "is unavailable")
 _PR_SET_PDEATHSIG = 1
 
-ProgressFn = Callable[[float, str], None]
 
 
 # --- in the child -----------------------------------------------------------------------------------------
 
-def measure_kernel_cells(ctx: ChildContext, spec_document: dict[str, Any], kernel_name: str,
-                         seq_lens: list[int], device_name: str) -> list[dict[str, Any]]:
-    """Child entry point: cells for `seq_lens` (ascending) in order; stops early only on a sticky CUDA error."""
+CellKey = tuple[str, int]  # (kernel, seq_len)
+
+
+def measure_cells(ctx: ChildContext, spec_document: dict[str, Any], keys: list[CellKey],
+                  device_name: str) -> list[dict[str, Any]]:
+    """Child entry point: the cells for `keys`, in order; stops early only on a sticky CUDA error."""
     _die_with_parent()
     spec = AttentionJobSpec.model_validate(spec_document)
-    device, kernel = torch.device(device_name), SWEEP_KERNELS.get(kernel_name)
+    device = torch.device(device_name)
     if device.type == "cpu" and spec.cpu_memory_budget_bytes is not None:
         cap_address_space(spec.cpu_memory_budget_bytes)
     settings = Settings(warmup=spec.warmup, repeats=spec.repeats, check_error=spec.check_error)
     cells: list[dict[str, Any]] = []
-    out_of_memory_at: int | None = None
-    for index, seq_len in enumerate(seq_lens):
-        ctx.progress(index / len(seq_lens), f"{kernel_name} N={seq_len}")
-        cell, sticky = _one_cell(kernel, Problem.from_spec(spec, seq_len), device, settings, out_of_memory_at)
+    out_of_memory_at: dict[str, int] = {}  # kernel → the shortest length it ran out of memory at
+    for index, (kernel_name, seq_len) in enumerate(keys):
+        ctx.progress(index / len(keys), f"{kernel_name} N={seq_len}")
+        kernel = SWEEP_KERNELS.get(kernel_name)
+        problem = Problem.from_spec(spec, seq_len)
+        cell, sticky = _one_cell(kernel, problem, device, settings, out_of_memory_at.get(kernel_name))
         cells.append(cell.model_dump(mode="json"))
-        if cell.status == "oom" and out_of_memory_at is None:
-            out_of_memory_at = seq_len
+        if cell.status == "oom":
+            out_of_memory_at.setdefault(kernel_name, seq_len)
         if sticky:
-            break  # the CUDA context is unusable: the parent gives the remaining lengths a fresh child
+            break  # the CUDA context is unusable: the parent gives the remaining cells a fresh child
     return cells
 
 
@@ -135,32 +140,40 @@ def _die_with_parent() -> None:
 
 # --- in the parent ---------------------------------------------------------------------------------------------
 
-def run_kernel(spec: AttentionJobSpec, kernel_name: str, device: str,
-               on_progress: ProgressFn | None = None) -> list[AttentionCell]:
-    """Every length of one kernel: grouped in one child, isolated one per child after a child fails."""
-    pending = sorted(set(spec.seq_lens))
-    static_reason = _static_reason(spec, SWEEP_KERNELS.get(kernel_name), device)
-    if static_reason is not None:  # no child needed to learn that a package or device is missing
-        return [AttentionCell(kernel=kernel_name, seq_len=n, status="unsupported", reason=static_reason)
-                for n in pending]
-    total = len(pending)
-    cells: list[AttentionCell] = []
+def run_cells(spec: AttentionJobSpec, device: str, on_progress: ProgressFn | None = None) -> list[AttentionCell]:
+    """Every (kernel, length) cell of the sweep, kernel by kernel, shortest length first.
+
+    The cells share a child until one kills it; then the cells it did not report each get a child.
+    """
+    lengths = sorted(set(spec.seq_lens))
+    cells: dict[CellKey, AttentionCell] = {}
+    pending: list[CellKey] = []
+    for kernel in spec.kernels:
+        reason = _static_reason(spec, SWEEP_KERNELS.get(kernel), device)
+        for seq_len in lengths:
+            if reason is None:
+                pending.append((kernel, seq_len))
+            else:  # no child needed to learn that a package, a device or a mask feature is missing
+                cells[kernel, seq_len] = AttentionCell(kernel=kernel, seq_len=seq_len, status="unsupported",
+                                                       reason=reason)
+    total, done = len(pending), 0
     isolated = False
     while pending:
         group = pending[:1] if isolated else pending
-        report = run_in_child(CHILD_TARGET, spec.model_dump(mode="json"), kernel_name, group, device,
+        report = run_in_child(CHILD_TARGET, spec.model_dump(mode="json"), group, device,
                               timeout_s=CHILD_STARTUP_S + spec.cell_timeout_s * len(group),
-                              on_progress=_scaled(on_progress, len(cells), len(group), total))
+                              on_progress=_scaled(on_progress, done, len(group), total))
         if report.outcome == "ok" and report.value:
-            done = [AttentionCell.model_validate(cell) for cell in report.value]
+            finished = [AttentionCell.model_validate(cell) for cell in report.value]
         elif len(group) > 1:
-            isolated = True  # which cell killed the child is unknown: find out one child per length
+            isolated = True  # which cell killed the child is unknown: find out, one child per cell
             continue
         else:
-            done = [_cell_from_report(kernel_name, group[0], report)]
-        cells.extend(done)
-        pending = pending[len(done):]
-    return cells
+            finished = [_cell_from_report(*group[0], report)]
+        for cell in finished:
+            cells[cell.kernel, cell.seq_len] = cell
+        pending, done = pending[len(finished):], done + len(finished)
+    return [cells[kernel, seq_len] for kernel in spec.kernels for seq_len in lengths]
 
 
 def _static_reason(spec: AttentionJobSpec, kernel: SweepKernel, device: str) -> str | None:
@@ -177,7 +190,7 @@ def _cell_from_report(kernel: str, seq_len: int, report: ChildReport) -> Attenti
 
 
 def _scaled(on_progress: ProgressFn | None, done: int, group: int, total: int) -> ProgressFn | None:
-    """Map a child's progress over its own lengths onto this kernel's whole list."""
+    """Map a child's progress over its own cells onto the whole sweep's."""
     if on_progress is None:
         return None
     return lambda fraction, message: on_progress((done + fraction * group) / total, message)

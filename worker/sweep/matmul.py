@@ -17,6 +17,7 @@ import torch
 from padbench.contract.spec import Dtype
 from worker.child import ChildContext
 from worker.engine.environment import collect_environment
+from worker.engine.flops import peak_flops
 from worker.sweep.inputs import TORCH_DTYPES
 
 # Large enough to saturate the tensor cores of an H100/H200 (2·8192³ ≈ 1.1 TFLOP per call); the CPU
@@ -61,6 +62,7 @@ def measure_context(ctx: ChildContext, device_name: str, dtype: Dtype, seeds: di
     """Child entry point: the environment fingerprint and the matmul rate in the job's dtype."""
     device = torch.device(device_name)
     ctx.progress(0.0, f"{dtype} matmul rate")
-    environment = collect_environment(device, dataset_digest=None, seeds=seeds, peak_flops=None, peak_source=None)
+    peak, source = peak_flops(device, TORCH_DTYPES[dtype])  # the datasheet figure, beside the measured one
+    environment = collect_environment(device, dataset_digest=None, seeds=seeds, peak_flops=peak, peak_source=source)
     return {"environment": environment.model_dump(mode="json"),
             "matmul_tflops": measure_matmul_tflops(device, TORCH_DTYPES[dtype])}
