@@ -172,3 +172,11 @@ def wait_for(condition: Any, timeout_s: float = 20.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.05)
+
+
+def test_once_runs_a_single_job_then_returns() -> None:
+    server = FakeServer(jobs=[{"kind": "padding"}, {"kind": "padding"}])
+    sup = supervisor(server, "raise_error", once=True)
+    sup.run()
+    assert sup.jobs_run == 1
+    assert server.actions() == ["workers", "leases", "fail"]
