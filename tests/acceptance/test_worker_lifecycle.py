@@ -31,7 +31,8 @@ def test_submit_claim_heartbeat_complete_results(shared_server: LiveServer, shar
     assert [s.strategy for s in result.strategies] == ["static", "packed"]
     assert all(s.status == "ok" and s.tokens_per_s for s in result.strategies)
     # The supervisor parent never loaded torch: only its children did.
-    assert b"libtorch" not in read_proc(shared_worker.process.pid, "maps")
+    maps = read_proc(shared_worker.process.pid, "maps")
+    assert b"libtorch" not in maps and b"libcuda" not in maps
 
 
 def test_a_job_failing_inside_its_child_records_the_error(shared_server: LiveServer, shared_worker: Worker) -> None:
