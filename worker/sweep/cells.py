@@ -40,7 +40,6 @@ _REFUSAL_MARKERS = ("No available kernel", "No viable backend", "not supported",
 _PR_SET_PDEATHSIG = 1
 
 
-
 # --- in the child -----------------------------------------------------------------------------------------
 
 CellKey = tuple[str, int]  # (kernel, seq_len)
@@ -76,16 +75,14 @@ def _one_cell(kernel: SweepKernel, problem: Problem, device: torch.device, setti
     skipped = _reason_not_to_run(kernel, problem, device, out_of_memory_at)
     if skipped is not None:
         return skipped, False
-    failure: tuple[str, str] | None = None
     try:
         return measure_cell(kernel, problem, device, settings), False
     except Exception as error:  # MemoryError included: every failure becomes a cell
-        failure = (classify_exception(error), describe_error(error))
+        outcome, reason = classify_exception(error), describe_error(error)
     # Outside the except block, so the failed frame's tensors are unreachable and can be freed.
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    outcome, reason = failure
     return failed_cell(kernel.name, problem.seq_len, outcome, reason), outcome == "cuda_error"
 
 
@@ -100,7 +97,7 @@ def _reason_not_to_run(kernel: SweepKernel, problem: Problem, device: torch.devi
     if device.type == "cuda":
         needed, total = kernel.predicted_bytes(problem), torch.cuda.get_device_properties(device).total_memory
         if needed > total:
-            reason = f"not run: its N² score matrices alone need {needed / 2**30:.1f} GiB of {total / 2**30:.1f}"
+            reason = f"not run: its N² score matrices alone need {needed / 2**30:.1f} of {total / 2**30:.1f} GiB"
             return AttentionCell(kernel=kernel.name, seq_len=problem.seq_len, status="oom", reason=reason)
     return None
 

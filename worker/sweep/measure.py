@@ -144,8 +144,10 @@ class PeakMemory:
 # --- error against float64 ------------------------------------------------------------------------------------
 
 def relative_error(call: KernelCall, inputs: InputSet, problem: Problem) -> float:
+    # In the grad mode it was timed in: a compiled kernel guards on that mode and would recompile.
+    with torch.set_grad_enabled(problem.backward):
+        output = call().detach()
     with torch.no_grad():
-        output = call()
         rows, heads, kv_heads = _reference_slice(problem)
         reference = reference_attention(inputs, problem, rows, heads, kv_heads)
         difference = output[:rows, :, :heads].double() - reference
