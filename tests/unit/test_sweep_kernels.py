@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from padbench.contract.spec import AttentionJobSpec, SweepKernelName
+from worker.sweep.cells import predicted_oom
 from worker.sweep.inputs import Problem, make_input_sets
 from worker.sweep.kernels import SWEEP_KERNELS, available_sweep_kernels
 from worker.sweep.measure import relative_error
@@ -74,3 +75,13 @@ def test_compiled_flex_matches_float64_on_documents() -> None:
     if SWEEP_KERNELS.get("flex").available(CPU, torch.float32) is not None:
         pytest.skip("flex cannot compile on this machine")
     assert error_of("flex", problem(layout="varlen", causal=True)) < 1e-5
+
+
+def test_naive_at_16k_on_an_h200_is_predicted_out_of_memory_without_trying() -> None:
+    spec = AttentionJobSpec(kind="attention", batch=8, heads=32, head_dim=64, seq_lens=[16384])
+    h200 = 141 * 10**9
+    naive, flash = SWEEP_KERNELS.get("naive"), SWEEP_KERNELS.get("sdpa-flash")
+    reason = predicted_oom(naive, Problem.from_spec(spec, 16384), h200)
+    assert reason is not None and "256.0 of 131.3 GiB" in reason  # two bf16 (8, 32, 16384, 16384) matrices
+    assert predicted_oom(naive, Problem.from_spec(spec, 8192), h200) is None  # 64 GiB: worth a try
+    assert predicted_oom(flash, Problem.from_spec(spec, 16384), h200) is None

@@ -95,11 +95,18 @@ def _reason_not_to_run(kernel: SweepKernel, problem: Problem, device: torch.devi
         reason = f"not run: already out of memory at N={out_of_memory_at}"
         return AttentionCell(kernel=kernel.name, seq_len=problem.seq_len, status="oom", reason=reason)
     if device.type == "cuda":
-        needed, total = kernel.predicted_bytes(problem), torch.cuda.get_device_properties(device).total_memory
-        if needed > total:
-            reason = f"not run: its N² score matrices alone need {needed / 2**30:.1f} of {total / 2**30:.1f} GiB"
+        reason = predicted_oom(kernel, problem, torch.cuda.get_device_properties(device).total_memory)
+        if reason is not None:
             return AttentionCell(kernel=kernel.name, seq_len=problem.seq_len, status="oom", reason=reason)
     return None
+
+
+def predicted_oom(kernel: SweepKernel, problem: Problem, device_bytes: int) -> str | None:
+    """Why a cell cannot fit, when its N² matrices alone exceed the device: not worth a try (seconds each)."""
+    needed = kernel.predicted_bytes(problem)
+    if needed <= device_bytes:
+        return None
+    return f"not run: its N² score matrices alone need {needed / 2**30:.1f} of {device_bytes / 2**30:.1f} GiB"
 
 
 def failed_cell(kernel: str, seq_len: int, outcome: str, reason: str) -> AttentionCell:
