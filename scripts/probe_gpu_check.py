@@ -26,8 +26,7 @@ from padbench.contract.results import JOB_RESULT_ADAPTER, PaddingResult, ProbeRe
 from padbench.contract.spec import GPT2Fields, ModelSpec, PaddingJobSpec, ProbeSpec, StrategySpec
 from worker.child import run_in_child
 from worker.probe.cache import ProbeCache
-from worker.probe.protocol import ProbeRequest
-from worker.probe.runner import PROBE_TARGET, allocator_environment, find_batch_size
+from worker.probe.runner import PROBE_TARGET, allocator_environment, find_batch_size, probe_request
 
 # (strategy, attention on a GPU, attention on the CPU, where flash kernels do not run)
 CASES: tuple[tuple[str, str, str], ...] = (
@@ -71,8 +70,13 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--budget-bytes", type=int, default=None, help="CPU memory budget standing in for a GPU")
     parser.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=None,
                         help="default: bf16 on cuda, fp32 on cpu")
-    parser.add_argument("--scan-below", type=int, default=2, help="sizes scanned below the probe's limit")
-    parser.add_argument("--scan-above", type=int, default=3, help="sizes scanned above the probe's limit")
+    parser.add_argument("--scan-below", type=int, default=1, help="sizes scanned below the probe's limit")
+    parser.add_argument("--scan-above", type=int, default=2, help="sizes scanned above the probe's limit")
+    parser.add_argument("--scan-extra", type=int, default=4,
+                        help="sizes scanned further up when the whole window fits")
+    parser.add_argument("--cases", default="0,1,2,3",
+                        help="which of static, binned, packed+flash, packed+mask to run (0-3, comma-separated), "
+                             "to split the check over several commands")
     parser.add_argument("--json", dest="json_path", default=None, help="also write the outcomes here")
     return parser.parse_args()
 
@@ -99,25 +103,33 @@ def resolved_kernel(spec: PaddingJobSpec) -> str:
     return child.value
 
 
-def scan(spec: PaddingJobSpec, kernel: str, sizes: range) -> dict[int, str]:
-    """Every size in its own child, exactly as the probe runs it: size → fits / oom / …"""
-    outcomes = {}
-    for size in sizes:
-        request = ProbeRequest(model=spec.model, dtype=spec.dtype, device=spec.device,  # type: ignore[arg-type]
-                               strategy=spec.strategies[0].name, kernel=kernel, size=size,
-                               max_length=spec.data.max_length, mode=spec.mode, compile=spec.compile,
-                               seed=spec.data.seed, cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes)
-        child = run_in_child(PROBE_TARGET, request, timeout_s=spec.probe.probe_timeout_s, env=allocator_environment())
-        outcomes[size] = "fits" if child.outcome == "ok" else child.outcome
+def scan(spec: PaddingJobSpec, kernel: str, sizes: range, extra: int) -> dict[int, str]:
+    """Every size in its own child, exactly as the probe runs it: size → fits / oom / …
+
+    When the window's top size still fits, the scan goes on upwards (at most `extra` sizes) until one runs out.
+    """
+    outcomes = {size: _scan_one(spec, kernel, size) for size in sizes}
+    top = sizes[-1]
+    while outcomes[top] == "fits" and top < sizes[-1] + extra:
+        top += 1
+        outcomes[top] = _scan_one(spec, kernel, top)
     return outcomes
 
 
+def _scan_one(spec: PaddingJobSpec, kernel: str, size: int) -> str:
+    request = probe_request(spec, spec.strategies[0], kernel, spec.device, size)  # type: ignore[arg-type]
+    child = run_in_child(PROBE_TARGET, request, timeout_s=spec.probe.probe_timeout_s, env=allocator_environment())
+    return "fits" if child.outcome == "ok" else child.outcome
+
+
 def true_limit(outcomes: dict[int, str]) -> int | None:
-    """The largest fitting size of the scan, if the scan reaches sizes that run out above it."""
-    fits = [size for size, outcome in outcomes.items() if outcome == "fits"]
-    if not fits or max(fits) == max(outcomes):
-        return None  # everything fitted: the limit lies above the scanned window
-    return max(fits)
+    """The last fitting size before the first one that runs out; None if the scan never ran out."""
+    last_fit = None
+    for size in sorted(outcomes):
+        if outcomes[size] != "fits":
+            return last_fit
+        last_fit = size
+    return None
 
 
 def measure_at(spec: PaddingJobSpec, chosen: int) -> PaddingResult | str:
@@ -144,7 +156,7 @@ def check_case(arguments: argparse.Namespace, strategy: str, attention: str, cac
     print(f"   chosen {report.chosen} (limit {report.largest_fit}, predicted {report.predicted_limit}) "
           f"in {len(report.probes)} probes, {report.seconds:.1f} s", flush=True)
     sizes = range(max(1, report.largest_fit - arguments.scan_below), report.largest_fit + arguments.scan_above + 1)
-    outcomes = scan(spec, kernel, sizes)
+    outcomes = scan(spec, kernel, sizes, extra=arguments.scan_extra)
     print(f"   scan: {outcomes}", flush=True)
     measured = measure_at(spec, report.chosen)
     row = measured.strategies[0] if isinstance(measured, PaddingResult) else None
@@ -173,8 +185,9 @@ def main() -> int:
     arguments = parse_arguments()
     started = time.monotonic()
     cache = ProbeCache()
+    chosen_cases = [CASES[int(index)] for index in arguments.cases.split(",")]
     outcomes = [check_case(arguments, strategy, gpu_attention if arguments.device == "cuda" else cpu_attention,
-                           cache) for strategy, gpu_attention, cpu_attention in CASES]
+                           cache) for strategy, gpu_attention, cpu_attention in chosen_cases]
     print_table(outcomes)
     print(f"\ntotal {time.monotonic() - started:.0f} s")
     if arguments.json_path:

@@ -17,6 +17,7 @@ import os
 import platform
 import time
 from collections.abc import Callable
+from typing import Literal
 
 import torch
 
@@ -105,7 +106,7 @@ def _still_valid(cached: CachedLimit, ceiling: int, facts: DeviceFacts) -> bool:
 class ChildOracle:
     """The search's `probe(size)`: one spawned child per size, every attempt logged for the report."""
 
-    def __init__(self, spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, device: str,
+    def __init__(self, spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, device: Literal["cuda", "cpu"],
                  progress: ProgressFn, target: str) -> None:
         self.spec, self.strategy, self.kernel_name, self.device = spec, strategy, kernel_name, device
         self.progress, self.target = progress, target
@@ -130,11 +131,16 @@ class ChildOracle:
                        baseline_bytes=measured.baseline_bytes)
 
     def _request(self, size: int) -> ProbeRequest:
-        spec = self.spec
-        return ProbeRequest(model=spec.model, dtype=spec.dtype, device=self.device,  # type: ignore[arg-type]
-                            strategy=self.strategy.name, kernel=self.kernel_name, size=size,
-                            max_length=spec.data.max_length, mode=spec.mode, compile=spec.compile,
-                            seed=spec.data.seed, cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes)
+        return probe_request(self.spec, self.strategy, self.kernel_name, self.device, size)
+
+
+def probe_request(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, device: Literal["cuda", "cpu"],
+                  size: int) -> ProbeRequest:
+    """One size under exactly the job's settings: model, dtype, kernel, max_length, mode, compile, seed."""
+    return ProbeRequest(model=spec.model, dtype=spec.dtype, device=device, strategy=strategy.name,
+                        kernel=kernel_name, size=size, max_length=spec.data.max_length, mode=spec.mode,
+                        compile=spec.compile, seed=spec.data.seed,
+                        cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes)
 
 
 def _attempt(size: int, child: ChildReport) -> ProbeAttempt:
