@@ -14,6 +14,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from padbench.contract.spec import Dtype, ModelSpec
+from worker.engine.lm_head import align_lm_head
 
 TORCH_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 NO_DROPOUT = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
@@ -39,7 +40,7 @@ def build_model(spec: ModelSpec, dtype: torch.dtype, device: torch.device, seed:
     else:
         torch.manual_seed(seed)
         model = GPT2LMHeadModel(config)
-    return model.to(device=device, dtype=dtype).eval()
+    return align_lm_head(model.to(device=device, dtype=dtype).eval())
 
 
 def model_config(spec: ModelSpec) -> GPT2Config:

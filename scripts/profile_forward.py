@@ -1,0 +1,59 @@
+"""Where does a packed forward spend its time? Prints the top CUDA kernels of a few gpt2-seed forwards.
+
+    python scripts/profile_forward.py [--kernel torch-flash] [--tokens 81920]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from padbench.contract.spec import ModelSpec
+from worker.engine.attention import resolve_kernel
+from worker.engine.batches import PackedBatch
+from worker.engine.model import build_model
+
+
+def packed_batch(tokens: int, vocab: int, seed: int = 0) -> PackedBatch:
+    generator = torch.Generator().manual_seed(seed)
+    lengths: list[int] = []
+    while sum(lengths) < tokens - 600:
+        lengths.append(int(torch.randint(20, 250, (1,), generator=generator)))
+    ids = torch.randint(1000, vocab, (1, sum(lengths)), generator=generator)
+    positions = torch.cat([torch.arange(n) for n in lengths])[None]
+    cu = torch.tensor([0, *torch.tensor(lengths).cumsum(0).tolist()], dtype=torch.int32)
+    return PackedBatch(input_ids=ids, position_ids=positions, cu_seqlens=cu, max_seqlen=max(lengths),
+                       lengths=tuple(lengths), sequence_ids=tuple(range(len(lengths))), token_budget=tokens)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kernel", default="torch-flash")
+    parser.add_argument("--tokens", type=int, default=81920)
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    model = build_model(ModelSpec(preset="gpt2-seed"), torch.bfloat16, device, seed=0)
+    kernel = resolve_kernel(args.kernel, PackedBatch, device, torch.bfloat16)
+    batch = kernel.prepare(packed_batch(args.tokens, 30522).to(device))
+    with torch.inference_mode():
+        for _ in range(3):
+            kernel.forward(model, batch)
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(5):
+            kernel.forward(model, batch)
+        end.record()
+        torch.cuda.synchronize()
+        ms = start.elapsed_time(end) / 5
+        print(f"{kernel.name}: {ms:.2f} ms/forward, {batch.real_tokens / ms * 1e3:,.0f} tokens/s")
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            kernel.forward(model, batch)
+            torch.cuda.synchronize()
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=18, max_name_column_width=70))
+
+
+if __name__ == "__main__":
+    main()
