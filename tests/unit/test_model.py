@@ -1,4 +1,4 @@
-"""build_model: presets, explicit fields, local directories; seeded, dropout-free, in eval mode."""
+"""build_model: presets, explicit fields, local directories; seeded (or fast on-device init), dropout-free, eval."""
 
 from __future__ import annotations
 
@@ -101,3 +101,13 @@ def test_gelu_new_runs_as_the_same_function_fused() -> None:
 
 def test_torch_dtype_names() -> None:
     assert [torch_dtype(name) for name in ("bf16", "fp16", "fp32")] == [torch.bfloat16, torch.float16, torch.float32]
+
+
+def test_on_device_init_builds_the_same_model_without_the_seed() -> None:
+    spec = ModelSpec(config=SMALL)
+    seeded = build_model(spec, torch.bfloat16, CPU, seed=0)
+    fast = build_model(spec, torch.bfloat16, CPU, seed=0, init="on_device")
+    shapes = {name: (p.shape, p.dtype, p.device) for name, p in seeded.named_parameters()}
+    assert {name: (p.shape, p.dtype, p.device) for name, p in fast.named_parameters()} == shapes
+    assert fast.lm_head.weight is fast.transformer.wte.weight  # tied: the same memory as the measured model
+    assert not fast.training and torch.isfinite(fast.transformer.h[0].mlp.c_fc.weight).all()

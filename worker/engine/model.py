@@ -1,7 +1,9 @@
 """The measured model: a GPT-2 built with transformers from a preset, explicit fields or a local directory.
 
 Throughput does not depend on weight values, so weights are randomly initialised (seeded, on the CPU so
-every device starts from the same numbers) unless the spec asks to load a local checkpoint. Dropout is
+every device starts from the same numbers) unless the spec asks to load a local checkpoint. Callers that
+only need the memory a model takes (the OOM probe) pass `init="on_device"`: unseeded, built directly on
+the device, skipping the slow CPU initialisation and the host-to-device copy. Dropout is
 off and the model is in eval mode: a benchmark forward must be a deterministic function of its input.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
@@ -33,10 +36,18 @@ def torch_dtype(name: Dtype) -> torch.dtype:
     return TORCH_DTYPES[name]
 
 
-def build_model(spec: ModelSpec, dtype: torch.dtype, device: torch.device, seed: int) -> GPT2LMHeadModel:
+WeightInit = Literal["seeded", "on_device"]
+
+
+def build_model(spec: ModelSpec, dtype: torch.dtype, device: torch.device, seed: int,
+                init: WeightInit = "seeded") -> GPT2LMHeadModel:
+    """The spec's model on `device` in eval mode; `init="on_device"` gives unseeded random weights, fast."""
     config = model_config(spec)
     if spec.load_weights:
         model = _load_pretrained(_model_dir(spec), config, dtype)
+    elif init == "on_device":
+        with torch.device(device):  # parameters are created, and initialised, where they will live
+            model = GPT2LMHeadModel(config)
     else:
         torch.manual_seed(seed)
         model = GPT2LMHeadModel(config)
