@@ -2,8 +2,10 @@
 
 `probe_size` builds the job's model with the job's dtype and kernel, hands it the worst-case batch of
 the requested size and runs a few steps — forward passes, or full training steps — then reports the
-peak memory. Running out of memory raises, and `run_in_child` classifies that as "oom"; a sticky CUDA
-error, a crash or a hang costs only this child.
+peak memory. The model's weights are random and unseeded, made on the device itself: their values do not
+change the memory a step takes, and a CPU initialisation and copy would cost seconds per probe. Running
+out of memory raises, and `run_in_child` classifies that as "oom"; a sticky CUDA error, a crash or a hang
+costs only this child.
 
 On CPU the device's memory is replaced by a budget: after the model is built the address space is
 capped at baseline + budget (RLIMIT_AS), so an over-budget size fails its allocation exactly as a GPU
@@ -52,7 +54,7 @@ def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
     if device.type == "cpu":
         torch.set_num_threads(1)  # no new thread stacks once the address space is capped
     kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
-    model = build_model(request.model, torch_dtype(request.dtype), device, request.seed)
+    model = build_model(request.model, torch_dtype(request.dtype), device, request.seed, init="on_device")
     if request.compile:
         model = compiled(model)
     frame = _start_budget(device, request.cpu_memory_budget_bytes)
@@ -106,13 +108,19 @@ class _MemoryFrame:
 
 
 def _start_budget(device: torch.device, cpu_budget: int | None) -> _MemoryFrame:
-    """Take the baseline once the model is built; on CPU, cap the address space at baseline + budget."""
+    """Take the baseline once the model is built; on CPU, cap the address space at baseline + budget.
+
+    On CUDA the frame is live tensors (allocated bytes): what torch could still allocate is the device's
+    free memory plus everything the allocator holds, cached blocks included — before it reports running
+    out it frees its cache and retries. Reserved bytes would overstate a size's need (they grow in whole
+    segments and keep cached blocks), so a fit through them predicts the limit too low.
+    """
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
-        reserved = torch.cuda.memory_reserved(device)
         free, _total = torch.cuda.mem_get_info(device)
-        return _MemoryFrame(origin=0, baseline=reserved, capacity=reserved + free)
+        return _MemoryFrame(origin=0, baseline=torch.cuda.memory_allocated(device),
+                            capacity=torch.cuda.memory_reserved(device) + free)
     if cpu_budget is None:
         raise ValueError("probe.cpu_memory_budget_bytes is required to probe on the CPU")
     _return_freed_memory_at_once()

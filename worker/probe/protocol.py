@@ -38,13 +38,14 @@ class ProbeRequest:
 class ProbeMeasurement:
     """A size that fitted. All byte counts are in one frame, so they compare with each other.
 
-    On CUDA: bytes held by torch's caching allocator (what runs out is the allocator's ability to grow),
-    with `capacity_bytes` = what it held plus what the device still had free after the model was built.
-    On CPU: growth of the address space over the baseline, against the budget.
+    On CUDA the frame is live tensors: `baseline_bytes` is what the built model allocated, `capacity_bytes`
+    what torch could allocate then (the allocator's reserve, cached blocks included, plus the device's free
+    memory), and `peak_allocated_bytes` the peak the search fits; `peak_bytes` is the reserved peak, for
+    the report only. On CPU: growth of the address space over the baseline, against the budget.
     """
 
-    peak_bytes: int
-    peak_allocated_bytes: int | None  # CUDA: the allocator's peak of live tensors; None on CPU
+    peak_bytes: int  # CUDA: the allocator's reserved peak; CPU: the address space's peak (the fitted one)
+    peak_allocated_bytes: int | None  # CUDA: the allocator's peak of live tensors (the fitted one); None on CPU
     capacity_bytes: int
     baseline_bytes: int
     kernel: str

@@ -30,7 +30,7 @@ from worker.engine.environment import flash_attn_cute_version, package_version
 from worker.engine.model import model_config
 from worker.probe.cache import CachedLimit, ProbeCache, ProbeKey
 from worker.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
-from worker.probe.search import MemoryCurve, Reading, apply_margin, search_ceiling, search_limit
+from worker.probe.search import MemoryCurve, Reading, choose_size, search_ceiling, search_limit
 
 ProgressFn = Callable[[float, str], None]
 
@@ -88,7 +88,7 @@ def memory_curve(strategy: StrategySpec, kernel_name: str) -> MemoryCurve:
 def _report(spec: PaddingJobSpec, limit: CachedLimit, facts: DeviceFacts, *, seconds: float,
             cached: bool) -> ProbeReport:
     return ProbeReport(
-        chosen=min(spec.probe.cap, apply_margin(limit.largest_fit, spec.probe.margin)),
+        chosen=choose_size(limit.largest_fit, limit.smallest_oom, spec.probe.margin, spec.probe.cap),
         largest_fit=limit.largest_fit, smallest_oom=limit.smallest_oom, predicted_limit=limit.predicted_limit,
         margin=spec.probe.margin, cap=spec.probe.cap, probes=limit.probes, seconds=seconds, cached=cached,
         memory_total_bytes=facts.total_bytes, memory_used_by_others_bytes=facts.used_by_others_bytes,
@@ -127,11 +127,16 @@ class ChildOracle:
             raise ProbeFailed(f"{self.strategy.label} with {self.kernel_name}: probe of size {size} ended in "
                               f"{child.outcome}: {child.error}", self.attempts, child.traceback)
         measured: ProbeMeasurement = child.value
-        return Reading(fits=True, peak_bytes=measured.peak_bytes, capacity_bytes=measured.capacity_bytes,
+        return Reading(fits=True, peak_bytes=fitted_peak(measured), capacity_bytes=measured.capacity_bytes,
                        baseline_bytes=measured.baseline_bytes)
 
     def _request(self, size: int) -> ProbeRequest:
         return probe_request(self.spec, self.strategy, self.kernel_name, self.device, size)
+
+
+def fitted_peak(measured: ProbeMeasurement) -> int:
+    """The peak in the frame of the capacity: allocated bytes on CUDA, the address space's growth on CPU."""
+    return measured.peak_allocated_bytes if measured.peak_allocated_bytes is not None else measured.peak_bytes
 
 
 def probe_request(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, device: Literal["cuda", "cpu"],

@@ -8,8 +8,9 @@ unit tests drive it with a fake one. The policy spends far fewer probes than dou
 2. probe a size aimed at most of the free memory, assuming the curve's shape through the model's baseline;
 3. fit memory against size through the measured peaks (affine for padded and flash layouts, quadratic
    for a materialised attention mask), predict the largest size that fits the capacity, and probe it;
-4. confirm with a bracketing pair — the predicted size fits and the next one does not — refitting on
-   every new peak (a secant step) when the prediction was wrong.
+4. confirm with a bracketing pair: a size that fits and one that runs out at most BRACKET_TOLERANCE of the
+   fit apart (adjacent sizes when that is under one), refitting on every new peak (a secant step). The
+   true limit lies between the two, so `choose_size` can honour the margin without knowing it exactly.
 
 Only a miss repeated on the same side widens the step (doubling), so a poor fit costs a logarithmic
 number of extra probes, never a linear walk.
@@ -29,6 +30,9 @@ APPROACH_SHORTFALL = 0.02
 EXPLORATION_SHARE = 0.8
 # Sizes fitted together lie at least this fraction apart (see _spread_out).
 MIN_SPREAD = 1 / 16
+# The search ends once a fit and an out-of-memory lie at most this fraction of the fit apart (at least 1):
+# well inside the default 5% margin, and it spares the probes that would walk to adjacent sizes.
+BRACKET_TOLERANCE = 0.02
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,29 @@ def apply_margin(limit: int, margin: float) -> int:
     return max(1, limit - math.floor(margin * limit)) if limit > 0 else 0
 
 
+def bracket_tolerance(size: int) -> int:
+    """How far above a fit an out-of-memory may lie for the search to stop: BRACKET_TOLERANCE, at least 1."""
+    return max(1, math.floor(BRACKET_TOLERANCE * size))
+
+
+def choose_size(largest_fit: int, smallest_oom: int | None, margin: float, cap: int) -> int:
+    """The size to run: known to fit, and at most `margin` below the true limit wherever in the bracket it is.
+
+    The true limit lies in [largest_fit, smallest_oom − 1] (at largest_fit when nothing ran out); stepping
+    the margin back from the top of that range keeps within the margin of every limit the bracket allows.
+    """
+    top = largest_fit if smallest_oom is None else smallest_oom - 1
+    return min(cap, largest_fit, apply_margin(top, margin))
+
+
+def _closing_size(oom: int) -> int:
+    """The smallest size that would close the bracket below `oom` if it fits."""
+    step = bracket_tolerance(oom)
+    while step > 1 and step > bracket_tolerance(oom - step):
+        step -= 1
+    return oom - step
+
+
 class _SearchState:
     def __init__(self, curve: MemoryCurve, ceiling: int) -> None:
         self.curve = curve
@@ -154,7 +181,9 @@ class _SearchState:
         return min(self.ooms, default=self.ceiling + 1)
 
     def done(self) -> bool:
-        return self.hi == self.lo + 1
+        if self.lo >= self.ceiling:
+            return True
+        return bool(self.ooms) and self.hi - self.lo <= bracket_tolerance(self.lo)
 
     def record(self, size: int, reading: Reading) -> None:
         if len(self.fits) >= 2:
@@ -249,14 +278,36 @@ def next_size(state: _SearchState, start: int) -> int:
         cautious = _predicted_size(state, shortfall=APPROACH_SHORTFALL)
         return _clamp(cautious if cautious is not None else guess, lo, hi)
     last_fit, streak = state.trailing_streak()
-    if last_fit is False:  # the fit overestimates: back off, doubling the unused headroom on each repeat
-        backed_off = _predicted_size(state, shortfall=APPROACH_SHORTFALL * 2**streak)
-        guess = min(guess, hi - 1, backed_off if backed_off is not None else hi - 1)
-        if guess <= lo or streak >= 3:  # the curve is no guide inside this bracket: bisect it
-            guess = (lo + hi) // 2
-    elif last_fit is True and streak >= 2:  # the limit keeps receding upwards: widen the step
+    if last_fit is False:
+        return _after_running_out(state, guess, streak)
+    if last_fit is True and streak >= 2:  # the limit keeps receding upwards: widen the step
         guess = max(guess, lo + 2 ** (streak - 2))
-    return _clamp(guess, lo, hi)
+    return _clamp(_confirming_size(state, guess), lo, hi)
+
+
+def _confirming_size(state: _SearchState, guess: int) -> int:
+    """The probe most likely to end the search, given the predicted limit `guess` above the largest fit."""
+    lo = state.lo
+    if guess >= state.ceiling:
+        return state.ceiling
+    step = bracket_tolerance(lo)
+    if guess < lo + step:  # the limit is predicted within the tolerance: one step up should run out
+        return lo + step
+    return guess - bracket_tolerance(guess) // 2  # just under the limit, so the next step up closes it
+
+
+def _after_running_out(state: _SearchState, guess: int, streak: int) -> int:
+    """After an out-of-memory the fit overestimates: try the size that would close the bracket if it fits,
+    or, when misses repeat, back off the fit doubling the unused headroom, and bisect as a last resort."""
+    lo, hi = state.lo, state.hi
+    closing = _closing_size(hi)
+    if streak == 1:
+        return _clamp(closing, lo, hi)
+    backed_off = _predicted_size(state, shortfall=APPROACH_SHORTFALL * 2 ** (streak - 1))
+    size = min(closing, guess, backed_off if backed_off is not None else closing)
+    if size <= lo or streak >= 3:  # the curve is no guide inside this bracket
+        size = (lo + hi) // 2
+    return _clamp(size, lo, hi)
 
 
 def _clamp(size: int, lo: int, hi: int) -> int:
