@@ -73,7 +73,7 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--scan-below", type=int, default=1, help="sizes scanned below the probe's limit")
     parser.add_argument("--scan-above", type=int, default=2, help="sizes scanned above the probe's limit")
     parser.add_argument("--scan-extra", type=int, default=4,
-                        help="sizes scanned further up when the whole window fits")
+                        help="sizes scanned further up when the whole window fits (at least up to the probe's OOM)")
     parser.add_argument("--cases", default="0,1,2,3",
                         help="which of static, binned, packed+flash, packed+mask to run (0-3, comma-separated), "
                              "to split the check over several commands")
@@ -153,10 +153,12 @@ def check_case(arguments: argparse.Namespace, strategy: str, attention: str, cac
     print(f"\n== {spec.strategies[0].label} / {kernel}", flush=True)
     report: ProbeReport = find_batch_size(spec, spec.strategies[0], kernel,
                                           lambda _, message: print("  ", message, flush=True), cache=cache)
-    print(f"   chosen {report.chosen} (limit {report.largest_fit}, predicted {report.predicted_limit}) "
-          f"in {len(report.probes)} probes, {report.seconds:.1f} s", flush=True)
+    print(f"   chosen {report.chosen} (largest fit {report.largest_fit}, smallest oom {report.smallest_oom}, "
+          f"predicted {report.predicted_limit}) in {len(report.probes)} probes, {report.seconds:.1f} s", flush=True)
     sizes = range(max(1, report.largest_fit - arguments.scan_below), report.largest_fit + arguments.scan_above + 1)
-    outcomes = scan(spec, kernel, sizes, extra=arguments.scan_extra)
+    # The probe stops at a fit and an OOM up to 2% apart: the true limit may lie anywhere between them.
+    extra = max(arguments.scan_extra, (report.smallest_oom or 0) - sizes[-1])
+    outcomes = scan(spec, kernel, sizes, extra=extra)
     print(f"   scan: {outcomes}", flush=True)
     measured = measure_at(spec, report.chosen)
     row = measured.strategies[0] if isinstance(measured, PaddingResult) else None
