@@ -32,6 +32,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kernel", default="torch-flash")
     parser.add_argument("--tokens", type=int, default=81920)
+    parser.add_argument("--rows", type=int, default=25)
     args = parser.parse_args()
     device = torch.device("cuda")
     model = build_model(ModelSpec(preset="gpt2-seed"), torch.bfloat16, device, seed=0)
@@ -49,10 +50,12 @@ def main() -> None:
         torch.cuda.synchronize()
         ms = start.elapsed_time(end) / 5
         print(f"{kernel.name}: {ms:.2f} ms/forward, {batch.real_tokens / ms * 1e3:,.0f} tokens/s")
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
             kernel.forward(model, batch)
             torch.cuda.synchronize()
-    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=18, max_name_column_width=70))
+    # Grouped by input shape, so an operator that costs time (e.g. a copy) shows which tensor it touched.
+    print(prof.key_averages(group_by_input_shape=True).table(
+        sort_by="cuda_time_total", row_limit=args.rows, max_name_column_width=40, max_shapes_column_width=80))
 
 
 if __name__ == "__main__":
