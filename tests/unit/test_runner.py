@@ -232,3 +232,15 @@ def test_training_labels_never_cross_a_sequence_or_predict_padding() -> None:
     pack = PackedBatch(pack_ids, torch.tensor([[0, 1, 2, 0, 1]]), torch.tensor([0, 3, 5], dtype=torch.int32), 3,
                        (3, 2), (0, 1), token_budget=6)
     assert next_token_labels(pack).tolist() == [[6, 7, -100, 9, -100]]
+
+
+def test_a_kernel_that_compiles_per_shape_warms_up_on_every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # flash-attn-4 JIT-compiles each new shape: a warm-up shorter than one pass would time compilation.
+    kernel = resolve_kernel("sdpa", PaddedBatch, torch.device("cpu"), torch.float32)
+    monkeypatch.setattr(type(kernel), "compiles_per_shape", True)
+    messages: list[str] = []
+    spec = tiny_spec(strategies=["dynamic"])
+    result = run_padding_job(spec, lambda fraction, message: messages.append(message))
+    batches = -(-spec.data.num_samples // 4)  # batch_size 4
+    assert f"dynamic / sdpa: warm-up ({batches} batches)" in messages
+    assert result.strategies[0].status == "ok"

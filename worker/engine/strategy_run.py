@@ -93,7 +93,7 @@ class StrategyRun:
             raise StrategyFailed(f"correctness gate: {self.gate.reason}")
         self.say(0.1, "building batches")
         host_batches = self._build_batches(plugin, self.job.data.sequences)
-        settings = self._settings()
+        settings = self._settings(kernel, len(host_batches))
         with track_peak_memory(self.job.device) as memory:
             device_batches = [self._to_device(kernel, batch) for batch in host_batches]
             step = self._step(kernel, host_batches, device_batches)
@@ -138,8 +138,11 @@ class StrategyRun:
     def _to_device(self, kernel: AttentionKernel, batch: Batch) -> Batch:
         return kernel.prepare(batch.to(self.job.device))
 
-    def _settings(self) -> MeasurementSpec:
+    def _settings(self, kernel: AttentionKernel, n_batches: int) -> MeasurementSpec:
         settings = self.job.spec.measurement
+        if kernel.compiles_per_shape and settings.warmup_batches < n_batches:
+            # Every batch shape compiles once; all of that must land in the warm-up, never in the measurement.
+            return settings.model_copy(update={"warmup_batches": n_batches})
         if self.job.spec.compile and settings.warmup_batches == 0:
             # Compilation happens on the first call; it must land in the warm-up, never in the measurement.
             return settings.model_copy(update={"warmup_batches": 1})

@@ -58,6 +58,7 @@ class FlashAttnVarlen(VarlenKernel):
 
 class FlashAttnCuteVarlen(VarlenKernel):
     name, family = "flash-attn-cute-varlen", "flash-attn-cute"
+    compiles_per_shape = True
     varlen = staticmethod(ops.flash_attn_cute_varlen)
 
 

@@ -58,6 +58,7 @@ class FlashAttnPadded(PaddedKernel):
 class FlashAttnCutePadded(PaddedKernel):
     name = family = "flash-attn-cute"
     half_precision_only = True
+    compiles_per_shape = True
 
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float,
                **inputs: Any) -> torch.Tensor:
