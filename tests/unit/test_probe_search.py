@@ -7,14 +7,13 @@ from collections.abc import Callable
 
 import pytest
 
+from worker.probe.curves import MemoryCurve, fit_curve
 from worker.probe.search import (
-    MemoryCurve,
     Reading,
     SearchResult,
     apply_margin,
     bracket_tolerance,
     choose_size,
-    fit_curve,
     search_ceiling,
     search_limit,
 )

@@ -29,8 +29,9 @@ from worker.engine.batches import PackedBatch
 from worker.engine.environment import flash_attn_cute_version, package_version
 from worker.engine.model import model_config
 from worker.probe.cache import CachedLimit, ProbeCache, ProbeKey
+from worker.probe.curves import MemoryCurve
 from worker.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
-from worker.probe.search import MemoryCurve, Reading, choose_size, search_ceiling, search_limit
+from worker.probe.search import Reading, choose_size, search_ceiling, search_limit
 
 ProgressFn = Callable[[float, str], None]
 

@@ -19,17 +19,15 @@ number of extra probes, never a linear walk.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
 
-MemoryCurve = Literal["affine", "quadratic"]
+from worker.probe.curves import MemoryCurve, fit_curve
+
 # The first prediction aims this fraction of the free memory short of the limit (see next_size).
 APPROACH_SHORTFALL = 0.02
 # The second probe aims at this share of the free memory (see _exploration_size).
 EXPLORATION_SHARE = 0.8
-# Sizes fitted together lie at least this fraction apart (see _spread_out).
-MIN_SPREAD = 1 / 16
 # The search ends once a fit and an out-of-memory lie at most this fraction of the fit apart (at least 1):
 # well inside the default 5% margin, and it spares the probes that would walk to adjacent sizes.
 BRACKET_TOLERANCE = 0.02
@@ -51,79 +49,6 @@ class SearchResult:
     smallest_oom: int | None  # None when the ceiling itself fits
     predicted_limit: int | None  # the first prediction made from fitted peaks, for the report
     probed: list[int] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Polynomial:
-    """memory(size) = c0 + c1·size + c2·size²."""
-
-    coefficients: tuple[float, float, float]
-
-    def __call__(self, size: float) -> float:
-        c0, c1, c2 = self.coefficients
-        return c0 + c1 * size + c2 * size * size
-
-    def largest_size_within(self, capacity: float) -> int | None:
-        """The largest integer size whose predicted memory fits; None if the curve does not grow."""
-        c0, c1, c2 = self.coefficients
-        if c2 > 0:
-            discriminant = c1 * c1 - 4 * c2 * (c0 - capacity)
-            if discriminant < 0:
-                return 0
-            return math.floor((-c1 + math.sqrt(discriminant)) / (2 * c2))
-        if c1 > 0 and c2 == 0:
-            return math.floor((capacity - c0) / c1)
-        return None
-
-
-def fit_curve(points: Sequence[tuple[int, int]], curve: MemoryCurve) -> Polynomial | None:
-    """Interpolate through the given (size, bytes) points: two for a line, three for a quadratic.
-
-    A quadratic that bends downwards (measurement noise on a nearly linear curve) falls back to the
-    line through the two largest points, which is the better local model then.
-    """
-    if curve == "quadratic":
-        chosen = _spread_out(points, 3)
-        if len(chosen) == 3:
-            quadratic = _quadratic_through(chosen)
-            if quadratic.coefficients[2] > 0:
-                return quadratic
-    chosen = _spread_out(points, 2)
-    return _line_through(chosen) if len(chosen) == 2 else None
-
-
-def _spread_out(points: Sequence[tuple[int, int]], count: int) -> list[tuple[int, int]]:
-    """The largest point, then the next largest ones each at least MIN_SPREAD below the previous pick.
-
-    Local points model the curve best near the limit, but a chord between neighbouring sizes measures
-    allocator rounding rather than growth; where too few points are spread out, closer ones fill in.
-    """
-    ordered = sorted({size: peak for size, peak in points}.items(), reverse=True)
-    picked = ordered[:1]
-    for size, peak in ordered[1:]:
-        if len(picked) < count and size <= picked[-1][0] * (1 - MIN_SPREAD):
-            picked.append((size, peak))
-    for point in ordered:
-        if len(picked) < count and point not in picked:
-            picked.append(point)
-    return sorted(picked)
-
-
-def _line_through(points: Sequence[tuple[int, int]]) -> Polynomial:
-    (x0, y0), (x1, y1) = points
-    slope = (y1 - y0) / (x1 - x0)
-    return Polynomial((y0 - slope * x0, slope, 0.0))
-
-
-def _quadratic_through(points: Sequence[tuple[int, int]]) -> Polynomial:
-    (x0, y0), (x1, y1), (x2, y2) = points
-    # Newton's divided differences, expanded into monomial coefficients.
-    d01 = (y1 - y0) / (x1 - x0)
-    d12 = (y2 - y1) / (x2 - x1)
-    c2 = (d12 - d01) / (x2 - x0)
-    c1 = d01 - c2 * (x0 + x1)
-    c0 = y0 - d01 * x0 + c2 * x0 * x1
-    return Polynomial((c0, c1, c2))
 
 
 def search_ceiling(cap: int, margin: float) -> int:
