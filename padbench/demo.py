@@ -34,8 +34,8 @@ from worker.supervisor.capabilities import CapabilityError, detect_capabilities
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
 CPU_EXAMPLE = EXAMPLES_DIR / "cpu-demo.yaml"
-# The GPU measurement; its data paths are relative to the repository root, where scripts/demo.sh runs.
-GPU_EXAMPLE = EXAMPLES_DIR / "h200-padding.yaml"
+# Self-contained (synthetic lengths fitted to WikiText), so the demo needs no data files on a GPU box either.
+GPU_EXAMPLE = EXAMPLES_DIR / "gpu-demo.yaml"
 SERVER_START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
 LOG_TAIL_LINES = 30
