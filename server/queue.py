@@ -15,9 +15,9 @@ import secrets
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import ColumnElement, and_, case, exists, insert, or_, select, update
+from sqlalchemy import ColumnElement, CursorResult, Update, and_, case, exists, insert, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from padbench.contract.api import JobStatus
@@ -132,7 +132,7 @@ def fail_job(session: Session, job_id: int, lease_token: str, error: str, traceb
                 finished_at=db_now(), lease_token=None, lease_expires_at=None)
         .execution_options(**PLAIN_UPDATE)
     )
-    return session.execute(statement).rowcount == 1
+    return _rowcount(session, statement) == 1
 
 
 def release_job(session: Session, job_id: int, lease_token: str) -> bool:
@@ -150,7 +150,7 @@ def release_job(session: Session, job_id: int, lease_token: str) -> bool:
                 lease_token=None, lease_expires_at=None, progress=None, progress_message=None)
         .execution_options(**PLAIN_UPDATE)
     )
-    return session.execute(statement).rowcount == 1
+    return _rowcount(session, statement) == 1
 
 
 def request_cancel(session: Session, job_id: int, *, submitter: str | None) -> str | None:
@@ -191,4 +191,9 @@ def requeue_expired_leases(session: Session) -> int:
                 lease_token=None, lease_expires_at=None)
         .execution_options(**PLAIN_UPDATE)
     )
-    return session.execute(statement).rowcount
+    return _rowcount(session, statement)
+
+
+def _rowcount(session: Session, statement: Update) -> int:
+    # An UPDATE always yields a CursorResult; Session.execute's stubs only promise the Result base class.
+    return cast(CursorResult[Any], session.execute(statement)).rowcount

@@ -7,20 +7,22 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import Any
 
 from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
-
-
-def _module(result: PaddingResult | AttentionResult):  # type: ignore[no-untyped-def]
-    if isinstance(result, PaddingResult):
-        from padbench.report import padding as module
-    else:
-        from padbench.report import attention as module
-    return module
+from padbench.report import attention, padding
 
 
 def render_table(result: PaddingResult | AttentionResult) -> str:
-    return _module(result).render_table(result)
+    if isinstance(result, PaddingResult):
+        return padding.render_table(result)
+    return attention.render_table(result)
+
+
+def _csv_rows(result: PaddingResult | AttentionResult) -> list[dict[str, Any]]:
+    if isinstance(result, PaddingResult):
+        return padding.csv_rows(result)
+    return attention.csv_rows(result)
 
 
 def render_json(result: PaddingResult | AttentionResult) -> str:
@@ -28,7 +30,7 @@ def render_json(result: PaddingResult | AttentionResult) -> str:
 
 
 def render_csv(result: PaddingResult | AttentionResult) -> str:
-    rows = _module(result).csv_rows(result)
+    rows = _csv_rows(result)
     buffer = io.StringIO()
     if rows:
         writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))

@@ -8,7 +8,7 @@ timestamp is written in one fixed format (millisecond precision) and text compar
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, ClassVar
+from typing import Any
 
 from sqlalchemy import DateTime
 from sqlalchemy.ext.compiler import compiles
@@ -43,7 +43,8 @@ class db_now(FunctionElement[datetime]):  # lower case: it reads as the SQL func
         super().__init__()
 
     # Part of the statement cache key, so statements with different offsets are compiled separately.
-    _traverse_internals: ClassVar[list[tuple[str, InternalTraversal]]] = [
+    # Not ClassVar: SQLAlchemy declares it as an instance attribute on the base class, so mypy refuses one.
+    _traverse_internals: list[tuple[str, InternalTraversal]] = [  # noqa: RUF012
         ("offset_seconds", InternalTraversal.dp_plain_obj)
     ]
 

@@ -17,7 +17,7 @@ class JobRow:
     worker_name: str | None
 
 
-def _jobs_with_worker_names() -> Select[tuple[Job, str | None]]:
+def _jobs_with_worker_names() -> Select[Job, str | None]:
     # populate_existing: a job loaded earlier in this session may predate a queue UPDATE made since.
     return (
         select(Job, Worker.name).outerjoin(Worker, Job.worker_id == Worker.id)
