@@ -94,7 +94,8 @@ Batch = PaddedBatch | PackedBatch
 class Strategy(Protocol):
     """Turns the job's sequences into batches. Every strategy sees the same multiset of sequences."""
 
-    layout: type[PaddedBatch] | type[PackedBatch]
+    @property
+    def layout(self) -> type[PaddedBatch] | type[PackedBatch]: ...
 
     def batches(self, sequences: Sequence[Sequence[int]], spec: StrategySpec, batch_size: int,
                 max_length: int, pad_token_id: int, seed: int) -> Iterator[Batch]: ...

@@ -24,7 +24,8 @@ class DistributionError(ValueError):
 
 
 class LengthDistribution(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def sample(self, rng: np.random.Generator, count: int, max_length: int) -> np.ndarray: ...
 

@@ -35,7 +35,7 @@ def in_batches(order: np.ndarray, batch_size: int) -> Iterator[np.ndarray]:
         yield order[start:start + batch_size]
 
 
-def padded_batch(sequences: Sequence[Sequence[int]], chosen: Sequence[int], width: int,
+def padded_batch(sequences: Sequence[Sequence[int]], chosen: Sequence[int] | np.ndarray, width: int,
                  pad_token_id: int) -> PaddedBatch:
     """Right-padded rows of the chosen sequences, each row `width` wide."""
     input_ids = np.full((len(chosen), width), pad_token_id, dtype=np.int64)
