@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
 from padbench.contract.api import API_PREFIX, JobCreated, JobOut, JobPage, JobStatus
 from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 # Explicit, short timeouts: API calls are small; a hung server must not hang the CLI forever.
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
@@ -84,7 +87,7 @@ class ApiSession:
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> ApiSession:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_: object) -> None:
