@@ -29,6 +29,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from padbench.contract.spec import Dtype
 from worker.engine.batches import Batch, PackedBatch
+from worker.engine.model import config_of
 
 RELATIVE_TOLERANCE: dict[str, float] = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 4e-2}
 
@@ -60,7 +61,7 @@ def gate_sample(lengths: Sequence[int], count: int) -> list[int]:
 @contextlib.contextmanager
 def plain_attention(model: torch.nn.Module) -> Iterator[None]:
     """Run `model` on transformers' SDPA path pinned to torch's math backend, then restore its attention."""
-    config = model.config  # type: ignore[attr-defined]
+    config = config_of(model)
     previous = config._attn_implementation
     model.set_attn_implementation("sdpa")  # type: ignore[operator]
     try:

@@ -10,11 +10,18 @@ vocabulary, so every caller sees exactly the model it asked for.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeVar, cast
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
 ALIGNMENT = 64
+
+ModelT = TypeVar("ModelT", bound="PreTrainedModel")
 
 
 class AlignedLMHead(nn.Module):
@@ -34,9 +41,10 @@ class AlignedLMHead(nn.Module):
         return F.linear(hidden_states, padded_weight)[..., : self.vocab_size]
 
 
-def align_lm_head(model: nn.Module) -> nn.Module:
+def align_lm_head(model: ModelT) -> ModelT:
     """Swap a GPT-2 LM head tied to its input embedding for the aligned one, when the vocabulary needs it."""
-    embedding = model.get_input_embeddings()
+    # GPT-2's input embedding (wte) is an nn.Embedding; transformers types the getter as returning nn.Module.
+    embedding = cast(nn.Embedding, model.get_input_embeddings())
     head = model.get_output_embeddings()
     tied = head is not None and head.weight is embedding.weight and getattr(head, "bias", None) is None
     if tied and embedding.num_embeddings % ALIGNMENT:

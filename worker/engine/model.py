@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict, cast
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
@@ -20,7 +20,17 @@ from padbench.contract.spec import Dtype, ModelSpec
 from worker.engine.lm_head import align_lm_head
 
 TORCH_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
-NO_DROPOUT = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
+
+
+class DropoutRates(TypedDict):
+    """GPT2Config's dropout keywords, typed per key so that `**NO_DROPOUT` is checked against its parameters."""
+
+    resid_pdrop: float
+    embd_pdrop: float
+    attn_pdrop: float
+
+
+NO_DROPOUT: DropoutRates = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
 # GPT-2's `gelu_new` is the tanh-approximated GELU written as seven elementwise torch ops, each a full pass over
 # the (tokens, 4·width) MLP activation; `gelu_pytorch_tanh` is the same function as one fused kernel.
 FUSED_ACTIVATION = {"gelu_new": "gelu_pytorch_tanh"}
@@ -51,7 +61,17 @@ def build_model(spec: ModelSpec, dtype: torch.dtype, device: torch.device, seed:
     else:
         torch.manual_seed(seed)
         model = GPT2LMHeadModel(config)
-    return align_lm_head(model.to(device=device, dtype=dtype).eval())
+    # transformers wraps `to` with functools.wraps, which typeshed does not bind as a method.
+    return align_lm_head(model.to(device=device, dtype=dtype).eval())  # type: ignore[call-arg]
+
+
+def config_of(model: torch.nn.Module) -> GPT2Config:
+    """The GPT-2 config of a model from `build_model`, compiled or not.
+
+    nn.Module's stubs type any unknown attribute as `Tensor | Module`; `.config` is the model's GPT2Config
+    (a compiled wrapper forwards the attribute to the model it wraps).
+    """
+    return cast(GPT2Config, model.config)
 
 
 def model_config(spec: ModelSpec) -> GPT2Config:

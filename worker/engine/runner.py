@@ -20,7 +20,7 @@ from worker.engine import flops
 from worker.engine.correctness import gate_sample, reference_logits
 from worker.engine.data import load_sequences
 from worker.engine.environment import collect_environment
-from worker.engine.model import build_model, torch_dtype
+from worker.engine.model import build_model, config_of, torch_dtype
 from worker.engine.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
 from worker.jobkinds import ProgressFn
 from worker.probe.auto import attach_probe_reports, probe_auto_batch_sizes
@@ -134,6 +134,6 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn) -> PaddingResult
     return PaddingResult(
         spec=spec, environment=environment,
         model_parameters=sum(parameter.numel() for parameter in job.model.parameters()),
-        flops_per_token=flops_per_token(job.model.config, spec.mode),
+        flops_per_token=flops_per_token(config_of(job.model), spec.mode),
         num_sequences=len(lengths), real_tokens_total=sum(lengths),
         strategies=attach_probe_reports(with_speedups(results), probes))

@@ -21,6 +21,7 @@ from worker.engine.correctness import GateResult, check_layout
 from worker.engine.data import TokenizedData
 from worker.engine.measure import Measurement, batch_sanity_error, clock_for, invalid_reason, measure, summarize
 from worker.engine.memory import track_peak_memory
+from worker.engine.model import config_of
 from worker.engine.steps import (
     StepFn,
     compiled,
@@ -170,7 +171,7 @@ class StrategyRun:
             correctness_passed=gate.passed if gate else None, **fields)  # type: ignore[arg-type]
 
     def _measured_result(self, measurement: Measurement, batches: list[Batch], memory: MemoryStats) -> StrategyResult:
-        shape = flops.ModelShape.of(self.job.model.config)  # type: ignore[attr-defined]
+        shape = flops.ModelShape.of(config_of(self.job.model))
         passes = TRAINING_FLOP_FACTOR if self.job.spec.mode == "training" else 1
         counted = [float(passes * flops.batch_flops(shape, batch).total) for batch in batches]
         totals = summarize(measurement, [b.real_tokens for b in batches], [b.computed_tokens for b in batches],

@@ -30,7 +30,7 @@ from worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUn
 from worker.engine.batches import STRATEGIES, Batch
 from worker.engine.environment import nvidia_driver_version
 from worker.engine.memory import nvml_device_index
-from worker.engine.model import build_model, torch_dtype
+from worker.engine.model import build_model, config_of, torch_dtype
 from worker.engine.steps import (
     StepFn,
     compiled,
@@ -54,13 +54,14 @@ def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
     if device.type == "cpu":
         torch.set_num_threads(1)  # no new thread stacks once the address space is capped
     kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
-    model = build_model(request.model, torch_dtype(request.dtype), device, request.seed, init="on_device")
+    model: torch.nn.Module = build_model(request.model, torch_dtype(request.dtype), device, request.seed,
+                                         init="on_device")
     if request.compile:
         model = compiled(model)
     frame = _start_budget(device, request.cpu_memory_budget_bytes)
     # Everything from here on counts towards the peak: the batch, masks a kernel precomputes,
     # activations, and in training the gradients and optimizer state.
-    batch = kernel.prepare(_worst_case_batch(request, model.config.vocab_size).to(device))
+    batch = kernel.prepare(_worst_case_batch(request, config_of(model).vocab_size).to(device))
     step = _step(request, model, kernel, batch)
     for number in range(request.passes):
         step(0)

@@ -24,6 +24,7 @@ from transformers import AttentionInterface
 from worker.engine.attention import ops
 from worker.engine.attention.ops import KernelUnavailable
 from worker.engine.batches import Batch, PackedBatch, PaddedBatch
+from worker.engine.model import config_of
 from worker.registry import Registry
 
 HALF_PRECISION = (torch.float16, torch.bfloat16)
@@ -108,9 +109,11 @@ class AttentionKernel(ABC):
     def model_inputs(self, batch: Batch) -> dict[str, Any]:
         """Keyword arguments of the model call: input ids, position ids and `padbench_*` kernel inputs."""
 
+    # `*args: Any, **inputs: Any` is mypy's spelling of "the rest is up to the subclass": each kernel names the
+    # `padbench_*` keywords its own `model_inputs` produces as required keyword-only parameters.
     @abstractmethod
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float,
-               **inputs: Any) -> torch.Tensor:
+               *args: Any, **inputs: Any) -> torch.Tensor:
         """(batch, seq, heads, head_dim) views in, the same layout out; `inputs` carry the `padbench_*` kwargs."""
 
     def _transformers_attention(self, module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor,
@@ -190,7 +193,7 @@ def attention_implementation(model: torch.nn.Module, name: str) -> Iterator[None
     The config object is shared by every GPT-2 block, so one attribute switches all layers; restoring it
     keeps a plain `model(...)` call (e.g. the correctness reference) on its own implementation.
     """
-    config = model.config  # type: ignore[attr-defined]
+    config = config_of(model)
     previous = config._attn_implementation
     config._attn_implementation = name
     try:
