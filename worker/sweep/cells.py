@@ -95,9 +95,9 @@ def _reason_not_to_run(kernel: SweepKernel, problem: Problem, device: torch.devi
         reason = f"not run: already out of memory at N={out_of_memory_at}"
         return AttentionCell(kernel=kernel.name, seq_len=problem.seq_len, status="oom", reason=reason)
     if device.type == "cuda":
-        reason = predicted_oom(kernel, problem, torch.cuda.get_device_properties(device).total_memory)
-        if reason is not None:
-            return AttentionCell(kernel=kernel.name, seq_len=problem.seq_len, status="oom", reason=reason)
+        predicted = predicted_oom(kernel, problem, torch.cuda.get_device_properties(device).total_memory)
+        if predicted is not None:
+            return AttentionCell(kernel=kernel.name, seq_len=problem.seq_len, status="oom", reason=predicted)
     return None
 
 
