@@ -78,7 +78,7 @@ class StrategyResult(ResultModel):
     n_bins: int | None = None
     attention: str  # as requested
     kernel: str  # what actually ran, e.g. "torch-flash-varlen", "flash-attn-cute", "eager-block-mask"
-    batch_size: int
+    batch_size: int | None  # None only when `batch_size: auto` could not be probed
     status: Literal["ok", "invalid", "failed"]
     invalid_reason: str | None = None
     error: str | None = None

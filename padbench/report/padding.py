@@ -55,7 +55,8 @@ def _validity(row: StrategyResult, notes: list[str]) -> str:
 
 
 def _cells(row: StrategyResult, notes: list[str]) -> tuple[str, ...]:
-    return (row.label, row.kernel, str(row.batch_size), _number(row.tokens_per_s, ",.0f"),
+    batch = "—" if row.batch_size is None else str(row.batch_size)  # None: `auto` could not be probed
+    return (row.label, row.kernel, batch, _number(row.tokens_per_s, ",.0f"),
             _number(row.speedup_vs_static, ".2f") + ("×" if row.speedup_vs_static is not None else ""),
             _number(row.padding_efficiency, ".2f"), _number(row.mfu, ".2f"), format_memory(row.memory),
             _logit_error(row),

@@ -137,3 +137,21 @@ def test_a_padding_job_with_auto_measures_at_the_probed_size(cache: ProbeCache,
     assert result.spec.batch_size == "auto" and static.status == "ok", static.error
     assert static.probe is not None and static.batch_size == static.probe.chosen == 29
     assert dynamic.probe is None and dynamic.batch_size == 4
+
+
+def test_a_failed_probe_fails_its_strategy_and_the_job_goes_on(cache: ProbeCache,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker.engine.runner import run_padding_job
+    from worker.probe import auto
+
+    monkeypatch.setattr(auto, "find_batch_size",
+                        functools.partial(find_batch_size, cache=cache, probe_target=TARGETS + "killed_by_signal"))
+    spec = cpu_spec().model_copy(update={
+        "strategies": [STATIC, StrategySpec(name="dynamic", batch_size=4)],
+        "data": DataSpec(max_length=128, num_samples=64),
+        "measurement": MeasurementSpec(warmup_batches=0, min_seconds=0, min_batches=1, correctness_samples=2)})
+    result = run_padding_job(spec, quiet)
+    static, dynamic = result.strategies
+    assert static.status == "failed" and static.batch_size is None and static.tokens_per_s is None
+    assert static.error is not None and static.error.startswith("batch_size auto:")
+    assert dynamic.status == "ok" and dynamic.batch_size == 4

@@ -23,7 +23,7 @@ from worker.engine.environment import collect_environment
 from worker.engine.model import build_model, config_of, torch_dtype
 from worker.engine.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
 from worker.jobkinds import ProgressFn
-from worker.probe.auto import attach_probe_reports, probe_auto_batch_sizes
+from worker.probe.auto import attach_probe_reports, probe_auto_batch_sizes, unprobed_result
 
 # Shares of the progress bar: the rest is split evenly between the strategies.
 MODEL_SHARE, DATA_SHARE, REFERENCE_SHARE = 0.02, 0.10, 0.03
@@ -47,16 +47,7 @@ def progress_span(progress: ProgressFn, start: float, end: float) -> ProgressFn:
     return lambda fraction, message: progress(start + (end - start) * min(max(fraction, 0.0), 1.0), message)
 
 
-def check_batch_sizes(spec: PaddingJobSpec) -> None:
-    """The measurement needs integer batch sizes: `auto` must have been probed (run_padding_job does it)."""
-    for strategy in spec.strategies:
-        if spec.batch_size_for(strategy) == "auto":
-            raise ValueError(f"batch_size: 'auto' ({strategy.label}) was not resolved by the OOM probe; "
-                             "give an integer batch size")
-
-
 def prepare_job(spec: PaddingJobSpec, progress: ProgressFn) -> JobSetup:
-    check_batch_sizes(spec)
     device, dtype = resolve_device(spec.device), torch_dtype(spec.dtype)
     progress(0.0, f"building the model on {device}")
     model = build_model(spec.model, dtype, device, seed=spec.data.seed)
@@ -115,8 +106,9 @@ def flops_per_token(config: GPT2Config, mode: str) -> float:
 
 def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn) -> PaddingResult:
     # `batch_size: auto` is probed first, in child processes, before this job's model is on the device;
-    # `measured` is the spec with the probed sizes, and the reports go beside their results (worker.probe).
-    measured, probes = probe_auto_batch_sizes(spec, resolve_device(spec.device), progress)
+    # `sizes.spec` has the probed sizes; reports go beside their results, failed probes fail their row only.
+    sizes = probe_auto_batch_sizes(spec, resolve_device(spec.device), progress)
+    measured = sizes.spec
     setup_end = MODEL_SHARE + DATA_SHARE + REFERENCE_SHARE
     job = prepare_job(measured, progress)
     environment = collect_environment(
@@ -127,6 +119,9 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn) -> PaddingResult
     for number, strategy in enumerate(measured.strategies):
         restore_weights(job)
         span = progress_span(progress, setup_end + number * share, setup_end + (number + 1) * share)
+        if number in sizes.failures:
+            results.append(unprobed_result(measured, strategy, sizes.failures[number]))
+            continue
         results.append(StrategyRun(job, strategy, span).run())
         release_device_memory(job.device)
     progress(1.0, "done")
@@ -136,4 +131,4 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn) -> PaddingResult
         model_parameters=sum(parameter.numel() for parameter in job.model.parameters()),
         flops_per_token=flops_per_token(config_of(job.model), spec.mode),
         num_sequences=len(lengths), real_tokens_total=sum(lengths),
-        strategies=attach_probe_reports(with_speedups(results), probes))
+        strategies=attach_probe_reports(with_speedups(results), sizes.reports))

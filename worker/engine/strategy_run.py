@@ -66,7 +66,10 @@ class StrategyRun:
     def __init__(self, job: JobSetup, strategy: StrategySpec, progress: ProgressFn) -> None:
         self.job, self.strategy, self.progress = job, strategy, progress
         self.attention = job.spec.attention_for(strategy)
-        self.batch_size = int(job.spec.batch_size_for(strategy))  # `auto` was probed before the job
+        batch_size = job.spec.batch_size_for(strategy)
+        if batch_size == "auto":  # run_padding_job probes `auto` before any strategy runs
+            raise ValueError(f"batch_size auto ({strategy.label}) was not resolved by the OOM probe")
+        self.batch_size = batch_size
         self.kernel_name: str = self.attention  # replaced by what actually runs once it is resolved
         self.gate: GateResult | None = None
         self.graphs_after_warmup: int | None = None

@@ -8,36 +8,60 @@ its model keeps the children's view of the device honest: nothing of this job is
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
+
 import torch
 
 import worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.results import ProbeReport, StrategyResult
-from padbench.contract.spec import PaddingJobSpec
-from worker.engine.attention import resolve_kernel
+from padbench.contract.spec import PaddingJobSpec, StrategySpec
+from worker.engine.attention import KernelUnavailable, resolve_kernel
 from worker.engine.batches import STRATEGIES
 from worker.engine.model import torch_dtype
-from worker.probe.runner import ProgressFn, find_batch_size
+from worker.probe.runner import ProbeFailed, ProgressFn, find_batch_size
 
 
-def probe_auto_batch_sizes(spec: PaddingJobSpec, device: torch.device,
-                           progress: ProgressFn) -> tuple[PaddingJobSpec, dict[int, ProbeReport]]:
-    """The spec with every `auto` replaced by the probed size, and the reports by strategy position.
+@dataclass(frozen=True)
+class AutoSizes:
+    """What probing a job's `auto` strategies gave: the spec to measure, reports, and probes that failed."""
 
-    Raises `worker.probe.runner.ProbeFailed` (with the child's log) when a strategy cannot be probed.
+    spec: PaddingJobSpec  # every successfully probed `auto` replaced by its chosen size
+    reports: dict[int, ProbeReport] = field(default_factory=dict)  # by strategy position
+    failures: dict[int, str] = field(default_factory=dict)  # by strategy position: why no size was found
+
+
+def probe_auto_batch_sizes(spec: PaddingJobSpec, device: torch.device, progress: ProgressFn) -> AutoSizes:
+    """Probe every `auto` strategy. A probe that fails (a crash, a sticky CUDA error, even size 1 out of
+    memory, an unavailable kernel) fails that strategy only: the job's other strategies are still measured.
     """
-    reports: dict[int, ProbeReport] = {}
+    sizes = AutoSizes(spec)
     strategies = list(spec.strategies)
     for position, strategy in enumerate(spec.strategies):
         if spec.batch_size_for(strategy) != "auto":
             continue
-        layout = STRATEGIES.get(strategy.name).layout
-        kernel = resolve_kernel(spec.attention_for(strategy), layout, device, torch_dtype(spec.dtype))
-        say = _labelled(progress, f"{strategy.label} / {kernel.name}: ")
-        reports[position] = find_batch_size(spec, strategy, kernel.name, say)
-        strategies[position] = strategy.model_copy(update={"batch_size": reports[position].chosen})
-    if not reports:
-        return spec, reports
-    return spec.model_copy(update={"strategies": strategies}), reports
+        try:
+            report = _probe(spec, strategy, device, progress)
+        except (ProbeFailed, KernelUnavailable) as error:
+            sizes.failures[position] = f"batch_size auto: {error}"
+            continue
+        sizes.reports[position] = report
+        strategies[position] = strategy.model_copy(update={"batch_size": report.chosen})
+    if sizes.reports:
+        return replace(sizes, spec=spec.model_copy(update={"strategies": strategies}))
+    return sizes
+
+
+def _probe(spec: PaddingJobSpec, strategy: StrategySpec, device: torch.device, progress: ProgressFn) -> ProbeReport:
+    layout = STRATEGIES.get(strategy.name).layout
+    kernel = resolve_kernel(spec.attention_for(strategy), layout, device, torch_dtype(spec.dtype))
+    return find_batch_size(spec, strategy, kernel.name, _labelled(progress, f"{strategy.label} / {kernel.name}: "))
+
+
+def unprobed_result(spec: PaddingJobSpec, strategy: StrategySpec, error: str) -> StrategyResult:
+    """The row of a strategy whose size could not be probed: failed, with the reason, and nothing measured."""
+    attention = spec.attention_for(strategy)
+    return StrategyResult(strategy=strategy.name, n_bins=strategy.n_bins, attention=attention, kernel=attention,
+                          batch_size=None, status="failed", error=error)
 
 
 def attach_probe_reports(results: list[StrategyResult], reports: dict[int, ProbeReport]) -> list[StrategyResult]:
