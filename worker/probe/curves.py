@@ -27,6 +27,10 @@ class Polynomial:
         c0, c1, c2 = self.coefficients
         return c0 + c1 * size + c2 * size * size
 
+    def slope_at(self, size: float) -> float:
+        _, c1, c2 = self.coefficients
+        return c1 + 2 * c2 * size
+
     def largest_size_within(self, capacity: float) -> int | None:
         """The largest integer size whose predicted memory fits; None if the curve does not grow."""
         c0, c1, c2 = self.coefficients

@@ -13,8 +13,10 @@ the calling process holds counts, to the children, as held by others.
 
 from __future__ import annotations
 
+import math
 import os
 import platform
+import re
 import time
 from collections.abc import Callable
 from typing import Literal
@@ -123,7 +125,7 @@ class ChildOracle:
         self.attempts.append(attempt)
         if child.outcome == "oom":
             self.last_oom_log = child.traceback
-            return Reading(fits=False)
+            return Reading(fits=False, deficit_bytes=oom_deficit(child.error or ""))
         if child.outcome != "ok":
             raise ProbeFailed(f"{self.strategy.label} with {self.kernel_name}: probe of size {size} ended in "
                               f"{child.outcome}: {child.error}", self.attempts, child.traceback)
@@ -133,6 +135,25 @@ class ChildOracle:
 
     def _request(self, size: int) -> ProbeRequest:
         return probe_request(self.spec, self.strategy, self.kernel_name, self.device, size)
+
+
+_BYTE_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+_REQUESTED = re.compile(r"Tried to allocate ([\d.]+) (B|KiB|MiB|GiB|TiB)")
+_FREE = re.compile(r"of which ([\d.]+) (B|KiB|MiB|GiB|TiB) is free")
+
+
+def oom_deficit(message: str) -> int | None:
+    """Bytes the failing allocation lacked, from PyTorch's CUDA out-of-memory message; None if it does not say.
+
+    ("CUDA out of memory. Tried to allocate 16.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which
+    6.10 GiB is free. …") The largest tensors of a forward (logits, attention scores) are allocated at its
+    peak, so the first allocation that fails usually measures the whole shortfall.
+    """
+    requested, free = _REQUESTED.search(message), _FREE.search(message)
+    if requested is None or free is None:
+        return None
+    lacking = float(requested[1]) * _BYTE_UNITS[requested[2]] - float(free[1]) * _BYTE_UNITS[free[2]]
+    return math.ceil(lacking) if lacking > 0 else None
 
 
 def fitted_peak(measured: ProbeMeasurement) -> int:

@@ -11,6 +11,8 @@ unit tests drive it with a fake one. The policy spends far fewer probes than dou
 4. confirm with a bracketing pair: a size that fits and one that runs out at most BRACKET_TOLERANCE of the
    fit apart (adjacent sizes when that is under one), refitting on every new peak (a secant step). The
    true limit lies between the two, so `choose_size` can honour the margin without knowing it exactly.
+   An out-of-memory whose allocator said how many bytes it lacked (PyTorch's CUDA message does) moves the
+   estimate back by that many bytes' worth of sizes: fragmentation the peaks cannot see is measured there.
 
 Only a miss repeated on the same side widens the step (doubling), so a poor fit costs a logarithmic
 number of extra probes, never a linear walk.
@@ -41,6 +43,8 @@ class Reading:
     peak_bytes: int | None = None  # highest memory seen over the worst-case passes (fits only)
     capacity_bytes: int | None = None  # the most the probe could have used: free device memory or budget
     baseline_bytes: int | None = None  # memory held once the model is built, before any batch
+    # Out-of-memory only: how many bytes the failing allocation lacked, when the allocator said so.
+    deficit_bytes: int | None = None
 
 
 @dataclass
@@ -93,6 +97,7 @@ class _SearchState:
         self.ceiling = ceiling
         self.fits: dict[int, Reading] = {}
         self.ooms: list[int] = []
+        self.deficits: dict[int, int] = {}
         self.outcomes_after_exploration: list[bool] = []
         self.predicted_limit: int | None = None
 
@@ -117,6 +122,8 @@ class _SearchState:
             self.fits[size] = reading
         else:
             self.ooms.append(size)
+            if reading.deficit_bytes is not None:
+                self.deficits[size] = reading.deficit_bytes
 
     def capacity(self) -> int | None:
         capacities = [r.capacity_bytes for r in self.fits.values() if r.capacity_bytes is not None]
@@ -203,11 +210,32 @@ def next_size(state: _SearchState, start: int) -> int:
         cautious = _predicted_size(state, shortfall=APPROACH_SHORTFALL)
         return _clamp(cautious if cautious is not None else guess, lo, hi)
     last_fit, streak = state.trailing_streak()
+    estimate = _deficit_estimate(state)
+    if estimate is not None and not (last_fit is False and streak >= 3):
+        # Below the estimate nothing is known to run out: close the bracket one tolerance step up.
+        return _clamp(estimate if estimate > lo else lo + bracket_tolerance(lo), lo, hi)
     if last_fit is False:
         return _after_running_out(state, guess, streak)
     if last_fit is True and streak >= 2:  # the limit keeps receding upwards: widen the step
         guess = max(guess, lo + 2 ** (streak - 2))
     return _clamp(_confirming_size(state, guess), lo, hi)
+
+
+def _deficit_estimate(state: _SearchState) -> int | None:
+    """The limit implied by the smallest out-of-memory whose allocator said how much it lacked.
+
+    The fitted peaks see allocated bytes only, not the allocator's fragmentation (on an H200 the limit
+    lay 12% below what they predicted), so an out-of-memory's own deficit is the better evidence: step
+    back from that size by as many sizes as free the missing bytes at the fitted growth. That growth
+    misses the fragmentation too, so the step is if anything too long: the estimate errs low, where a
+    probe fits and measures its peak, and one tolerance step up then closes the bracket.
+    """
+    deficit = state.deficits.get(state.hi)
+    curve = fit_curve(state.measured_points(), state.curve)
+    if deficit is None or curve is None:
+        return None
+    growth = curve.slope_at(state.hi)
+    return state.hi - math.ceil(deficit / growth) if growth > 0 else None
 
 
 def _confirming_size(state: _SearchState, guess: int) -> int:
