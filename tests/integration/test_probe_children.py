@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from padbench.contract.results import PaddingResult
 from padbench.contract.spec import (
     DataSpec,
     GPT2Fields,
@@ -121,18 +122,23 @@ def test_a_changed_budget_misses_the_cache_and_a_corrupt_cache_file_is_ignored(c
     assert not report.cached and report.largest_fit == 30
 
 
-def test_a_padding_job_with_auto_measures_at_the_probed_size(cache: ProbeCache,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def run_auto_and_fixed_job(cache: ProbeCache, monkeypatch: pytest.MonkeyPatch, target: str) -> PaddingResult:
+    """A two-strategy job: static at `auto` (probed by the test child `target`), dynamic at batch 4."""
     from worker.engine.runner import run_padding_job
     from worker.probe import auto
 
     monkeypatch.setattr(auto, "find_batch_size",
-                        functools.partial(find_batch_size, cache=cache, probe_target=TARGETS + "fake_device"))
+                        functools.partial(find_batch_size, cache=cache, probe_target=TARGETS + target))
     spec = cpu_spec().model_copy(update={
         "strategies": [STATIC, StrategySpec(name="dynamic", batch_size=4)],
         "data": DataSpec(max_length=128, num_samples=64),
         "measurement": MeasurementSpec(warmup_batches=0, min_seconds=0, min_batches=1, correctness_samples=2)})
-    result = run_padding_job(spec, quiet)
+    return run_padding_job(spec, quiet)
+
+
+def test_a_padding_job_with_auto_measures_at_the_probed_size(cache: ProbeCache,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    result = run_auto_and_fixed_job(cache, monkeypatch, "fake_device")
     static, dynamic = result.strategies
     assert result.spec.batch_size == "auto" and static.status == "ok", static.error
     assert static.probe is not None and static.batch_size == static.probe.chosen == 29
@@ -141,17 +147,7 @@ def test_a_padding_job_with_auto_measures_at_the_probed_size(cache: ProbeCache,
 
 def test_a_failed_probe_fails_its_strategy_and_the_job_goes_on(cache: ProbeCache,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from worker.engine.runner import run_padding_job
-    from worker.probe import auto
-
-    monkeypatch.setattr(auto, "find_batch_size",
-                        functools.partial(find_batch_size, cache=cache, probe_target=TARGETS + "killed_by_signal"))
-    spec = cpu_spec().model_copy(update={
-        "strategies": [STATIC, StrategySpec(name="dynamic", batch_size=4)],
-        "data": DataSpec(max_length=128, num_samples=64),
-        "measurement": MeasurementSpec(warmup_batches=0, min_seconds=0, min_batches=1, correctness_samples=2)})
-    result = run_padding_job(spec, quiet)
-    static, dynamic = result.strategies
+    static, dynamic = run_auto_and_fixed_job(cache, monkeypatch, "killed_by_signal").strategies
     assert static.status == "failed" and static.batch_size is None and static.tokens_per_s is None
     assert static.error is not None and static.error.startswith("batch_size auto:")
     assert dynamic.status == "ok" and dynamic.batch_size == 4
