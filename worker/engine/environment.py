@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 import torch
 
 from padbench.contract.results import Environment
+from worker.engine.memory import nvml_session
 
 # Distribution names each optional library has been published under, newest first.
 _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -44,17 +45,11 @@ def flash_attn_cute_version() -> str | None:
 
 
 def nvidia_driver_version() -> str | None:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:  # not installed or no driver: the version is unknown, not an error
-        return None
-    try:
-        version = pynvml.nvmlSystemGetDriverVersion()
+    with nvml_session() as nvml:
+        if nvml is None:  # not installed or no driver: the version is unknown, not an error
+            return None
+        version = nvml.nvmlSystemGetDriverVersion()
         return version.decode() if isinstance(version, bytes) else str(version)
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def _gpu_fields(device: torch.device) -> dict[str, object]:

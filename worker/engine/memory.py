@@ -15,6 +15,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import torch
 
@@ -59,15 +60,25 @@ class NvmlSampler:
         return self.peak_used_bytes
 
 
-def nvml_available() -> bool:
+@contextlib.contextmanager
+def nvml_session() -> Iterator[ModuleType | None]:
+    """pynvml, initialised for the duration; None when NVML cannot be used here (then figures are None)."""
     try:
         import pynvml
 
         pynvml.nvmlInit()
-        pynvml.nvmlShutdown()
     except Exception:  # not installed, no driver, or no permission: all mean "no NVML figure"
-        return False
-    return True
+        yield None
+        return
+    try:
+        yield pynvml
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def nvml_available() -> bool:
+    with nvml_session() as nvml:
+        return nvml is not None
 
 
 def nvml_device_index(device: torch.device) -> int:

@@ -29,7 +29,7 @@ from worker.child import ChildContext
 from worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, resolve_kernel
 from worker.engine.batches import STRATEGIES, Batch
 from worker.engine.environment import nvidia_driver_version
-from worker.engine.memory import nvml_device_index
+from worker.engine.memory import nvml_device_index, nvml_session
 from worker.engine.model import build_model, config_of, torch_dtype
 from worker.engine.steps import (
     StepFn,
@@ -172,21 +172,15 @@ def read_device_facts(ctx: ChildContext) -> DeviceFacts:
 
 
 def _nvml_facts(device_index: int) -> DeviceFacts | None:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:  # not installed, no driver, or no permission: fall back to the CUDA runtime
-        return None
-    try:
-        handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
-        memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
-        name = pynvml.nvmlDeviceGetName(handle)
+    with nvml_session() as nvml:
+        if nvml is None:  # no NVML here: the caller falls back to the CUDA runtime
+            return None
+        handle = nvml.nvmlDeviceGetHandleByIndex(device_index)
+        memory = nvml.nvmlDeviceGetMemoryInfo(handle)
+        name = nvml.nvmlDeviceGetName(handle)
         return DeviceFacts(device="cuda", name=name.decode() if isinstance(name, bytes) else str(name),
                            total_bytes=int(memory.total), driver=nvidia_driver_version(),
                            used_by_others_bytes=int(memory.used), used_by_others_source="nvml")
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def resolve_kernel_name(ctx: ChildContext, attention: AttentionName, strategy: StrategyName,
