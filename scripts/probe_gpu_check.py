@@ -3,7 +3,8 @@
 For gpt2-seed, bf16, max_length 640 and four layouts (static, binned, packed + flash, packed + materialised
 mask), this script
 1. runs the probe (forced, so the cache cannot answer) and prints the size found, the probes and seconds;
-2. finds the true limit by an exhaustive scan of every size around the probe's limit, each in its own child,
+2. finds the true limit inside the probe's final bracket (a fit and an out-of-memory at most 4% apart) by
+   bisection, every size in its own child, down to a fitting size whose successor runs out — both probed —
    and checks that the chosen size is at most 5% below it;
 3. measures the strategy at the chosen size through the real job entry point (a small measurement) and
    checks that it completes without running out of memory.
@@ -70,10 +71,6 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--budget-bytes", type=int, default=None, help="CPU memory budget standing in for a GPU")
     parser.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=None,
                         help="default: bf16 on cuda, fp32 on cpu")
-    parser.add_argument("--scan-below", type=int, default=1, help="sizes scanned below the probe's limit")
-    parser.add_argument("--scan-above", type=int, default=2, help="sizes scanned above the probe's limit")
-    parser.add_argument("--scan-extra", type=int, default=4,
-                        help="sizes scanned further up when the whole window fits (at least up to the probe's OOM)")
     parser.add_argument("--cases", default="0,1,2,3",
                         help="which of static, binned, packed+flash, packed+mask to run (0-3, comma-separated), "
                              "to split the check over several commands")
@@ -103,33 +100,33 @@ def resolved_kernel(spec: PaddingJobSpec) -> str:
     return child.value
 
 
-def scan(spec: PaddingJobSpec, kernel: str, sizes: range, extra: int) -> dict[int, str]:
-    """Every size in its own child, exactly as the probe runs it: size → fits / oom / …
+def locate_true_limit(spec: PaddingJobSpec, kernel: str, report: ProbeReport) -> tuple[int | None, dict[int, str]]:
+    """Bisect the probe's bracket to adjacent sizes, each in its own child exactly as the probe runs it.
 
-    When the window's top size still fits, the scan goes on upwards (at most `extra` sizes) until one runs out.
+    Returns the largest size that fits (its successor ran out: both are in the outcomes) and every outcome
+    seen; None when the probe never ran out (it stopped at its ceiling) or a child ended other than fits/OOM.
     """
-    outcomes = {size: _scan_one(spec, kernel, size) for size in sizes}
-    top = sizes[-1]
-    while outcomes[top] == "fits" and top < sizes[-1] + extra:
-        top += 1
-        outcomes[top] = _scan_one(spec, kernel, top)
-    return outcomes
+    if report.smallest_oom is None:
+        return None, {}
+    fits, runs_out = report.largest_fit, report.smallest_oom
+    outcomes = {fits: "fits", runs_out: "oom"}
+    while runs_out - fits > 1:
+        middle = (fits + runs_out) // 2
+        outcomes[middle] = _probe_once(spec, kernel, middle)
+        print(f"   bisect: {middle} {outcomes[middle]}", flush=True)
+        if outcomes[middle] == "fits":
+            fits = middle
+        elif outcomes[middle] == "oom":
+            runs_out = middle
+        else:
+            return None, outcomes
+    return fits, outcomes
 
 
-def _scan_one(spec: PaddingJobSpec, kernel: str, size: int) -> str:
+def _probe_once(spec: PaddingJobSpec, kernel: str, size: int) -> str:
     request = probe_request(spec, spec.strategies[0], kernel, spec.device, size)  # type: ignore[arg-type]
     child = run_in_child(PROBE_TARGET, request, timeout_s=spec.probe.probe_timeout_s, env=allocator_environment())
     return "fits" if child.outcome == "ok" else child.outcome
-
-
-def true_limit(outcomes: dict[int, str]) -> int | None:
-    """The last fitting size before the first one that runs out; None if the scan never ran out."""
-    last_fit = None
-    for size in sorted(outcomes):
-        if outcomes[size] != "fits":
-            return last_fit
-        last_fit = size
-    return None
 
 
 def measure_at(spec: PaddingJobSpec, chosen: int) -> PaddingResult | str:
@@ -155,18 +152,15 @@ def check_case(arguments: argparse.Namespace, strategy: str, attention: str, cac
                                           lambda _, message: print("  ", message, flush=True), cache=cache)
     print(f"   chosen {report.chosen} (largest fit {report.largest_fit}, smallest oom {report.smallest_oom}, "
           f"predicted {report.predicted_limit}) in {len(report.probes)} probes, {report.seconds:.1f} s", flush=True)
-    sizes = range(max(1, report.largest_fit - arguments.scan_below), report.largest_fit + arguments.scan_above + 1)
-    # The probe stops at a fit and an OOM up to 2% apart: the true limit may lie anywhere between them.
-    extra = max(arguments.scan_extra, (report.smallest_oom or 0) - sizes[-1])
-    outcomes = scan(spec, kernel, sizes, extra=extra)
-    print(f"   scan: {outcomes}", flush=True)
+    limit, outcomes = locate_true_limit(spec, kernel, report)
+    print(f"   true limit {limit}: {dict(sorted(outcomes.items()))}", flush=True)
     measured = measure_at(spec, report.chosen)
     row = measured.strategies[0] if isinstance(measured, PaddingResult) else None
     status = (row.status if row.status != "failed" else f"failed: {row.error}") if row else measured
     return CaseOutcome(
         strategy=spec.strategies[0].label, kernel=kernel, chosen=report.chosen, largest_fit=report.largest_fit,
         predicted_limit=report.predicted_limit, probes=len(report.probes), probe_seconds=report.seconds,
-        true_limit=true_limit(outcomes), scan=outcomes, measurement=status,
+        true_limit=limit, scan=dict(sorted(outcomes.items())), measurement=status,
         tokens_per_s=row.tokens_per_s if row else None,
         peak_reserved_bytes=row.memory.peak_reserved_bytes if row and row.memory else None)
 
@@ -183,19 +177,25 @@ def print_table(outcomes: list[CaseOutcome]) -> None:
               f"{o.measurement[:12]:<12} {tokens:>10}")
 
 
+def write_json(path: str, outcomes: list[CaseOutcome]) -> None:
+    document: list[dict[str, Any]] = [{**asdict(o), "passed": o.passed} for o in outcomes]
+    with open(path, "w") as stream:
+        json.dump(document, stream, indent=2)
+
+
 def main() -> int:
     arguments = parse_arguments()
     started = time.monotonic()
     cache = ProbeCache()
     chosen_cases = [CASES[int(index)] for index in arguments.cases.split(",")]
-    outcomes = [check_case(arguments, strategy, gpu_attention if arguments.device == "cuda" else cpu_attention,
-                           cache) for strategy, gpu_attention, cpu_attention in chosen_cases]
+    outcomes: list[CaseOutcome] = []
+    for strategy, gpu_attention, cpu_attention in chosen_cases:
+        outcomes.append(check_case(arguments, strategy, gpu_attention if arguments.device == "cuda" else cpu_attention,
+                                   cache))
+        if arguments.json_path:  # after every case, so a command stopped at its time limit keeps what it did
+            write_json(arguments.json_path, outcomes)
     print_table(outcomes)
     print(f"\ntotal {time.monotonic() - started:.0f} s")
-    if arguments.json_path:
-        document: list[dict[str, Any]] = [{**asdict(o), "passed": o.passed} for o in outcomes]
-        with open(arguments.json_path, "w") as stream:
-            json.dump(document, stream, indent=2)
     failed = [o.strategy + "/" + o.kernel for o in outcomes if not o.passed]
     if failed:
         print(f"FAILED: {', '.join(failed)} (chosen below 95% of the true limit, or the measurement failed)")

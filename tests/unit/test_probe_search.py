@@ -30,9 +30,9 @@ class FakeDevice:
     """
 
     def __init__(self, allocated: Callable[[int], int], capacity: int, baseline: int, measures_peaks: bool = True,
-                 overhead: float = 0.0, reports_deficit: bool = False):
+                 overhead: float = 0.0, peak_scale: float = 1.0):
         self.allocated, self.capacity, self.baseline = allocated, capacity, baseline
-        self.measures_peaks, self.overhead, self.reports_deficit = measures_peaks, overhead, reports_deficit
+        self.measures_peaks, self.overhead, self.peak_scale = measures_peaks, overhead, peak_scale
         self.calls: list[int] = []
 
     def needs(self, size: int) -> int:
@@ -41,9 +41,9 @@ class FakeDevice:
     def __call__(self, size: int) -> Reading:
         self.calls.append(size)
         if self.needs(size) > self.capacity:
-            # Like PyTorch's CUDA message: the failing (peak) allocation says how much it lacked.
-            return Reading(fits=False, deficit_bytes=self.needs(size) - self.capacity if self.reports_deficit else None)
-        return Reading(fits=True, peak_bytes=self.allocated(size) if self.measures_peaks else None,
+            return Reading(fits=False)
+        peak = round(self.allocated(size) * self.peak_scale)
+        return Reading(fits=True, peak_bytes=peak if self.measures_peaks else None,
                        capacity_bytes=self.capacity, baseline_bytes=self.baseline)
 
     def true_limit(self, ceiling: int) -> int:
@@ -187,23 +187,24 @@ def test_the_chosen_size_fits_and_is_within_the_margin_of_any_limit_in_the_brack
     assert all(chosen >= 0.95 * limit for limit in range(largest_fit, top + 1))
 
 
-@pytest.mark.parametrize("overhead", [0.0, 0.05, 0.12, 0.2])
+@pytest.mark.parametrize(("overhead", "most_probes"), [(0.0, 6), (0.05, 6), (0.12, 6), (0.2, 7)])
 @pytest.mark.parametrize("capacity", [79 * GIB, 139 * GIB])
-def test_an_out_of_memory_deficit_corrects_for_fragmentation_the_peaks_miss(overhead: float, capacity: int) -> None:
-    # On an H200 the limit lay 12% below what the allocated peaks predicted; without the deficit of the
-    # out-of-memory the search stepped down 2% at a time and needed 12 probes.
-    device = FakeDevice(padded_like(400 * MIB, 75 * MIB + 999, 90 * MIB), capacity, 400 * MIB,
-                        overhead=overhead, reports_deficit=True)
+def test_fragmentation_the_peaks_miss_costs_few_probes(overhead: float, most_probes: int, capacity: int) -> None:
+    # On an H200 the limit lay 7–12% below what the allocated peaks predicted: the allocator's fragmentation.
+    device = FakeDevice(padded_like(400 * MIB, 75 * MIB + 999, 90 * MIB), capacity, 400 * MIB, overhead=overhead)
     result = search_limit(device, curve="affine", ceiling=4096)
     assert_brackets_the_limit(result, device, 4096)
-    assert len(device.calls) <= 6, device.calls
+    assert len(device.calls) <= most_probes, device.calls
 
 
-def test_the_deficit_is_read_from_pytorchs_out_of_memory_message() -> None:
-    from worker.probe.runner import oom_deficit
-
-    message = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 16.00 GiB. GPU 0 has a total capacity of "
-               "139.80 GiB of which 6.10 GiB is free. Including non-PyTorch memory, this process has 133.69 GiB")
-    assert oom_deficit(message) == math.ceil((16.00 - 6.10) * GIB)
-    assert oom_deficit("MemoryError: budget exceeded") is None
-    assert oom_deficit("Tried to allocate 2.00 MiB. … of which 3.00 MiB is free") is None  # fragmentation, not size
+@pytest.mark.parametrize("curve", ["affine", "quadratic"])
+@pytest.mark.parametrize("peak_scale", [1.1, 1.3, 2.0])
+def test_peaks_that_overstate_the_need_cost_no_linear_walk(curve: MemoryCurve, peak_scale: float) -> None:
+    # Predictions then fall short of the limit again and again: on an H200 an earlier policy walked up
+    # one size (or 2%) at a time from there, 27 probes and counting.
+    allocated = padded_like(400 * MIB, 41 * MIB, 90 * MIB) if curve == "affine" else \
+        masked_like(400 * MIB, 60 * MIB, 8 * 640 * 640 * 2 * 3)
+    device = FakeDevice(allocated, 139 * GIB, 400 * MIB, peak_scale=peak_scale)
+    result = search_limit(device, curve=curve, ceiling=4096)
+    assert_brackets_the_limit(result, device, 4096)
+    assert len(device.calls) <= 14, device.calls

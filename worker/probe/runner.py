@@ -13,10 +13,8 @@ the calling process holds counts, to the children, as held by others.
 
 from __future__ import annotations
 
-import math
 import os
 import platform
-import re
 import time
 from collections.abc import Callable
 from typing import Literal
@@ -123,9 +121,10 @@ class ChildOracle:
                              env=allocator_environment())
         attempt = _attempt(size, child)
         self.attempts.append(attempt)
+        self.progress(min(0.95, number / EXPECTED_PROBES), f"probe {number}: size {size} {describe(attempt)}")
         if child.outcome == "oom":
             self.last_oom_log = child.traceback
-            return Reading(fits=False, deficit_bytes=oom_deficit(child.error or ""))
+            return Reading(fits=False)
         if child.outcome != "ok":
             raise ProbeFailed(f"{self.strategy.label} with {self.kernel_name}: probe of size {size} ended in "
                               f"{child.outcome}: {child.error}", self.attempts, child.traceback)
@@ -137,23 +136,15 @@ class ChildOracle:
         return probe_request(self.spec, self.strategy, self.kernel_name, self.device, size)
 
 
-_BYTE_UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
-_REQUESTED = re.compile(r"Tried to allocate ([\d.]+) (B|KiB|MiB|GiB|TiB)")
-_FREE = re.compile(r"of which ([\d.]+) (B|KiB|MiB|GiB|TiB) is free")
-
-
-def oom_deficit(message: str) -> int | None:
-    """Bytes the failing allocation lacked, from PyTorch's CUDA out-of-memory message; None if it does not say.
-
-    ("CUDA out of memory. Tried to allocate 16.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which
-    6.10 GiB is free. …") The largest tensors of a forward (logits, attention scores) are allocated at its
-    peak, so the first allocation that fails usually measures the whole shortfall.
-    """
-    requested, free = _REQUESTED.search(message), _FREE.search(message)
-    if requested is None or free is None:
-        return None
-    lacking = float(requested[1]) * _BYTE_UNITS[requested[2]] - float(free[1]) * _BYTE_UNITS[free[2]]
-    return math.ceil(lacking) if lacking > 0 else None
+def describe(attempt: ProbeAttempt) -> str:
+    """One probe's outcome for the progress log: what it held, or how it ended (the error's first line)."""
+    seconds = f"({attempt.seconds:.1f} s)"
+    if attempt.outcome != "fits":
+        first_line = next(iter((attempt.error or "").strip().splitlines()), "")
+        return f"{attempt.outcome.replace('_', ' ')} {seconds}" + (f": {first_line[:300]}" if first_line else "")
+    held = [f"{label} {value / 2**30:.2f} GiB" for label, value in
+            (("peak", attempt.peak_allocated_bytes), ("reserved", attempt.peak_reserved_bytes)) if value is not None]
+    return f"fits {seconds}" + (f": {', '.join(held)}" if held else "")
 
 
 def fitted_peak(measured: ProbeMeasurement) -> int:

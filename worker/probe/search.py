@@ -7,15 +7,20 @@ unit tests drive it with a fake one. The policy spends far fewer probes than dou
 1. probe size 1 (every job must at least fit one row);
 2. probe a size aimed at most of the free memory, assuming the curve's shape through the model's baseline;
 3. fit memory against size through the measured peaks (affine for padded and flash layouts, quadratic
-   for a materialised attention mask), predict the largest size that fits the capacity, and probe it;
+   for a materialised attention mask), predict the largest size that fits the capacity, and probe a
+   little below it;
 4. confirm with a bracketing pair: a size that fits and one that runs out at most BRACKET_TOLERANCE of the
-   fit apart (adjacent sizes when that is under one), refitting on every new peak (a secant step). The
-   true limit lies between the two, so `choose_size` can honour the margin without knowing it exactly.
-   An out-of-memory whose allocator said how many bytes it lacked (PyTorch's CUDA message does) moves the
-   estimate back by that many bytes' worth of sizes: fragmentation the peaks cannot see is measured there.
+   fit apart. The true limit lies between the two, so `choose_size` can honour the margin without
+   knowing it exactly.
 
-Only a miss repeated on the same side widens the step (doubling), so a poor fit costs a logarithmic
-number of extra probes, never a linear walk.
+The peaks are allocated bytes and miss the caching allocator's fragmentation, so predictions err high.
+After an out-of-memory the search steps back by the tolerance (a fit there ends it), then by doubling
+steps, never below the middle of the bracket; a prediction that keeps falling short widens its step the
+same way. A poor fit costs a logarithmic number of extra probes, never a linear walk.
+
+PyTorch's out-of-memory message ("Tried to allocate X … of which Y is free") is not used to step back:
+on an H200, X − Y overstated the shortfall several times over (cached blocks of partly used segments are
+neither free nor releasable), and steps taken from it landed at half the true limit.
 """
 
 from __future__ import annotations
@@ -26,13 +31,14 @@ from dataclasses import dataclass, field
 
 from worker.probe.curves import MemoryCurve, fit_curve
 
-# The first prediction aims this fraction of the free memory short of the limit (see next_size).
-APPROACH_SHORTFALL = 0.02
+# The first prediction aims this fraction of the predicted size short of it (see next_size).
+APPROACH_SHORTFALL = 0.05
 # The second probe aims at this share of the free memory (see _exploration_size).
 EXPLORATION_SHARE = 0.8
 # The search ends once a fit and an out-of-memory lie at most this fraction of the fit apart (at least 1):
-# well inside the default 5% margin, and it spares the probes that would walk to adjacent sizes.
-BRACKET_TOLERANCE = 0.02
+# the true limit is then within 4% above the largest fit, and the default 5% margin taken off the top of
+# the bracket still lands at or below that fit.
+BRACKET_TOLERANCE = 0.04
 
 
 @dataclass(frozen=True)
@@ -43,8 +49,6 @@ class Reading:
     peak_bytes: int | None = None  # highest memory seen over the worst-case passes (fits only)
     capacity_bytes: int | None = None  # the most the probe could have used: free device memory or budget
     baseline_bytes: int | None = None  # memory held once the model is built, before any batch
-    # Out-of-memory only: how many bytes the failing allocation lacked, when the allocator said so.
-    deficit_bytes: int | None = None
 
 
 @dataclass
@@ -97,7 +101,6 @@ class _SearchState:
         self.ceiling = ceiling
         self.fits: dict[int, Reading] = {}
         self.ooms: list[int] = []
-        self.deficits: dict[int, int] = {}
         self.outcomes_after_exploration: list[bool] = []
         self.predicted_limit: int | None = None
 
@@ -122,8 +125,6 @@ class _SearchState:
             self.fits[size] = reading
         else:
             self.ooms.append(size)
-            if reading.deficit_bytes is not None:
-                self.deficits[size] = reading.deficit_bytes
 
     def capacity(self) -> int | None:
         capacities = [r.capacity_bytes for r in self.fits.values() if r.capacity_bytes is not None]
@@ -169,8 +170,8 @@ def _exploration_size(state: _SearchState) -> int | None:
     return math.floor(size * aim / growth)
 
 
-def _predicted_size(state: _SearchState, shortfall: float = 0.0) -> int | None:
-    """The largest size the fitted curve says fits, leaving `shortfall` of the headroom unused."""
+def _predicted_size(state: _SearchState) -> int | None:
+    """The largest size the fitted curve says fits the capacity."""
     capacity = state.capacity()
     points = state.measured_points()
     baseline = state.baseline()
@@ -181,8 +182,7 @@ def _predicted_size(state: _SearchState, shortfall: float = 0.0) -> int | None:
     curve = fit_curve(points, "quadratic" if len(points) >= 3 else state.curve)
     if capacity is None or curve is None:
         return None
-    headroom = capacity - (baseline if baseline is not None else 0)
-    return curve.largest_size_within(capacity - shortfall * headroom)
+    return curve.largest_size_within(capacity)
 
 
 def _without_peaks(state: _SearchState) -> int:
@@ -203,39 +203,23 @@ def next_size(state: _SearchState, start: int) -> int:
     if guess is None:
         return _clamp(_without_peaks(state), lo, hi)
     if state.predicted_limit is None:
-        # Approach the predicted limit from just below: a probe that fits measures its peak, and the
-        # short secant from there is far more accurate than the long extrapolation from the small probes;
-        # a probe that runs out teaches nothing but the bracket.
+        # Approach the predicted limit from below: the allocated peaks miss the allocator's fragmentation,
+        # so the prediction errs high (by 7% for the masked layout on an H200). A probe that fits measures
+        # its peak, and the short secant from there is far more accurate than the long extrapolation.
         state.predicted_limit = min(guess, state.ceiling)
-        cautious = _predicted_size(state, shortfall=APPROACH_SHORTFALL)
-        return _clamp(cautious if cautious is not None else guess, lo, hi)
+        return _clamp(math.floor(guess * (1 - APPROACH_SHORTFALL)), lo, hi)
     last_fit, streak = state.trailing_streak()
-    estimate = _deficit_estimate(state)
-    if estimate is not None and not (last_fit is False and streak >= 3):
-        # Below the estimate nothing is known to run out: close the bracket one tolerance step up.
-        return _clamp(estimate if estimate > lo else lo + bracket_tolerance(lo), lo, hi)
     if last_fit is False:
-        return _after_running_out(state, guess, streak)
-    if last_fit is True and streak >= 2:  # the limit keeps receding upwards: widen the step
-        guess = max(guess, lo + 2 ** (streak - 2))
+        return _clamp(_after_running_out(state, streak), lo, hi)
+    if state.ooms:
+        # A fit below a known out-of-memory: try the size that ends the search if it fits. The fitted curve
+        # is no guide inside this bracket: it predicted a size that ran out, or one far below a fit.
+        return _clamp(_closing_size(hi), lo, hi)
+    if streak >= 2:
+        # Fits keep landing below the limit: one tolerance step up (an out-of-memory there ends the
+        # search), doubling while the limit keeps receding.
+        return _clamp(max(guess, lo + bracket_tolerance(lo) * 2 ** (streak - 2)), lo, hi)
     return _clamp(_confirming_size(state, guess), lo, hi)
-
-
-def _deficit_estimate(state: _SearchState) -> int | None:
-    """The limit implied by the smallest out-of-memory whose allocator said how much it lacked.
-
-    The fitted peaks see allocated bytes only, not the allocator's fragmentation (on an H200 the limit
-    lay 12% below what they predicted), so an out-of-memory's own deficit is the better evidence: step
-    back from that size by as many sizes as free the missing bytes at the fitted growth. That growth
-    misses the fragmentation too, so the step is if anything too long: the estimate errs low, where a
-    probe fits and measures its peak, and one tolerance step up then closes the bracket.
-    """
-    deficit = state.deficits.get(state.hi)
-    curve = fit_curve(state.measured_points(), state.curve)
-    if deficit is None or curve is None:
-        return None
-    growth = curve.slope_at(state.hi)
-    return state.hi - math.ceil(deficit / growth) if growth > 0 else None
 
 
 def _confirming_size(state: _SearchState, guess: int) -> int:
@@ -249,18 +233,13 @@ def _confirming_size(state: _SearchState, guess: int) -> int:
     return guess - bracket_tolerance(guess) // 2  # just under the limit, so the next step up closes it
 
 
-def _after_running_out(state: _SearchState, guess: int, streak: int) -> int:
-    """After an out-of-memory the fit overestimates: try the size that would close the bracket if it fits,
-    or, when misses repeat, back off the fit doubling the unused headroom, and bisect as a last resort."""
+def _after_running_out(state: _SearchState, streak: int) -> int:
+    """Step back from the out-of-memory: first by the tolerance (a fit there ends the search), then by
+    doubling steps while misses repeat, never below the middle of the bracket — so a poor prediction costs
+    a logarithmic number of probes, never a walk."""
     lo, hi = state.lo, state.hi
-    closing = _closing_size(hi)
-    if streak == 1:
-        return _clamp(closing, lo, hi)
-    backed_off = _predicted_size(state, shortfall=APPROACH_SHORTFALL * 2 ** (streak - 1))
-    size = min(closing, guess, backed_off if backed_off is not None else closing)
-    if size <= lo or streak >= 3:  # the curve is no guide inside this bracket
-        size = (lo + hi) // 2
-    return _clamp(size, lo, hi)
+    step = (hi - _closing_size(hi)) * 2 ** (streak - 1)
+    return max(hi - step, (lo + hi + 1) // 2)
 
 
 def _clamp(size: int, lo: int, hi: int) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import os
 import warnings
 from collections.abc import Callable
 from types import ModuleType
@@ -54,6 +55,9 @@ def flash_attn_module() -> ModuleType:
 
 
 def flash_attn_cute_module() -> ModuleType:
+    # flash-attn-4 JIT-compiles each kernel variant in every process, seconds apiece, and the worker runs
+    # every probe and measurement in a fresh child: its on-disk compile cache (off by default) pays once.
+    os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
     module = optional_module("flash_attn.cute")
     if module is None or not hasattr(module, "flash_attn_varlen_func"):
         raise KernelUnavailable("flash-attn-cute", "flash_attn.cute (flash-attn-4) is not importable")
