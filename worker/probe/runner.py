@@ -129,8 +129,9 @@ class ChildOracle:
             raise ProbeFailed(f"{self.strategy.label} with {self.kernel_name}: probe of size {size} ended in "
                               f"{child.outcome}: {child.error}", self.attempts, child.traceback)
         measured: ProbeMeasurement = child.value
+        on_cuda = measured.peak_allocated_bytes is not None  # then peak_bytes is the allocator's reserved peak
         return Reading(fits=True, peak_bytes=fitted_peak(measured), capacity_bytes=measured.capacity_bytes,
-                       baseline_bytes=measured.baseline_bytes)
+                       baseline_bytes=measured.baseline_bytes, reserved_bytes=measured.peak_bytes if on_cuda else None)
 
     def _request(self, size: int) -> ProbeRequest:
         return probe_request(self.spec, self.strategy, self.kernel_name, self.device, size)

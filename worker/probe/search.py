@@ -28,8 +28,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from worker.probe.curves import MemoryCurve, fit_curve
+
+Basis = Literal["allocated", "reserved"]
 
 # The first prediction aims this fraction of the predicted size short of it (see next_size).
 APPROACH_SHORTFALL = 0.05
@@ -47,6 +50,9 @@ class Reading:
 
     fits: bool
     peak_bytes: int | None = None  # highest memory seen over the worst-case passes (fits only)
+    # The caching allocator's reserved peak (fits only; None where no allocator reports one): its
+    # fragmentation included, and cached blocks it would have freed rather than run out.
+    reserved_bytes: int | None = None
     capacity_bytes: int | None = None  # the most the probe could have used: free device memory or budget
     baseline_bytes: int | None = None  # memory held once the model is built, before any batch
 
@@ -134,8 +140,9 @@ class _SearchState:
         baselines = [r.baseline_bytes for r in self.fits.values() if r.baseline_bytes is not None]
         return min(baselines, default=None)
 
-    def measured_points(self) -> list[tuple[int, int]]:
-        return [(size, r.peak_bytes) for size, r in self.fits.items() if r.peak_bytes is not None]
+    def measured_points(self, basis: Basis = "allocated") -> list[tuple[int, int]]:
+        peaks = {size: r.peak_bytes if basis == "allocated" else r.reserved_bytes for size, r in self.fits.items()}
+        return [(size, peak) for size, peak in peaks.items() if peak is not None]
 
     def trailing_streak(self) -> tuple[bool | None, int]:
         """The outcome of the latest probes after exploration, and how many in a row gave it."""
@@ -170,10 +177,10 @@ def _exploration_size(state: _SearchState) -> int | None:
     return math.floor(size * aim / growth)
 
 
-def _predicted_size(state: _SearchState) -> int | None:
-    """The largest size the fitted curve says fits the capacity."""
+def _predicted_size(state: _SearchState, basis: Basis = "allocated") -> int | None:
+    """The largest size the curve fitted through the `basis` peaks says fits the capacity."""
     capacity = state.capacity()
-    points = state.measured_points()
+    points = state.measured_points(basis)
     baseline = state.baseline()
     if state.curve == "quadratic" and len(points) == 2 and baseline is not None:
         points = [(0, baseline), *points]  # anchor a third point until a third peak is measured
@@ -203,11 +210,14 @@ def next_size(state: _SearchState, start: int) -> int:
     if guess is None:
         return _clamp(_without_peaks(state), lo, hi)
     if state.predicted_limit is None:
-        # Approach the predicted limit from below: the allocated peaks miss the allocator's fragmentation,
-        # so the prediction errs high (by 7% for the masked layout on an H200). A probe that fits measures
-        # its peak, and the short secant from there is far more accurate than the long extrapolation.
-        state.predicted_limit = min(guess, state.ceiling)
-        return _clamp(math.floor(guess * (1 - APPROACH_SHORTFALL)), lo, hi)
+        # The first prediction. Allocated peaks miss the allocator's fragmentation and predict too high (by
+        # 48% for gpt2-seed's 127 GiB logits on an H200); reserved peaks include it, and predicted that
+        # limit within 0.3%, but also keep cached blocks, which can make them predict low. So aim at the
+        # reserved prediction, or, where there is none, a little short of the allocated one.
+        reserved = _predicted_size(state, "reserved")
+        aim = min(guess, reserved) if reserved is not None else math.floor(guess * (1 - APPROACH_SHORTFALL))
+        state.predicted_limit = min(reserved if reserved is not None else guess, state.ceiling)
+        return _clamp(aim, lo, hi)
     last_fit, streak = state.trailing_streak()
     if last_fit is False:
         return _clamp(_after_running_out(state, streak), lo, hi)
@@ -215,9 +225,14 @@ def next_size(state: _SearchState, start: int) -> int:
         # A fit below a known out-of-memory: try the size that ends the search if it fits. The fitted curve
         # is no guide inside this bracket: it predicted a size that ran out, or one far below a fit.
         return _clamp(_closing_size(hi), lo, hi)
+    if state.measured_points("reserved"):
+        # Only fits so far, the first of them at the reserved prediction: the limit lies a little above.
+        # Step one tolerance up (an out-of-memory there ends the search), doubling while fits keep coming,
+        # but not past the allocated prediction, which fragmentation only lowers.
+        step = bracket_tolerance(lo) * 2 ** (streak - 1)
+        return _clamp(min(lo + step, max(guess, lo + bracket_tolerance(lo))), lo, hi)
     if streak >= 2:
-        # Fits keep landing below the limit: one tolerance step up (an out-of-memory there ends the
-        # search), doubling while the limit keeps receding.
+        # Fits keep landing below the limit: one tolerance step up, doubling while the limit recedes.
         return _clamp(max(guess, lo + bracket_tolerance(lo) * 2 ** (streak - 2)), lo, hi)
     return _clamp(_confirming_size(state, guess), lo, hi)
 

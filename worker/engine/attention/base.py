@@ -79,7 +79,7 @@ class AttentionKernel(ABC):
 
     def probe(self, device: torch.device, dtype: torch.dtype) -> None:
         """Run this kernel's own path (prepare, inputs, attend) once on a tiny batch; raise if it cannot."""
-        batch = self.prepare(tiny_batch(self.layout, device))
+        batch = self.per_forward(self.prepare(tiny_batch(self.layout, device)))
         inputs = kernel_inputs(self.model_inputs(batch))
         head_dim = 64  # flash kernels need a multiple of 8; 64 is what GPT-2 shapes use
         query = torch.randn(*batch.input_ids.shape, 2, head_dim, device=device, dtype=dtype)
@@ -93,11 +93,16 @@ class AttentionKernel(ABC):
         """Precompute, once per device-resident batch and before timing, what the forward needs."""
         return batch
 
+    def per_forward(self, batch: Batch) -> Batch:
+        """What is built inside every forward, timed with it: state too large to keep for every batch."""
+        return batch
+
     def forward(self, model: torch.nn.Module, batch: Batch) -> torch.Tensor:
         """Logits of the whole batch: (rows, width, vocab) padded, (1, total_tokens, vocab) packed.
 
         Call under `torch.inference_mode()` for inference; the batch must have been `prepare`d.
         """
+        batch = self.per_forward(batch)
         with self.runtime_context(), attention_implementation(model, self.hf_name):
             return model(**self.model_inputs(batch)).logits
 
@@ -148,7 +153,13 @@ def tiny_batch(layout: type[PaddedBatch] | type[PackedBatch], device: torch.devi
 
 
 class MaskedKernel(AttentionKernel):
-    """Attention through a boolean mask (True = attend) materialised once per batch in `prepare`."""
+    """Attention through a boolean mask (True = attend), materialised inside every forward.
+
+    Not in `prepare`: every batch is on the device before timing, and a packed batch's mask is
+    O(tokens²) — 4 GB for a 63,000-token pack. Kept for all 31 packs of a run, the masks ran an H200 out of
+    memory at a budget the OOM probe, with its one batch, had found to fit. transformers, too, builds its
+    4-D masks inside the forward, so the mask is part of this layout's measured cost.
+    """
 
     masked_op: ClassVar[Callable[..., torch.Tensor]]  # ops.sdpa_dense or ops.naive_dense
 
@@ -156,7 +167,7 @@ class MaskedKernel(AttentionKernel):
     def build_mask(self, batch: Batch) -> torch.Tensor:
         """The mask for the whole batch, broadcastable to (rows, heads, width, width)."""
 
-    def prepare(self, batch: Batch) -> Batch:
+    def per_forward(self, batch: Batch) -> Batch:
         return replace(batch, extras={**batch.extras, "padbench_mask": self.build_mask(batch)})
 
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,

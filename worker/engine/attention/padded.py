@@ -66,7 +66,9 @@ class FlashAttnCutePadded(PaddedKernel):
 
 
 def _device_lengths(batch: Batch) -> torch.Tensor:
-    return torch.tensor(batch.lengths, device=batch.input_ids.device)
+    """Each row's real length, computed on the device: masks built inside a forward never read the host."""
+    assert isinstance(batch, PaddedBatch)
+    return batch.attention_mask.sum(dim=1)
 
 
 class PaddingMaskKernel(PaddedKernel, MaskedKernel):
