@@ -212,8 +212,9 @@ def next_size(state: _SearchState, start: int) -> int:
     if state.predicted_limit is None:
         # The first prediction. Allocated peaks miss the allocator's fragmentation and predict too high (by
         # 48% for gpt2-seed's 127 GiB logits on an H200); reserved peaks include it, and predicted that
-        # limit within 0.3%, but also keep cached blocks, which can make them predict low. So aim at the
-        # reserved prediction, or, where there is none, a little short of the allocated one.
+        # limit within 0.3%, but also keep cached blocks, which can make them predict low (or, through a
+        # quadratic anchored at the baseline, far too high: 310 for a masked limit of 102). So aim at the
+        # lower of the two predictions, or, with no reserved peaks (CPU), a little short of the allocated one.
         reserved = _predicted_size(state, "reserved")
         aim = min(guess, reserved) if reserved is not None else math.floor(guess * (1 - APPROACH_SHORTFALL))
         state.predicted_limit = min(reserved if reserved is not None else guess, state.ceiling)
