@@ -7,9 +7,9 @@ from logging.config import fileConfig
 from sqlalchemy import Connection
 
 from alembic import context
-from server.core.config import Settings
-from server.db.engine import create_db_engine
-from server.db.models import Base
+from padbench.server.core.config import Settings
+from padbench.server.db.engine import create_db_engine
+from padbench.server.db.models import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -14,9 +14,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from client.api import ApiError, PadbenchClient
-from client.display import format_page, format_status
-from client.progress import ProgressBar
+from padbench.client.api import ApiError, PadbenchClient
+from padbench.client.display import format_page, format_status
+from padbench.client.progress import ProgressBar
 from padbench.contract.api import JobOut, JobStatus
 from padbench.report import render
 from padbench.specfile import SpecError, load_spec

@@ -10,13 +10,15 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
 
 RUN useradd --create-home --uid 1000 padbench && mkdir -p /cache /models && chown padbench /cache
 WORKDIR /app
-COPY pyproject.toml README.md alembic.ini ./
+COPY pyproject.toml setup.py README.md ./
 COPY padbench ./padbench
+COPY alembic ./alembic
+COPY examples ./examples
 COPY server ./server
 COPY worker ./worker
 COPY client ./client
-# torch is already in the base image and satisfies the dependency, so pip keeps that CUDA build.
-RUN pip install -e ".[gpu]"
+# torch is already in the base image and satisfies the `worker` extra's range, so pip keeps that CUDA build.
+RUN pip install ".[worker,gpu]"
 
 USER padbench
 # Local models, tokenizers and datasets are mounted read-only under /models; the hub is never reached.

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 # Modules that expose `register(subparsers)`; imported lazily so `padbench submit` never imports torch.
-SUBCOMMAND_MODULES: tuple[str, ...] = ("worker.cli", "server.cli", "client.cli")
+SUBCOMMAND_MODULES: tuple[str, ...] = ("padbench.worker.cli", "padbench.server.cli", "padbench.client.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import httpx
 
-from client.api import ApiError, PadbenchClient
-from client.progress import ProgressBar
+from padbench.client.api import ApiError, PadbenchClient
+from padbench.client.progress import ProgressBar
 from padbench.contract.api import JobOut, JobStatus
 from padbench.report import render
 from padbench.specfile import SpecError, load_spec
-from worker.supervisor.capabilities import CapabilityError, detect_capabilities
+from padbench.worker.supervisor.capabilities import CapabilityError, detect_capabilities
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
 CPU_EXAMPLE = EXAMPLES_DIR / "cpu-demo.yaml"

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from padbench.contract.spec import DataSpec
-from worker.engine.data import load_tokenizer, tokenize_corpus
-from worker.engine.synthetic import WIKITEXT103_BERT_QUANTILES, fit_quantile_table
+from padbench.worker.engine.data import load_tokenizer, tokenize_corpus
+from padbench.worker.engine.synthetic import WIKITEXT103_BERT_QUANTILES, fit_quantile_table
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 PADDED_WIDTH = 640

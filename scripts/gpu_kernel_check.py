@@ -23,13 +23,13 @@ import numpy as np
 import torch
 
 from padbench.contract.spec import ModelSpec, StrategySpec
-from worker.engine.attention import ATTENTION_KERNELS, AttentionKernel
-from worker.engine.batches import STRATEGIES, Batch, PackedBatch
-from worker.engine.correctness import compare, gate_sample, logits_by_sequence, reference_logits
-from worker.engine.flops import ModelShape, batch_flops
-from worker.engine.model import build_model, torch_dtype
-from worker.engine.strategies import dynamic, packed  # noqa: F401  (registers the strategies)
-from worker.engine.synthetic import get_distribution
+from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel
+from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch
+from padbench.worker.engine.correctness import compare, gate_sample, logits_by_sequence, reference_logits
+from padbench.worker.engine.flops import ModelShape, batch_flops
+from padbench.worker.engine.model import build_model, torch_dtype
+from padbench.worker.engine.strategies import dynamic, packed  # noqa: F401  (registers the strategies)
+from padbench.worker.engine.synthetic import get_distribution
 
 MASKED_PACKED = {"sdpa-block-mask", "eager-block-mask"}
 

@@ -11,9 +11,9 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from padbench.contract.spec import ModelSpec
-from worker.engine.attention import resolve_kernel
-from worker.engine.batches import PackedBatch
-from worker.engine.model import build_model
+from padbench.worker.engine.attention import resolve_kernel
+from padbench.worker.engine.batches import PackedBatch
+from padbench.worker.engine.model import build_model
 
 
 def packed_batch(tokens: int, vocab: int, seed: int = 0) -> PackedBatch:

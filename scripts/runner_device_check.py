@@ -23,10 +23,10 @@ import torch
 
 from padbench.contract.spec import PaddingJobSpec
 from padbench.report import render_table
-from worker.engine.environment import collect_environment
-from worker.engine.measure import clock_for
-from worker.engine.memory import track_peak_memory
-from worker.engine.runner import resolve_device, run_padding_job
+from padbench.worker.engine.environment import collect_environment
+from padbench.worker.engine.measure import clock_for
+from padbench.worker.engine.memory import track_peak_memory
+from padbench.worker.engine.runner import resolve_device, run_padding_job
 
 FAILURES: list[str] = []
 

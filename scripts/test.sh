@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/install.sh
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/ruff check .
-.venv/bin/mypy
+bash scripts/typecheck.sh
 .venv/bin/python -m pytest "$@"

@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from padbench.server.core.config import Settings
+from padbench.server.core.security import TokenFileError, TokenStore, dev_token_store, generate_dev_tokens
 from padbench.specfile import format_validation_error
-from server.core.config import Settings
-from server.core.security import TokenFileError, TokenStore, dev_token_store, generate_dev_tokens
 
 
 def load_settings(**overrides: Any) -> Settings | None:
@@ -35,7 +35,7 @@ def announce_dev_tokens(settings: Settings) -> TokenStore:
 def run_server(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from server.main import create_app
+    from padbench.server.main import create_app
 
     settings = load_settings(host=args.host, port=args.port, dev=args.dev or None)
     if settings is None:
@@ -50,8 +50,8 @@ def run_server(args: argparse.Namespace) -> int:
 
 
 def upgrade_database(args: argparse.Namespace) -> int:
-    from server.db.engine import Database
-    from server.db.migrate import upgrade_to_head
+    from padbench.server.db.engine import Database
+    from padbench.server.db.migrate import upgrade_to_head
 
     settings = load_settings()
     if settings is None:

@@ -17,14 +17,14 @@ from starlette.concurrency import run_in_threadpool
 
 import padbench
 from padbench.contract.api import API_PREFIX
-from server import queue
-from server.api.body_limit import BodySizeLimitMiddleware
-from server.api.errors import install_error_handlers
-from server.api.routes import health, jobs, leases, workers
-from server.core.config import Settings
-from server.core.security import TokenFileError, TokenStore, read_token_file
-from server.db.engine import Database
-from server.db.migrate import upgrade_to_head
+from padbench.server import queue
+from padbench.server.api.body_limit import BodySizeLimitMiddleware
+from padbench.server.api.errors import install_error_handlers
+from padbench.server.api.routes import health, jobs, leases, workers
+from padbench.server.core.config import Settings
+from padbench.server.core.security import TokenFileError, TokenStore, read_token_file
+from padbench.server.db.engine import Database
+from padbench.server.db.migrate import upgrade_to_head
 
 log = logging.getLogger("padbench.server")
 

@@ -21,8 +21,8 @@ from sqlalchemy import ColumnElement, CursorResult, Update, and_, case, exists, 
 from sqlalchemy.orm import Session, aliased
 
 from padbench.contract.api import JobStatus
-from server.db.clock import db_now
-from server.db.models import Job, JobRequirement, JobResult
+from padbench.server.db.clock import db_now
+from padbench.server.db.models import Job, JobRequirement, JobResult
 
 QUEUED, RUNNING = JobStatus.queued.value, JobStatus.running.value
 SUCCEEDED, FAILED, CANCELLED = JobStatus.succeeded.value, JobStatus.failed.value, JobStatus.cancelled.value

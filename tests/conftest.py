@@ -37,10 +37,10 @@ def tokenizer_dir() -> Path:
 def wikitext_corpus(tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path):
     """All 5,982 non-empty lines of the three WikiText files under bert-base-uncased, each exactly once.
 
-    Tokenized once per session through the engine's own loader (worker.engine.data.load_sequences).
+    Tokenized once per session through the engine's own loader (padbench.worker.engine.data.load_sequences).
     """
     from padbench.contract.spec import DataSpec
-    from worker.engine.data import load_sequences
+    from padbench.worker.engine.data import load_sequences
 
     data = DataSpec(source=str(WIKITEXT_DIR / "wiki.*.raw"), tokenizer=str(tokenizer_dir), max_length=640,
                     num_samples=5982, with_replacement=False)

@@ -91,7 +91,7 @@ class DataSpec(StrictModel):
     seed: int = 0
     # Sequences are drawn with replacement from the non-empty lines, so any num_samples works.
     with_replacement: bool = True
-    # Named length distribution for `synthetic` (see worker.engine.synthetic for the fitted figures).
+    # Named length distribution for `synthetic` (see padbench.worker.engine.synthetic for the fitted figures).
     distribution: str = "wikitext103-bert"
 
     @model_validator(mode="after")

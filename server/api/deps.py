@@ -13,9 +13,9 @@ from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
-from server.core.config import Settings
-from server.core.security import Principal, Role, TokenStore
-from server.db.engine import Database
+from padbench.server.core.config import Settings
+from padbench.server.core.security import Principal, Role, TokenStore
+from padbench.server.db.engine import Database
 
 bearer_scheme = HTTPBearer(auto_error=False, description="A token from PADBENCH_TOKENS_FILE")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from padbench.contract.api import Capabilities, JobOut, JobStatus, WorkerOut
-from server.db.models import Job, Worker
+from padbench.server.db.models import Job, Worker
 
 
 def job_out(job: Job, worker_name: str | None) -> JobOut:

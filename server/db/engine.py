@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from server.core.config import Settings
+from padbench.server.core.config import Settings
 
 BEGIN_MODE_OPTION = "padbench_sqlite_begin"
 

@@ -11,7 +11,7 @@ from sqlalchemy import JSON, Boolean, CheckConstraint, Float, ForeignKey, Index,
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from padbench.contract.api import JobStatus
-from server.db.clock import UtcDateTime
+from padbench.server.db.clock import UtcDateTime
 
 # Stable constraint names, so migrations can refer to them on every dialect.
 NAMING_CONVENTION = {

@@ -1,4 +1,4 @@
-"""Read-only queries (no state changes live here: those are in `server.queue`)."""
+"""Read-only queries (no state changes live here: those are in `padbench.server.queue`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
-from server.db.models import Job, JobResult, Worker
+from padbench.server.db.models import Job, JobResult, Worker
 
 
 @dataclass(frozen=True)

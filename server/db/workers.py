@@ -1,4 +1,4 @@
-"""Worker registration (workers are not jobs: their rows change outside `server.queue`)."""
+"""Worker registration (workers are not jobs: their rows change outside `padbench.server.queue`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 from sqlalchemy import insert, update
 from sqlalchemy.orm import Session
 
-from server.db.clock import db_now
-from server.db.models import Worker
-from server.db.reads import find_worker_by_name
+from padbench.server.db.clock import db_now
+from padbench.server.db.models import Worker
+from padbench.server.db.reads import find_worker_by_name
 
 
 class WorkerNameTaken(Exception):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from client.api import PadbenchClient
+from padbench.client.api import PadbenchClient
 from padbench.contract.api import JobOut
 from padbench.demo import Tokens, background, free_loopback_port, padbench_command, wait_until_healthy
 

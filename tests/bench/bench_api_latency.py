@@ -31,13 +31,13 @@ from typing import Any
 
 import httpx
 
-from client.api import PadbenchClient
+from padbench.client.api import PadbenchClient
 from padbench.contract.api import Capabilities
 from padbench.contract.spec import PaddingJobSpec
 from padbench.demo import Tokens, background, free_loopback_port, padbench_command, wait_until_healthy
-from worker.child import ChildContext
-from worker.supervisor.api import WorkerApi
-from worker.supervisor.loop import Supervisor, WorkerConfig
+from padbench.worker.child import ChildContext
+from padbench.worker.supervisor.api import WorkerApi
+from padbench.worker.supervisor.loop import Supervisor, WorkerConfig
 
 SPEC = PaddingJobSpec(name="latency-bench", device="cpu", dtype="fp32", attention="sdpa").model_dump(mode="json")
 

@@ -4,7 +4,7 @@
 for this test run at 127.0.0.1:5432 (dropped afterwards; skipped only when nothing answers there);
 `any_live_server` is both, one after the other. Each yields a `LiveServer`: the base URL, a token per
 principal, and the app's own `Database` for faking time in SQL. `queue_db` is the same two databases
-without HTTP, for tests of `server.queue` itself.
+without HTTP, for tests of `padbench.server.queue` itself.
 """
 
 from __future__ import annotations
@@ -29,15 +29,15 @@ from sqlalchemy.engine import make_url
 from padbench.contract.api import Capabilities
 from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, Environment, PaddingResult
 from padbench.contract.spec import JOB_SPEC_ADAPTER, AttentionJobSpec, parse_job_spec
-from server import queue
-from server.core.config import Settings
-from server.db.clock import db_now
-from server.db.engine import Database
-from server.db.migrate import upgrade_to_head
-from server.db.models import Job
-from server.db.workers import register_worker
-from server.main import create_app
-from server.requirements import job_requirements, offered_capabilities
+from padbench.server import queue
+from padbench.server.core.config import Settings
+from padbench.server.db.clock import db_now
+from padbench.server.db.engine import Database
+from padbench.server.db.migrate import upgrade_to_head
+from padbench.server.db.models import Job
+from padbench.server.db.workers import register_worker
+from padbench.server.main import create_app
+from padbench.server.requirements import job_requirements, offered_capabilities
 
 POSTGRES_ADMIN_URL = os.environ.get("PADBENCH_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 # Principal key → (role, name). Two of each ordinary role, to test ownership.
@@ -51,7 +51,7 @@ PRINCIPALS: dict[str, tuple[str, str]] = {
 TABLES = "job_results, job_requirements, jobs, workers"
 
 
-# --- direct queue helpers (tests of server.queue, without HTTP) ----------------------------------------
+# --- direct queue helpers (tests of padbench.server.queue, without HTTP) ----------------------------------------
 
 CPU_KERNELS = ["eager", "eager-block-mask", "sdpa", "sdpa-block-mask", "flex-padding-mask", "flex-document-mask"]
 

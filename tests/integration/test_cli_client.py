@@ -16,8 +16,8 @@ import yaml
 
 from padbench.cli import main
 from padbench.contract.api import Capabilities, LeaseOut
+from padbench.worker.supervisor.api import WorkerApi
 from tests.integration.conftest import LiveServer, result_document
-from worker.supervisor.api import WorkerApi
 
 SPEC = {"kind": "padding", "name": "cli-test", "device": "cpu", "dtype": "fp32", "attention": "sdpa",
         "strategies": ["static", "packed"]}

@@ -1,12 +1,12 @@
-"""The worker's HTTP client (`worker.supervisor.api`) against a live server: leases, fencing, release."""
+"""The worker's HTTP client (`padbench.worker.supervisor.api`) against a live server: leases, fencing, release."""
 
 from __future__ import annotations
 
 import pytest
 
 from padbench.contract.api import Capabilities
+from padbench.worker.supervisor.api import LeaseLost, WorkerApi
 from tests.integration.conftest import LiveServer, result_document
-from worker.supervisor.api import LeaseLost, WorkerApi
 
 SPEC = {"kind": "padding", "device": "cpu", "dtype": "fp32", "attention": "sdpa"}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
-from server.db.engine import Database
-from server.requirements import job_requirements
+from padbench.server.db.engine import Database
+from padbench.server.requirements import job_requirements
 from tests.integration.conftest import CPU_KERNELS, add_worker, claim, submit
 
 

@@ -5,9 +5,9 @@ Time is faked in SQL (`expire_lease` moves the deadline into the past by the dat
 
 from __future__ import annotations
 
-from server import queue
-from server.db.engine import Database
-from server.db.reads import find_result
+from padbench.server import queue
+from padbench.server.db.engine import Database
+from padbench.server.db.reads import find_result
 from tests.integration.conftest import add_worker, claim, expire_lease, job_row, reap, result_document, submit
 
 SPEC = {"device": "cpu", "dtype": "fp32", "attention": "sdpa"}

@@ -6,8 +6,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect
 
-from server.db.engine import Database
-from server.db.models import Base
+from padbench.server.db.engine import Database
+from padbench.server.db.models import Base
 
 
 def test_migrations_match_the_models(queue_db: Database) -> None:

@@ -9,10 +9,10 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from padbench.contract.spec import ModelSpec
-from worker.engine import attention
-from worker.engine.attention import ATTENTION_KERNELS, KernelUnavailable, available_kernels, resolve_kernel
-from worker.engine.batches import PackedBatch, PaddedBatch
-from worker.engine.model import build_model
+from padbench.worker.engine import attention
+from padbench.worker.engine.attention import ATTENTION_KERNELS, KernelUnavailable, available_kernels, resolve_kernel
+from padbench.worker.engine.batches import PackedBatch, PaddedBatch
+from padbench.worker.engine.model import build_model
 
 CPU = torch.device("cpu")
 LENGTHS = (7, 3, 12, 1, 9)

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from padbench.demo import Tokens, background, free_loopback_port
-from server.core.security import parse_token_line
+from padbench.server.core.security import parse_token_line
 
 
 def test_generated_tokens_are_accepted_by_the_server_and_private(tmp_path: Path) -> None:

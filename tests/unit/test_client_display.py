@@ -6,8 +6,8 @@ import io
 from datetime import datetime, timezone
 from typing import Any
 
-from client.display import format_page, format_status
-from client.progress import ProgressBar, describe_progress
+from padbench.client.display import format_page, format_status
+from padbench.client.progress import ProgressBar, describe_progress
 from padbench.contract.api import JobOut, JobPage
 
 CREATED = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)

@@ -12,8 +12,8 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from worker.engine.batches import Batch, PackedBatch, PaddedBatch
-from worker.engine.correctness import (
+from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
+from padbench.worker.engine.correctness import (
     RELATIVE_TOLERANCE,
     check_layout,
     gate_sample,

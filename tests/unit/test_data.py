@@ -11,8 +11,8 @@ import datasets
 import pytest
 
 from padbench.contract.spec import DataSpec
-from worker.engine import data as data_module
-from worker.engine.data import DataError, TokenizedData, load_sequences
+from padbench.worker.engine import data as data_module
+from padbench.worker.engine.data import DataError, TokenizedData, load_sequences
 
 VOCAB = 30522
 LINES = [

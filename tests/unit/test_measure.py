@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from padbench.contract.spec import MeasurementSpec
-from worker.engine.batches import PackedBatch, PaddedBatch
-from worker.engine.measure import (
+from padbench.worker.engine.batches import PackedBatch, PaddedBatch
+from padbench.worker.engine.measure import (
     Measurement,
     PerfCounterClock,
     RepeatTiming,

@@ -1,8 +1,8 @@
 import torch
 
 from padbench.contract.spec import GPT2Fields, ModelSpec
-from worker.engine.lm_head import ALIGNMENT, AlignedLMHead
-from worker.engine.model import build_model
+from padbench.worker.engine.lm_head import ALIGNMENT, AlignedLMHead
+from padbench.worker.engine.model import build_model
 
 
 def test_aligned_head_gives_the_logits_of_the_plain_tied_head() -> None:

@@ -7,8 +7,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from worker.engine.data import TokenizedData
-from worker.engine.strategies.packing import first_fit_decreasing, windowed_ffd
+from padbench.worker.engine.data import TokenizedData
+from padbench.worker.engine.strategies.packing import first_fit_decreasing, windowed_ffd
 
 
 def random_lengths(count: int, seed: int, longest: int = 640) -> np.ndarray:

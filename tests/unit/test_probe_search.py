@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from worker.probe.curves import MemoryCurve, fit_curve
-from worker.probe.search import (
+from padbench.worker.probe.curves import MemoryCurve, fit_curve
+from padbench.worker.probe.search import (
     Reading,
     SearchResult,
     apply_margin,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from padbench.contract.api import Capabilities
 from padbench.contract.spec import parse_job_spec
-from server.api.errors import clean_location
-from server.requirements import job_requirements, kernel_family, offered_capabilities
+from padbench.server.api.errors import clean_location
+from padbench.server.requirements import job_requirements, kernel_family, offered_capabilities
 
 
 def test_kernel_names_map_to_their_family() -> None:

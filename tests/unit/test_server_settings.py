@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from server.core.config import Settings, is_loopback
-from server.db.engine import normalize_database_url
+from padbench.server.core.config import Settings, is_loopback
+from padbench.server.db.engine import normalize_database_url
 
 
 def test_defaults_are_loopback_and_a_sqlite_file_in_the_data_dir(monkeypatch: pytest.MonkeyPatch) -> None:

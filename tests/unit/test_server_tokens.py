@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from server.core.security import (
+from padbench.server.core.security import (
     Principal,
     Role,
     TokenFileError,

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from padbench.contract.spec import DataSpec, StrategySpec
-from worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
-from worker.engine.data import TokenizedData, load_sequences
-from worker.engine.strategies import worst_case_packed, worst_case_padded
+from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
+from padbench.worker.engine.data import TokenizedData, load_sequences
+from padbench.worker.engine.strategies import worst_case_packed, worst_case_padded
 
 MAX_LENGTH = 128
 PAD = 0

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta, timezone
 import httpx
 
 from padbench.contract.api import LeaseOut
-from worker.supervisor.api import WorkerApi
-from worker.supervisor.lease import MAX_BEAT_INTERVAL_S, MIN_BEAT_INTERVAL_S, LeaseKeeper, beat_interval
+from padbench.worker.supervisor.api import WorkerApi
+from padbench.worker.supervisor.lease import MAX_BEAT_INTERVAL_S, MIN_BEAT_INTERVAL_S, LeaseKeeper, beat_interval
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
 

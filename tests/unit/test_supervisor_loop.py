@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from padbench.contract.api import Capabilities, LeaseOut
-from worker.supervisor.api import WorkerApi
-from worker.supervisor.loop import FatalWorkerError, Supervisor, WorkerConfig
+from padbench.worker.supervisor.api import WorkerApi
+from padbench.worker.supervisor.loop import FatalWorkerError, Supervisor, WorkerConfig
 
 TARGETS = "tests.unit.supervisor_targets"
 
@@ -145,7 +145,8 @@ def test_stop_releases_the_lease_and_kills_the_child(tmp_path: Path) -> None:
 
 def test_the_worker_and_client_commands_never_import_torch() -> None:
     # A fresh interpreter: other tests in this session may have imported torch themselves.
-    probe = ("import sys, padbench.cli, worker.supervisor.loop, worker.supervisor.cli, client.cli;"
+    probe = ("import sys, padbench.cli, padbench.worker.supervisor.loop, padbench.worker.supervisor.cli,"
+             " padbench.client.cli;"
              "padbench.cli.build_parser(); print('torch' in sys.modules)")
     answer = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert answer.stdout.strip() == "False"

@@ -9,12 +9,12 @@ import torch
 
 from padbench.contract.results import AttentionCell
 from padbench.contract.spec import AttentionJobSpec
-from worker.child import ChildReport
-from worker.sweep import cells as cells_module
-from worker.sweep.cells import _one_cell, run_cells
-from worker.sweep.inputs import Problem
-from worker.sweep.kernels import SWEEP_KERNELS
-from worker.sweep.measure import Settings
+from padbench.worker.child import ChildReport
+from padbench.worker.sweep import cells as cells_module
+from padbench.worker.sweep.cells import _one_cell, run_cells
+from padbench.worker.sweep.inputs import Problem
+from padbench.worker.sweep.kernels import SWEEP_KERNELS
+from padbench.worker.sweep.measure import Settings
 
 SPEC = AttentionJobSpec(kind="attention", batch=1, heads=2, head_dim=16, seq_lens=[256, 64, 128], dtype="fp32",
                         kernels=["naive", "flash-attn", "sdpa-math"], device="cpu")

@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from padbench.contract.spec import AttentionJobSpec
-from worker.sweep import cells as cells_module
-from worker.sweep.cells import _one_cell, failed_cell
-from worker.sweep.inputs import Problem, make_input_sets
-from worker.sweep.kernels import SWEEP_KERNELS
-from worker.sweep.matmul import measure_matmul_tflops
-from worker.sweep.measure import Settings, measure_cell, reference_attention
+from padbench.worker.sweep import cells as cells_module
+from padbench.worker.sweep.cells import _one_cell, failed_cell
+from padbench.worker.sweep.inputs import Problem, make_input_sets
+from padbench.worker.sweep.kernels import SWEEP_KERNELS
+from padbench.worker.sweep.matmul import measure_matmul_tflops
+from padbench.worker.sweep.measure import Settings, measure_cell, reference_attention
 
 CPU = torch.device("cpu")
 QUICK = Settings(warmup=1, repeats=3, check_error=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from worker.engine.data import TokenizedData
-from worker.engine.synthetic import (
+from padbench.worker.engine.data import TokenizedData
+from padbench.worker.engine.synthetic import (
     WIKITEXT103_BERT_QUANTILES,
     DistributionError,
     fit_quantile_table,

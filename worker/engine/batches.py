@@ -14,7 +14,7 @@ from typing import Protocol
 import torch
 
 from padbench.contract.spec import StrategySpec
-from worker.registry import Registry
+from padbench.worker.registry import Registry
 
 
 @dataclass(frozen=True)

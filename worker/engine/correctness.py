@@ -28,8 +28,8 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from padbench.contract.spec import Dtype
-from worker.engine.batches import Batch, PackedBatch
-from worker.engine.model import config_of
+from padbench.worker.engine.batches import Batch, PackedBatch
+from padbench.worker.engine.model import config_of
 
 RELATIVE_TOLERANCE: dict[str, float] = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 4e-2}
 

@@ -24,7 +24,7 @@ from datasets.exceptions import DatasetsError
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from padbench.contract.spec import DataSpec
-from worker.engine.synthetic import DistributionError, get_distribution
+from padbench.worker.engine.synthetic import DistributionError, get_distribution
 
 SYNTHETIC = "synthetic"
 HUB_PREFIX = "hf:"

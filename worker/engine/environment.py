@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 import torch
 
 from padbench.contract.results import Environment
-from worker.engine.memory import nvml_session
+from padbench.worker.engine.memory import nvml_session
 
 # Distribution names each optional library has been published under, newest first.
 _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {

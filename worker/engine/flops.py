@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from transformers import GPT2Config
 
-from worker.engine.batches import Batch, PackedBatch
+from padbench.worker.engine.batches import Batch, PackedBatch
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Protocol
 import torch
 
 from padbench.contract.spec import MeasurementSpec
-from worker.engine.batches import Batch
+from padbench.worker.engine.batches import Batch
 
 
 class BatchClock(Protocol):

@@ -17,7 +17,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from padbench.contract.spec import Dtype, ModelSpec
-from worker.engine.lm_head import align_lm_head
+from padbench.worker.engine.lm_head import align_lm_head
 
 TORCH_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 

@@ -1,7 +1,7 @@
 """A padding job from spec to result: data and model once, then each strategy gated, measured and reported.
 
 Every strategy sees the same drawn sequences (same seed, same truncation), the same model weights and the
-same measurement rules (worker.engine.measure). A strategy that cannot run — its kernel is unavailable, its
+same measurement rules (padbench.worker.engine.measure). A strategy that cannot run — its kernel is unavailable, its
 layout fails the correctness gate, a batch fails the sanity check, or it runs out of memory — is reported
 as failed with the reason, and the job goes on with the next one.
 """
@@ -16,14 +16,14 @@ from transformers import GPT2Config
 
 from padbench.contract.results import PaddingResult, StrategyResult
 from padbench.contract.spec import Device, PaddingJobSpec
-from worker.engine import flops
-from worker.engine.correctness import gate_sample, reference_logits
-from worker.engine.data import load_sequences
-from worker.engine.environment import collect_environment
-from worker.engine.model import build_model, config_of, torch_dtype
-from worker.engine.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
-from worker.jobkinds import ProgressFn
-from worker.probe.auto import attach_probe_reports, probe_auto_batch_sizes, unprobed_result
+from padbench.worker.engine import flops
+from padbench.worker.engine.correctness import gate_sample, reference_logits
+from padbench.worker.engine.data import load_sequences
+from padbench.worker.engine.environment import collect_environment
+from padbench.worker.engine.model import build_model, config_of, torch_dtype
+from padbench.worker.engine.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
+from padbench.worker.jobkinds import ProgressFn
+from padbench.worker.probe.auto import attach_probe_reports, probe_auto_batch_sizes, unprobed_result
 
 # Shares of the progress bar: the rest is split evenly between the strategies.
 MODEL_SHARE, DATA_SHARE, REFERENCE_SHARE = 0.02, 0.10, 0.03

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
-from worker.engine.batches import Batch, PackedBatch
+from padbench.worker.engine.batches import Batch, PackedBatch
 
 IGNORE_INDEX = -100  # cross_entropy's default: positions that predict nothing
 ForwardFn = Callable[[torch.nn.Module, Batch], torch.Tensor]  # an attention kernel's forward: logits

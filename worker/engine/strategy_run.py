@@ -11,18 +11,25 @@ from dataclasses import dataclass
 
 import torch
 
-import worker.engine.strategies  # noqa: F401  (importing registers the strategies)
+import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.results import MemoryStats, StrategyResult
 from padbench.contract.spec import MeasurementSpec, PaddingJobSpec, StrategySpec
-from worker.engine import flops
-from worker.engine.attention import AttentionKernel, resolve_kernel
-from worker.engine.batches import STRATEGIES, Batch, Strategy
-from worker.engine.correctness import GateResult, check_layout
-from worker.engine.data import TokenizedData
-from worker.engine.measure import Measurement, batch_sanity_error, clock_for, invalid_reason, measure, summarize
-from worker.engine.memory import track_peak_memory
-from worker.engine.model import config_of
-from worker.engine.steps import (
+from padbench.worker.engine import flops
+from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
+from padbench.worker.engine.batches import STRATEGIES, Batch, Strategy
+from padbench.worker.engine.correctness import GateResult, check_layout
+from padbench.worker.engine.data import TokenizedData
+from padbench.worker.engine.measure import (
+    Measurement,
+    batch_sanity_error,
+    clock_for,
+    invalid_reason,
+    measure,
+    summarize,
+)
+from padbench.worker.engine.memory import track_peak_memory
+from padbench.worker.engine.model import config_of
+from padbench.worker.engine.steps import (
     StepFn,
     compiled,
     compiled_graph_count,
@@ -31,7 +38,7 @@ from worker.engine.steps import (
     next_token_labels,
     training_step,
 )
-from worker.jobkinds import ProgressFn
+from padbench.worker.jobkinds import ProgressFn
 
 # A training step's backward costs twice its forward (gradients of activations and of weights).
 TRAINING_FLOP_FACTOR = 3

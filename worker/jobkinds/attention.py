@@ -1,11 +1,11 @@
-"""The `attention` job kind: the attention kernel sweep (worker.sweep)."""
+"""The `attention` job kind: the attention kernel sweep (padbench.worker.sweep)."""
 
 from __future__ import annotations
 
 from padbench.contract.results import AttentionResult
 from padbench.contract.spec import AttentionJobSpec
-from worker.jobkinds import JOB_KINDS, ProgressFn
-from worker.sweep.runner import run_attention_job
+from padbench.worker.jobkinds import JOB_KINDS, ProgressFn
+from padbench.worker.sweep.runner import run_attention_job
 
 
 class AttentionJobKind:

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-import worker.engine.strategies  # noqa: F401  (importing registers the strategies)
+import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.results import ProbeReport, StrategyResult
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
-from worker.engine.attention import KernelUnavailable, resolve_kernel
-from worker.engine.batches import STRATEGIES
-from worker.engine.model import torch_dtype
-from worker.probe.runner import ProbeFailed, ProgressFn, find_batch_size
+from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
+from padbench.worker.engine.batches import STRATEGIES
+from padbench.worker.engine.model import torch_dtype
+from padbench.worker.probe.runner import ProbeFailed, ProgressFn, find_batch_size
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Child-process targets of the OOM probe (run through `worker.child.run_in_child`, never in the caller).
+"""Child-process targets of the OOM probe (run through `padbench.worker.child.run_in_child`, never in the caller).
 
 `probe_size` builds the job's model with the job's dtype and kernel, hands it the worst-case batch of
 the requested size and runs a few steps — forward passes, or full training steps — then reports the
@@ -25,13 +25,13 @@ from typing import Literal
 import torch
 
 from padbench.contract.spec import AttentionName, Dtype, StrategyName
-from worker.child import ChildContext
-from worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, resolve_kernel
-from worker.engine.batches import STRATEGIES, Batch
-from worker.engine.environment import nvidia_driver_version
-from worker.engine.memory import nvml_device_index, nvml_session
-from worker.engine.model import build_model, config_of, torch_dtype
-from worker.engine.steps import (
+from padbench.worker.child import ChildContext
+from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, resolve_kernel
+from padbench.worker.engine.batches import STRATEGIES, Batch
+from padbench.worker.engine.environment import nvidia_driver_version
+from padbench.worker.engine.memory import nvml_device_index, nvml_session
+from padbench.worker.engine.model import build_model, config_of, torch_dtype
+from padbench.worker.engine.steps import (
     StepFn,
     compiled,
     inference_step,
@@ -39,8 +39,8 @@ from worker.engine.steps import (
     next_token_labels,
     training_step,
 )
-from worker.engine.strategies.worst_case import worst_case_packed, worst_case_padded
-from worker.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
+from padbench.worker.engine.strategies.worst_case import worst_case_packed, worst_case_padded
+from padbench.worker.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
 
 _STATUS = Path("/proc/self/status")
 # glibc mallopt parameters (malloc.h): fixed thresholds also switch off the adaptive mmap threshold.
@@ -186,7 +186,7 @@ def _nvml_facts(device_index: int) -> DeviceFacts | None:
 def resolve_kernel_name(ctx: ChildContext, attention: AttentionName, strategy: StrategyName,
                         device: Literal["cuda", "cpu"], dtype: Dtype) -> str:
     """The kernel a strategy's `attention` resolves to on the device, for callers that must stay off CUDA."""
-    import worker.engine.strategies  # noqa: F401  (importing registers the strategies)
+    import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 
     layout = STRATEGIES.get(strategy).layout
     return resolve_kernel(attention, layout, torch.device(device), torch_dtype(dtype)).name

@@ -5,7 +5,7 @@
 
 Reads the device (and what other processes hold on it) first, answers from the probe cache when the
 same device, software and model were probed before, and otherwise runs the search policy of
-`worker.probe.search` with one spawned child per size. Only "fits" and "out of memory" steer the search;
+`padbench.worker.probe.search` with one spawned child per size. Only "fits" and "out of memory" steer the search;
 any other end of a child (sticky CUDA error, crash, timeout, plain error) stops the probe with
 `ProbeFailed`, which carries the child's log. Call it before the job's own model is on the device: memory
 the calling process holds counts, to the children, as held by others.
@@ -23,20 +23,20 @@ import torch
 
 from padbench.contract.results import ProbeAttempt, ProbeReport
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
-from worker.child import ChildReport, run_in_child
-from worker.engine.attention import ATTENTION_KERNELS
-from worker.engine.batches import PackedBatch
-from worker.engine.environment import flash_attn_cute_version, package_version
-from worker.engine.model import model_config
-from worker.probe.cache import CachedLimit, ProbeCache, ProbeKey
-from worker.probe.curves import MemoryCurve
-from worker.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
-from worker.probe.search import Reading, choose_size, search_ceiling, search_limit
+from padbench.worker.child import ChildReport, run_in_child
+from padbench.worker.engine.attention import ATTENTION_KERNELS
+from padbench.worker.engine.batches import PackedBatch
+from padbench.worker.engine.environment import flash_attn_cute_version, package_version
+from padbench.worker.engine.model import model_config
+from padbench.worker.probe.cache import CachedLimit, ProbeCache, ProbeKey
+from padbench.worker.probe.curves import MemoryCurve
+from padbench.worker.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
+from padbench.worker.probe.search import Reading, choose_size, search_ceiling, search_limit
 
 ProgressFn = Callable[[float, str], None]
 
-PROBE_TARGET = "worker.probe.child:probe_size"
-FACTS_TARGET = "worker.probe.child:read_device_facts"
+PROBE_TARGET = "padbench.worker.probe.child:probe_size"
+FACTS_TARGET = "padbench.worker.probe.child:read_device_facts"
 FACTS_TIMEOUT_S = 120.0
 # Allocator settings the measurement runs with; the children must use the same (anchors §4).
 ALLOCATOR_VARIABLES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")

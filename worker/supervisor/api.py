@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from client.api import ApiError, ApiSession, parse_body
+from padbench.client.api import ApiError, ApiSession, parse_body
 from padbench.contract.api import (
     Capabilities,
     Heartbeat,

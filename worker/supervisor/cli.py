@@ -11,9 +11,9 @@ import sys
 import threading
 from types import FrameType
 
-from worker.supervisor.api import WorkerApi
-from worker.supervisor.capabilities import CapabilityError, detect_capabilities
-from worker.supervisor.loop import FatalWorkerError, Supervisor, WorkerConfig
+from padbench.worker.supervisor.api import WorkerApi
+from padbench.worker.supervisor.capabilities import CapabilityError, detect_capabilities
+from padbench.worker.supervisor.loop import FatalWorkerError, Supervisor, WorkerConfig
 
 log = logging.getLogger("padbench.worker")
 

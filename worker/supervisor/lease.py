@@ -13,9 +13,9 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from client.api import ApiError
+from padbench.client.api import ApiError
 from padbench.contract.api import LeaseOut
-from worker.supervisor.api import LeaseLost, WorkerApi
+from padbench.worker.supervisor.api import LeaseLost, WorkerApi
 
 log = logging.getLogger("padbench.worker")
 

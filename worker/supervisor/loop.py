@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from client.api import ApiError
+from padbench.client.api import ApiError
 from padbench.contract.api import Capabilities, LeaseOut
-from worker.child import ChildReport, run_in_child
-from worker.supervisor.api import LeaseLost, WorkerApi
-from worker.supervisor.capabilities import gpu_environment
-from worker.supervisor.lease import LeaseKeeper
+from padbench.worker.child import ChildReport, run_in_child
+from padbench.worker.supervisor.api import LeaseLost, WorkerApi
+from padbench.worker.supervisor.capabilities import gpu_environment
+from padbench.worker.supervisor.lease import LeaseKeeper
 
 log = logging.getLogger("padbench.worker")
 
@@ -39,7 +39,7 @@ class WorkerConfig:
     # When the server is unreachable or erroring, back off further: nothing is lost by waiting.
     error_poll_max_s: float = 5.0
     once: bool = False
-    job_target: str = "worker.jobkinds:run_job"
+    job_target: str = "padbench.worker.jobkinds:run_job"
 
 
 class Backoff:

@@ -8,7 +8,7 @@ a call the kernel refuses becomes `unsupported`; a sticky CUDA error ends the ch
 not reach go to a fresh one. If a child dies or hangs, every cell it did not report is re-run alone, one
 child each, so the failure is pinned on the cell that caused it.
 
-A child started here is in its own session (worker.child), so a kill aimed at the job's process group
+A child started here is in its own session (padbench.worker.child), so a kill aimed at the job's process group
 misses it: each child therefore asks Linux to kill it when its parent dies.
 """
 
@@ -27,13 +27,13 @@ import torch
 
 from padbench.contract.results import AttentionCell
 from padbench.contract.spec import AttentionJobSpec
-from worker.child import ChildContext, ChildReport, classify_exception, run_in_child
-from worker.jobkinds import ProgressFn
-from worker.sweep.inputs import Problem
-from worker.sweep.kernels import SWEEP_KERNELS, SweepKernel, describe_error
-from worker.sweep.measure import Settings, measure_cell
+from padbench.worker.child import ChildContext, ChildReport, classify_exception, run_in_child
+from padbench.worker.jobkinds import ProgressFn
+from padbench.worker.sweep.inputs import Problem
+from padbench.worker.sweep.kernels import SWEEP_KERNELS, SweepKernel, describe_error
+from padbench.worker.sweep.measure import Settings, measure_cell
 
-CHILD_TARGET = "worker.sweep.cells:measure_cells"
+CHILD_TARGET = "padbench.worker.sweep.cells:measure_cells"
 CHILD_STARTUP_S = 120.0  # interpreter, torch import and CUDA context, on top of the per-cell limit
 # Messages with which a kernel refuses an input it cannot handle (as opposed to failing on it).
 _REFUSAL_MARKERS = ("No available kernel", "No viable backend", "not supported", "does not support", "is unavailable")

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from padbench.contract.spec import AttentionJobSpec, Dtype
-from worker.engine.synthetic import get_distribution
+from padbench.worker.engine.synthetic import get_distribution
 
 TORCH_DTYPES: dict[Dtype, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 # Forward + backward costs 2.5× the forward: the backward does five N² matmuls to the forward's two.

@@ -4,7 +4,7 @@ Each kernel binds a problem's canonical (batch, seq, heads, head_dim) tensors in
 that returns the output in the same layout; everything a kernel must build once (masks, block masks,
 flattened views, cumulative lengths) is built at bind time, outside the timed region. SDPA backends are
 pinned with `sdpa_kernel(...)`, which raises instead of silently falling back, so a cell always measures
-the kernel its column names. The varlen and flash-attn calls come from `worker.engine.attention.ops`,
+the kernel its column names. The varlen and flash-attn calls come from `padbench.worker.engine.attention.ops`,
 which detects library signatures once per process.
 
 Availability is detected, never assumed: a tiny call on the device in the dtype, cached per process.
@@ -23,9 +23,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
 from padbench.contract.spec import SweepKernelName
-from worker.engine.attention import ops
-from worker.registry import Registry
-from worker.sweep.inputs import InputSet, Problem, make_input_sets
+from padbench.worker.engine.attention import ops
+from padbench.worker.registry import Registry
+from padbench.worker.sweep.inputs import InputSet, Problem, make_input_sets
 
 KernelCall = Callable[[], torch.Tensor]
 Binder = Callable[[Problem, InputSet], KernelCall]

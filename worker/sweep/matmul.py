@@ -15,10 +15,10 @@ import numpy as np
 import torch
 
 from padbench.contract.spec import Dtype
-from worker.child import ChildContext
-from worker.engine.environment import collect_environment
-from worker.engine.flops import peak_flops
-from worker.sweep.inputs import TORCH_DTYPES
+from padbench.worker.child import ChildContext
+from padbench.worker.engine.environment import collect_environment
+from padbench.worker.engine.flops import peak_flops
+from padbench.worker.sweep.inputs import TORCH_DTYPES
 
 # Large enough to saturate the tensor cores of an H100/H200 (2·8192³ ≈ 1.1 TFLOP per call); the CPU
 # size keeps the measurement to about a second on a laptop.

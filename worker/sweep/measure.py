@@ -21,9 +21,9 @@ import numpy as np
 import torch
 
 from padbench.contract.results import AttentionCell
-from worker.engine.memory import host_peak_rss_bytes, reset_host_peak_rss
-from worker.sweep.inputs import InputSet, Problem, make_input_sets
-from worker.sweep.kernels import KernelCall, SweepKernel
+from padbench.worker.engine.memory import host_peak_rss_bytes, reset_host_peak_rss
+from padbench.worker.sweep.inputs import InputSet, Problem, make_input_sets
+from padbench.worker.sweep.kernels import KernelCall, SweepKernel
 
 INPUT_SETS = 3
 REFERENCE_ROWS = 1

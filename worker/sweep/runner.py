@@ -1,7 +1,7 @@
 """`run_attention_job`: the attention sweep from spec to result.
 
 The job's own process only orchestrates: the matmul rate and environment come from one child, the cells
-from others (worker.sweep.cells), so this process never holds a CUDA context and nothing a cell does can
+from others (padbench.worker.sweep.cells), so this process never holds a CUDA context and nothing a cell does can
 take the job down with it.
 """
 
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from padbench.contract.results import AttentionCell, AttentionResult, Environment
 from padbench.contract.spec import AttentionJobSpec
-from worker.child import run_in_child
-from worker.engine.runner import progress_span, resolve_device
-from worker.jobkinds import ProgressFn
-from worker.sweep.cells import run_cells
+from padbench.worker.child import run_in_child
+from padbench.worker.engine.runner import progress_span, resolve_device
+from padbench.worker.jobkinds import ProgressFn
+from padbench.worker.sweep.cells import run_cells
 
-CONTEXT_TARGET = "worker.sweep.matmul:measure_context"
+CONTEXT_TARGET = "padbench.worker.sweep.matmul:measure_context"
 CONTEXT_TIMEOUT_S = 300.0
 # Share of the progress bar the matmul/environment child takes; the cells take the rest.
 CONTEXT_SHARE = 0.05

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, status
 from sqlalchemy import text
 
-from server.api.deps import ReadSessionDep
+from padbench.server.api.deps import ReadSessionDep
 
 router = APIRouter(tags=["health"])
 

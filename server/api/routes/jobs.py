@@ -12,12 +12,12 @@ from fastapi.responses import JSONResponse
 from padbench.contract.api import JobCreate, JobCreated, JobOut, JobPage, JobStatus
 from padbench.contract.results import JobResult
 from padbench.contract.spec import JOB_SPEC_ADAPTER
-from server import queue
-from server.api.deps import ReadSessionDep, SessionDep, SettingsDep, SubmitterAuth
-from server.api.views import job_out
-from server.core.security import Principal
-from server.db import reads
-from server.requirements import job_requirements
+from padbench.server import queue
+from padbench.server.api.deps import ReadSessionDep, SessionDep, SettingsDep, SubmitterAuth
+from padbench.server.api.views import job_out
+from padbench.server.core.security import Principal
+from padbench.server.db import reads
+from padbench.server.requirements import job_requirements
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 

@@ -21,14 +21,14 @@ from padbench.contract.api import (
     LeaseRequest,
 )
 from padbench.contract.results import JOB_RESULT_ADAPTER
-from server import queue
-from server.api.deps import SessionDep, SettingsDep, WorkerAuth
-from server.api.errors import HTTP_UNPROCESSABLE
-from server.api.views import job_out
-from server.core.security import Principal
-from server.db import reads
-from server.db.models import Worker
-from server.requirements import offered_capabilities
+from padbench.server import queue
+from padbench.server.api.deps import SessionDep, SettingsDep, WorkerAuth
+from padbench.server.api.errors import HTTP_UNPROCESSABLE
+from padbench.server.api.views import job_out
+from padbench.server.core.security import Principal
+from padbench.server.db import reads
+from padbench.server.db.models import Worker
+from padbench.server.requirements import offered_capabilities
 
 router = APIRouter(prefix="/leases", tags=["leases"])
 

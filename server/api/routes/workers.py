@@ -6,10 +6,10 @@ from fastapi import APIRouter, HTTPException, Response, status
 from sqlalchemy import select
 
 from padbench.contract.api import WorkerOut, WorkerRegister
-from server.api.deps import AdminAuth, ReadSessionDep, SessionDep, WorkerAuth
-from server.api.views import worker_out
-from server.db.models import Worker
-from server.db.workers import WorkerNameTaken, register_worker
+from padbench.server.api.deps import AdminAuth, ReadSessionDep, SessionDep, WorkerAuth
+from padbench.server.api.views import worker_out
+from padbench.server.db.models import Worker
+from padbench.server.db.workers import WorkerNameTaken, register_worker
 
 router = APIRouter(prefix="/workers", tags=["workers"])
 

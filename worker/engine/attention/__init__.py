@@ -11,10 +11,10 @@ from __future__ import annotations
 import torch
 
 from padbench.contract.spec import AttentionName
-from worker.engine.attention import packed, padded  # noqa: F401  (importing registers the kernels)
-from worker.engine.attention.base import ATTENTION_KERNELS, AttentionKernel
-from worker.engine.attention.ops import KernelUnavailable
-from worker.engine.batches import PackedBatch, PaddedBatch
+from padbench.worker.engine.attention import packed, padded  # noqa: F401  (importing registers the kernels)
+from padbench.worker.engine.attention.base import ATTENTION_KERNELS, AttentionKernel
+from padbench.worker.engine.attention.ops import KernelUnavailable
+from padbench.worker.engine.batches import PackedBatch, PaddedBatch
 
 __all__ = ["ATTENTION_KERNELS", "AttentionKernel", "KernelUnavailable", "available_kernels", "resolve_kernel"]
 

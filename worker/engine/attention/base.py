@@ -21,11 +21,11 @@ import torch
 from torch.nn.attention.flex_attention import BlockMask
 from transformers import AttentionInterface
 
-from worker.engine.attention import ops
-from worker.engine.attention.ops import KernelUnavailable
-from worker.engine.batches import Batch, PackedBatch, PaddedBatch
-from worker.engine.model import config_of
-from worker.registry import Registry
+from padbench.worker.engine.attention import ops
+from padbench.worker.engine.attention.ops import KernelUnavailable
+from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
+from padbench.worker.engine.model import config_of
+from padbench.worker.registry import Registry
 
 HALF_PRECISION = (torch.float16, torch.bfloat16)
 HF_NAME_PREFIX = "padbench-"

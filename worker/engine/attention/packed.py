@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 import torch
 from torch.nn.attention.flex_attention import BlockMask
 
-from worker.engine.attention import ops
-from worker.engine.attention.base import AttentionKernel, FlexKernel, MaskedKernel, register_kernel
-from worker.engine.batches import Batch, PackedBatch
+from padbench.worker.engine.attention import ops
+from padbench.worker.engine.attention.base import AttentionKernel, FlexKernel, MaskedKernel, register_kernel
+from padbench.worker.engine.batches import Batch, PackedBatch
 
 
 class PackedKernel(AttentionKernel):

@@ -14,9 +14,9 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.flex_attention import BlockMask
 
-from worker.engine.attention import ops
-from worker.engine.attention.base import AttentionKernel, FlexKernel, MaskedKernel, register_kernel
-from worker.engine.batches import Batch, PaddedBatch
+from padbench.worker.engine.attention import ops
+from padbench.worker.engine.attention.base import AttentionKernel, FlexKernel, MaskedKernel, register_kernel
+from padbench.worker.engine.batches import Batch, PaddedBatch
 
 
 class PaddedKernel(AttentionKernel):

@@ -1,6 +1,6 @@
 """The four batching layouts. Importing this package registers each of them in STRATEGIES."""
 
-from worker.engine.strategies import binned, dynamic, packed, static
-from worker.engine.strategies.worst_case import worst_case_packed, worst_case_padded
+from padbench.worker.engine.strategies import binned, dynamic, packed, static
+from padbench.worker.engine.strategies.worst_case import worst_case_packed, worst_case_padded
 
 __all__ = ["binned", "dynamic", "packed", "static", "worst_case_packed", "worst_case_padded"]

@@ -18,8 +18,8 @@ from itertools import pairwise
 import numpy as np
 
 from padbench.contract.spec import StrategySpec
-from worker.engine.batches import STRATEGIES, PaddedBatch
-from worker.engine.strategies.collate import check_sequences, in_batches, padded_batch
+from padbench.worker.engine.batches import STRATEGIES, PaddedBatch
+from padbench.worker.engine.strategies.collate import check_sequences, in_batches, padded_batch
 
 
 def length_bins(lengths: np.ndarray, n_bins: int, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from padbench.contract.spec import StrategySpec
-from worker.engine.batches import STRATEGIES, PaddedBatch
-from worker.engine.strategies.collate import check_sequences, in_batches, padded_batch, shuffled_order
+from padbench.worker.engine.batches import STRATEGIES, PaddedBatch
+from padbench.worker.engine.strategies.collate import check_sequences, in_batches, padded_batch, shuffled_order
 
 
 class DynamicPadding:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from padbench.contract.spec import StrategySpec
-from worker.engine.batches import STRATEGIES, PackedBatch
-from worker.engine.strategies.collate import check_sequences, packed_batch, shuffled_order
-from worker.engine.strategies.packing import windowed_ffd
+from padbench.worker.engine.batches import STRATEGIES, PackedBatch
+from padbench.worker.engine.strategies.collate import check_sequences, packed_batch, shuffled_order
+from padbench.worker.engine.strategies.packing import windowed_ffd
 
 
 class PackedSequences:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from worker.engine.batches import PackedBatch, PaddedBatch
-from worker.engine.strategies.collate import segment_layout
+from padbench.worker.engine.batches import PackedBatch, PaddedBatch
+from padbench.worker.engine.strategies.collate import segment_layout
 
 
 def _random_ids(shape: tuple[int, ...], vocab_size: int) -> torch.Tensor:
