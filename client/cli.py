@@ -1,4 +1,4 @@
-"""Client subcommands: submit, status, wait, results, list, cancel (and `demo`, from padbench.demo).
+"""Client subcommands: submit, status, wait, results, list, cancel (and `demo`, from padbench.client.demo).
 
 Every command takes `--server`/`PADBENCH_SERVER` and `--token`/`PADBENCH_TOKEN`. A failure prints one
 line on stderr — the server's own reason when it gave one (e.g. a 422's field and message) — and exits
@@ -14,10 +14,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from padbench.client.api import ApiError, PadbenchClient
+from padbench.client.api import PadbenchClient
 from padbench.client.display import format_page, format_status
 from padbench.client.progress import ProgressBar
 from padbench.contract.api import JobOut, JobStatus
+from padbench.http import ApiError
 from padbench.report import render
 from padbench.specfile import SpecError, load_spec
 
@@ -47,7 +48,7 @@ def _command(subparsers: argparse._SubParsersAction, name: str, handler: Callabl
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from padbench.demo import add_demo_command
+    from padbench.client.demo import add_demo_command
 
     submit = _command(subparsers, "submit", submit_job, "validate a job spec (YAML/JSON) and queue it")
     submit.add_argument("spec", type=Path, help="job spec file")

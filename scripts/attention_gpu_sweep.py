@@ -23,7 +23,7 @@ from pathlib import Path
 from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult
 from padbench.contract.spec import AttentionJobSpec, SweepKernelName
 from padbench.report.attention import render_table
-from padbench.worker.sweep.runner import run_attention_job
+from padbench.worker.jobs.attention.job import run_attention_job
 
 ALL_KERNELS = list(typing.get_args(SweepKernelName))
 # (batch, heads, head_dim) by name: the FA2/FA3 tables' configuration and FlashTile's.

@@ -25,9 +25,14 @@ from typing import Any
 
 from padbench.contract.results import JOB_RESULT_ADAPTER, PaddingResult, ProbeReport
 from padbench.contract.spec import GPT2Fields, ModelSpec, PaddingJobSpec, ProbeSpec, StrategySpec
-from padbench.worker.child import run_in_child
-from padbench.worker.probe.cache import ProbeCache
-from padbench.worker.probe.runner import PROBE_TARGET, allocator_environment, find_batch_size, probe_request
+from padbench.worker.jobs.padding.probe.cache import ProbeCache
+from padbench.worker.jobs.padding.probe.trials import (
+    PROBE_TARGET,
+    allocator_environment,
+    find_batch_size,
+    probe_request,
+)
+from padbench.worker.runtime.isolation import run_in_child
 
 # (strategy, attention on a GPU, attention on the CPU, where flash kernels do not run)
 CASES: tuple[tuple[str, str, str], ...] = (
@@ -93,8 +98,8 @@ def job_spec(arguments: argparse.Namespace, strategy: str, attention: str) -> Pa
 
 def resolved_kernel(spec: PaddingJobSpec) -> str:
     strategy = spec.strategies[0]
-    child = run_in_child("padbench.worker.probe.child:resolve_kernel_name", spec.attention_for(strategy), strategy.name,
-                         spec.device, spec.dtype, timeout_s=300)
+    child = run_in_child("padbench.worker.jobs.padding.probe.child:resolve_kernel_name",
+                         spec.attention_for(strategy), strategy.name, spec.device, spec.dtype, timeout_s=300)
     if child.outcome != "ok":
         sys.exit(f"{strategy.label}: kernel {spec.attention_for(strategy)!r} cannot run: {child.error}")
     return child.value
@@ -135,7 +140,7 @@ def measure_at(spec: PaddingJobSpec, chosen: int) -> PaddingResult | str:
     per_batch = chosen * (8 if strategy.name == "packed" else 1)
     measured = spec.model_copy(update={"strategies": [strategy], "batch_size": chosen,
                                        "data": spec.data.model_copy(update={"num_samples": 4 * per_batch})})
-    child = run_in_child("padbench.worker.jobkinds:run_job", measured.model_dump(mode="json"), timeout_s=600,
+    child = run_in_child("padbench.worker.jobs:run_job", measured.model_dump(mode="json"), timeout_s=600,
                          env=allocator_environment())
     if child.outcome != "ok":
         return f"{child.outcome}: {child.error}"

@@ -23,10 +23,11 @@ import torch
 
 from padbench.contract.spec import PaddingJobSpec
 from padbench.report import render_table
-from padbench.worker.engine.environment import collect_environment
 from padbench.worker.engine.measure import clock_for
-from padbench.worker.engine.memory import track_peak_memory
-from padbench.worker.engine.runner import resolve_device, run_padding_job
+from padbench.worker.jobs.padding.job import run_padding_job
+from padbench.worker.runtime.device import resolve_device
+from padbench.worker.runtime.environment import collect_environment
+from padbench.worker.runtime.memory import track_peak_memory
 
 FAILURES: list[str] = []
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter
 
 from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
 
@@ -35,7 +35,10 @@ class Environment(ResultModel):
     datasets: str | None = None
     dataset_digest: str | None = None
     seeds: dict[str, int] = {}
-    peak_bf16_tflops: float | None = None  # the device peak used for MFU, and where it came from
+    # The device's datasheet peak in the job's dtype (bf16 and fp16 share one on the GPUs tabulated), used
+    # for MFU, and where it came from. Results stored before the field had its dtype-neutral name carry it
+    # as `peak_bf16_tflops`, which is still read.
+    peak_tflops: float | None = Field(default=None, validation_alias=AliasChoices("peak_tflops", "peak_bf16_tflops"))
     peak_source: str | None = None
     started_at: str  # ISO 8601, UTC
 

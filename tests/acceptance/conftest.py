@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from padbench.client.api import PadbenchClient
+from padbench.client.demo import Tokens, background, free_loopback_port, padbench_command, wait_until_healthy
 from padbench.contract.api import JobOut
-from padbench.demo import Tokens, background, free_loopback_port, padbench_command, wait_until_healthy
 
 
 @dataclass

@@ -32,10 +32,10 @@ from typing import Any
 import httpx
 
 from padbench.client.api import PadbenchClient
+from padbench.client.demo import Tokens, background, free_loopback_port, padbench_command, wait_until_healthy
 from padbench.contract.api import Capabilities
 from padbench.contract.spec import PaddingJobSpec
-from padbench.demo import Tokens, background, free_loopback_port, padbench_command, wait_until_healthy
-from padbench.worker.child import ChildContext
+from padbench.worker.runtime.isolation import ChildContext
 from padbench.worker.supervisor.api import WorkerApi
 from padbench.worker.supervisor.loop import Supervisor, WorkerConfig
 

@@ -9,8 +9,8 @@ import os
 import signal
 import time
 
-from padbench.worker.child import ChildContext
-from padbench.worker.probe.protocol import ProbeMeasurement, ProbeRequest
+from padbench.worker.jobs.padding.probe.protocol import ProbeMeasurement, ProbeRequest
+from padbench.worker.runtime.isolation import ChildContext
 
 MIB = 2**20
 FAKE_CAPACITY = 100 * MIB

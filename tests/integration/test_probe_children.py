@@ -19,9 +19,9 @@ from padbench.contract.spec import (
     ProbeSpec,
     StrategySpec,
 )
-from padbench.worker.probe.cache import ProbeCache
-from padbench.worker.probe.runner import ProbeFailed, find_batch_size
-from padbench.worker.probe.search import bracket_tolerance, choose_size
+from padbench.worker.jobs.padding.probe.cache import ProbeCache
+from padbench.worker.jobs.padding.probe.search import bracket_tolerance, choose_size
+from padbench.worker.jobs.padding.probe.trials import ProbeFailed, find_batch_size
 
 MIB = 2**20
 TINY = ModelSpec(config=GPT2Fields(n_layer=2, n_embd=64, n_head=4, vocab_size=1000, n_positions=128))
@@ -126,8 +126,8 @@ def test_a_changed_budget_misses_the_cache_and_a_corrupt_cache_file_is_ignored(c
 
 def run_auto_and_fixed_job(cache: ProbeCache, monkeypatch: pytest.MonkeyPatch, target: str) -> PaddingResult:
     """A two-strategy job: static at `auto` (probed by the test child `target`), dynamic at batch 4."""
-    from padbench.worker.engine.runner import run_padding_job
-    from padbench.worker.probe import auto
+    from padbench.worker.jobs.padding.job import run_padding_job
+    from padbench.worker.jobs.padding.probe import auto
 
     monkeypatch.setattr(auto, "find_batch_size",
                         functools.partial(find_batch_size, cache=cache, probe_target=TARGETS + target))

@@ -8,9 +8,9 @@ import pytest
 from padbench.contract.results import AttentionResult
 from padbench.contract.spec import AttentionJobSpec
 from padbench.report.attention import render_table
-from padbench.worker.child import run_in_child
-from padbench.worker.sweep import cells as cells_module
-from padbench.worker.sweep.cells import run_cells
+from padbench.worker.jobs.attention import cells as cells_module
+from padbench.worker.jobs.attention.cells import run_cells
+from padbench.worker.runtime.isolation import run_in_child
 
 
 def test_attention_job_end_to_end_with_an_oom_cell() -> None:
@@ -19,7 +19,7 @@ def test_attention_job_end_to_end_with_an_oom_cell() -> None:
             "dtype": "fp32", "kernels": ["naive", "flash-attn"], "device": "cpu", "warmup": 1, "repeats": 3,
             "cpu_memory_budget_bytes": 12 * 2**20}
     progress: list[float] = []
-    report = run_in_child("padbench.worker.jobkinds:run_job", spec, timeout_s=240,
+    report = run_in_child("padbench.worker.jobs:run_job", spec, timeout_s=240,
                           on_progress=lambda fraction, message: progress.append(fraction))
     assert report.outcome == "ok", report.traceback
     result = AttentionResult.model_validate(report.value)

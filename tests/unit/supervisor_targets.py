@@ -9,7 +9,7 @@ from typing import Any
 
 from padbench.contract.results import Environment, PaddingResult
 from padbench.contract.spec import PaddingJobSpec
-from padbench.worker.child import ChildContext
+from padbench.worker.runtime.isolation import ChildContext
 
 
 def finish_with_progress(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:

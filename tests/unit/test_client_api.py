@@ -9,7 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from padbench.client.api import ApiError, PadbenchClient, describe_detail, error_from_response
+from padbench.client.api import PadbenchClient
+from padbench.http import ApiError, describe_detail, error_from_response
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc).isoformat()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from padbench.demo import Tokens, background, free_loopback_port
+from padbench.client.demo import Tokens, background, free_loopback_port
 from padbench.server.core.security import parse_token_line
 
 

@@ -6,8 +6,9 @@ import torch
 
 from padbench.contract.spec import ModelSpec
 from padbench.worker.engine.batches import PackedBatch, PaddedBatch
-from padbench.worker.engine.flops import ModelShape, batch_flops, peak_flops, peak_flops_for_name
+from padbench.worker.engine.flops import ModelShape, batch_flops
 from padbench.worker.engine.model import model_config
+from padbench.worker.runtime.peaks import peak_flops, peak_flops_for_name
 
 # tiny: 2 layers, width 64, MLP 256, vocab 30,522. MACs per token: per layer 3·64² + 64² + 2·64·256 = 49,152,
 # two layers 98,304, LM head 64·30,522 = 1,953,408 → 2,051,712 MACs = 4,103,424 FLOPs.

@@ -10,7 +10,8 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from padbench.contract.spec import GPT2Fields, ModelSpec
-from padbench.worker.engine.model import ModelSourceError, build_model, model_config, model_max_positions, torch_dtype
+from padbench.worker.engine.model import ModelSourceError, build_model, model_config, model_max_positions
+from padbench.worker.runtime.device import torch_dtype
 
 CPU = torch.device("cpu")
 SMALL = GPT2Fields(n_layer=1, n_embd=32, n_head=2, vocab_size=100, n_positions=64)

@@ -16,12 +16,14 @@ import torch
 
 from padbench.contract.results import PaddingResult, StrategyResult
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
-from padbench.worker.engine import steps, strategy_run
+from padbench.worker.engine import steps
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
-from padbench.worker.engine.runner import DeviceUnavailable, resolve_device, run_padding_job, with_speedups
 from padbench.worker.engine.steps import next_token_labels
-from padbench.worker.registry import Registry
+from padbench.worker.jobs.padding import strategy_run
+from padbench.worker.jobs.padding.job import run_padding_job, with_speedups
+from padbench.worker.runtime.device import DeviceUnavailable, resolve_device
+from padbench.worker.runtime.registry import Registry
 
 TINY_MODEL = {"config": {"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 512, "n_positions": 64}}
 MODEL_POSITIONS = TINY_MODEL["config"]["n_positions"]

@@ -145,7 +145,7 @@ def test_stop_releases_the_lease_and_kills_the_child(tmp_path: Path) -> None:
 
 def test_the_worker_and_client_commands_never_import_torch() -> None:
     # A fresh interpreter: other tests in this session may have imported torch themselves.
-    probe = ("import sys, padbench.cli, padbench.worker.supervisor.loop, padbench.worker.supervisor.cli,"
+    probe = ("import sys, padbench.cli, padbench.worker.supervisor.loop, padbench.worker.cli.work,"
              " padbench.client.cli;"
              "padbench.cli.build_parser(); print('torch' in sys.modules)")
     answer = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

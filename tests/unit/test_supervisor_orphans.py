@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.unit.test_supervisor_loop import process_alive, wait_for
 
 PARENT = """
-from padbench.worker.child import run_in_child
+from padbench.worker.runtime.isolation import run_in_child
 run_in_child("tests.unit.supervisor_targets:run_until_killed", {{"pid_file": {pid_file!r}}})
 """
 

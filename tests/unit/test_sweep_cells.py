@@ -9,12 +9,12 @@ import torch
 
 from padbench.contract.results import AttentionCell
 from padbench.contract.spec import AttentionJobSpec
-from padbench.worker.child import ChildReport
-from padbench.worker.sweep import cells as cells_module
-from padbench.worker.sweep.cells import _one_cell, run_cells
-from padbench.worker.sweep.inputs import Problem
-from padbench.worker.sweep.kernels import SWEEP_KERNELS
-from padbench.worker.sweep.measure import Settings
+from padbench.worker.jobs.attention import cells as cells_module
+from padbench.worker.jobs.attention.cells import _one_cell, run_cells
+from padbench.worker.jobs.attention.inputs import Problem
+from padbench.worker.jobs.attention.kernels import SWEEP_KERNELS
+from padbench.worker.jobs.attention.measure import CellSettings
+from padbench.worker.runtime.isolation import ChildReport
 
 SPEC = AttentionJobSpec(kind="attention", batch=1, heads=2, head_dim=16, seq_lens=[256, 64, 128], dtype="fp32",
                         kernels=["naive", "flash-attn", "sdpa-math"], device="cpu")
@@ -82,6 +82,6 @@ def test_a_sticky_cuda_error_ends_the_child(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(cells_module, "measure_cell", poisoned)
     problem = Problem.from_spec(SPEC, 64)
-    cell, sticky = _one_cell(SWEEP_KERNELS.get("naive"), problem, torch.device("cpu"), Settings(1, 1, False), None)
+    cell, sticky = _one_cell(SWEEP_KERNELS.get("naive"), problem, torch.device("cpu"), CellSettings(1, 1, False), None)
     assert (cell.status, sticky) == ("error", True)
     assert cell.reason is not None and "illegal memory access" in cell.reason

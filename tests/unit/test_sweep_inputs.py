@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from padbench.contract.spec import AttentionJobSpec
-from padbench.worker.sweep.inputs import DocumentStructure, Problem, make_input_sets
+from padbench.worker.jobs.attention.inputs import DocumentStructure, Problem, make_input_sets
 
 
 def spec(**fields: object) -> AttentionJobSpec:

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from padbench.contract.spec import AttentionJobSpec, SweepKernelName
-from padbench.worker.sweep.cells import predicted_oom
-from padbench.worker.sweep.inputs import Problem, make_input_sets
-from padbench.worker.sweep.kernels import SWEEP_KERNELS, available_sweep_kernels
-from padbench.worker.sweep.measure import relative_error
+from padbench.worker.jobs.attention.cells import predicted_oom
+from padbench.worker.jobs.attention.inputs import Problem, make_input_sets
+from padbench.worker.jobs.attention.kernels import SWEEP_KERNELS, available_sweep_kernels
+from padbench.worker.jobs.attention.measure import relative_error
 
 CPU = torch.device("cpu")
 

@@ -6,15 +6,15 @@ import pytest
 import torch
 
 from padbench.contract.spec import AttentionJobSpec
-from padbench.worker.sweep import cells as cells_module
-from padbench.worker.sweep.cells import _one_cell, failed_cell
-from padbench.worker.sweep.inputs import Problem, make_input_sets
-from padbench.worker.sweep.kernels import SWEEP_KERNELS
-from padbench.worker.sweep.matmul import measure_matmul_tflops
-from padbench.worker.sweep.measure import Settings, measure_cell, reference_attention
+from padbench.worker.jobs.attention import cells as cells_module
+from padbench.worker.jobs.attention.cells import _one_cell, failed_cell
+from padbench.worker.jobs.attention.inputs import Problem, make_input_sets
+from padbench.worker.jobs.attention.kernels import SWEEP_KERNELS
+from padbench.worker.jobs.attention.matmul import measure_matmul_tflops
+from padbench.worker.jobs.attention.measure import CellSettings, measure_cell, reference_attention
 
 CPU = torch.device("cpu")
-QUICK = Settings(warmup=1, repeats=3, check_error=True)
+QUICK = CellSettings(warmup=1, repeats=3, check_error=True)
 
 
 def problem(seq_len: int = 64, **fields: object) -> Problem:
@@ -36,7 +36,7 @@ def test_cell_figures_follow_from_the_timing(direction: str) -> None:
 
 
 def test_error_check_can_be_switched_off() -> None:
-    cell = measure_cell(SWEEP_KERNELS.get("sdpa-math"), problem(), CPU, Settings(0, 2, check_error=False))
+    cell = measure_cell(SWEEP_KERNELS.get("sdpa-math"), problem(), CPU, CellSettings(0, 2, check_error=False))
     assert cell.rel_error is None
 
 

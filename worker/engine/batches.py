@@ -14,7 +14,7 @@ from typing import Protocol
 import torch
 
 from padbench.contract.spec import StrategySpec
-from padbench.worker.registry import Registry
+from padbench.worker.runtime.registry import Registry
 
 
 @dataclass(frozen=True)

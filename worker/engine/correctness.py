@@ -33,7 +33,7 @@ from padbench.worker.engine.model import config_of
 
 RELATIVE_TOLERANCE: dict[str, float] = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 4e-2}
 
-ForwardFn = Callable[[Batch], torch.Tensor]  # logits for a prepared, device-resident batch
+BatchLogitsFn = Callable[[Batch], torch.Tensor]  # logits for a prepared, device-resident batch
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def compare(candidates: Mapping[int, torch.Tensor], references: Sequence[torch.T
     return GateResult(True, max_error, tolerance)
 
 
-def check_layout(forward: ForwardFn, batches: Iterable[Batch], references: Sequence[torch.Tensor],
+def check_layout(forward: BatchLogitsFn, batches: Iterable[Batch], references: Sequence[torch.Tensor],
                  dtype: Dtype) -> GateResult:
     """Run the prepared sample batches through `forward` and compare every sequence with its reference.
 

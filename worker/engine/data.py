@@ -19,12 +19,12 @@ from typing import Any
 
 import datasets
 import numpy as np
-import platformdirs
 from datasets.exceptions import DatasetsError
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from padbench.contract.spec import DataSpec
 from padbench.worker.engine.synthetic import DistributionError, get_distribution
+from padbench.worker.runtime.settings import WorkerSettings
 
 SYNTHETIC = "synthetic"
 HUB_PREFIX = "hf:"
@@ -61,10 +61,6 @@ class TokenizedCorpus:
     description: str
 
 
-def default_cache_dir() -> Path:
-    return Path(platformdirs.user_cache_dir("padbench")) / "datasets"
-
-
 def load_sequences(data: DataSpec, vocab_size: int, cache_dir: Path | None = None,
                    progress: Progress | None = None) -> TokenizedData:
     report = progress or (lambda fraction, message: None)
@@ -73,7 +69,7 @@ def load_sequences(data: DataSpec, vocab_size: int, cache_dir: Path | None = Non
         report(1.0, f"{len(synthetic.sequences)} synthetic sequences ready")
         return synthetic
     tokenizer = load_tokenizer(data.tokenizer or "")
-    corpus = tokenize_corpus(data, tokenizer, cache_dir or default_cache_dir(), report)
+    corpus = tokenize_corpus(data, tokenizer, cache_dir or WorkerSettings().datasets_cache_dir, report)
     report(0.9, f"drawing {data.num_samples} sequences")
     rows = corpus.dataset[draw_indices(len(corpus.dataset), data).tolist()]["input_ids"]
     sequences = [ids[: data.max_length] for ids in rows]

@@ -80,6 +80,16 @@ def clock_for(device: torch.device) -> BatchClock:
     return CudaEventClock(device) if device.type == "cuda" else PerfCounterClock()
 
 
+def time_calls(calls: Sequence[Callable[[], object]], device: torch.device) -> list[float]:
+    """Seconds each call took, the calls issued back to back and the device synchronised once, at the end."""
+    clock = clock_for(device)
+    clock.start()
+    for call in calls:
+        call()
+        clock.mark()
+    return clock.collect()
+
+
 @dataclass(frozen=True)
 class RepeatTiming:
     batch_indices: tuple[int, ...]  # which prepared batch each measured step issued

@@ -16,10 +16,8 @@ from typing import Literal, TypedDict, cast
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from padbench.contract.spec import Dtype, ModelSpec
+from padbench.contract.spec import ModelSpec
 from padbench.worker.engine.lm_head import align_lm_head
-
-TORCH_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
 class DropoutRates(TypedDict):
@@ -40,10 +38,6 @@ DEFAULT_ATTENTION = "sdpa"
 
 class ModelSourceError(ValueError):
     """A model directory that cannot be used; the message names the `model.path` and why."""
-
-
-def torch_dtype(name: Dtype) -> torch.dtype:
-    return TORCH_DTYPES[name]
 
 
 WeightInit = Literal["seeded", "on_device"]

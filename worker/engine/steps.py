@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from padbench.worker.engine.batches import Batch, PackedBatch
 
 IGNORE_INDEX = -100  # cross_entropy's default: positions that predict nothing
-ForwardFn = Callable[[torch.nn.Module, Batch], torch.Tensor]  # an attention kernel's forward: logits
+KernelForwardFn = Callable[[torch.nn.Module, Batch], torch.Tensor]  # an attention kernel's forward: logits
 StepFn = Callable[[int], None]  # issue the step for prepared batch number i
 
 # The compiler backend for `compile: true`; a module setting so tests can trace with a cheaper one.
@@ -53,7 +53,7 @@ def compiled_graph_count() -> int:
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
 
-def inference_step(model: torch.nn.Module, forward: ForwardFn, batches: Sequence[Batch]) -> StepFn:
+def inference_step(model: torch.nn.Module, forward: KernelForwardFn, batches: Sequence[Batch]) -> StepFn:
     def step(index: int) -> None:
         with torch.inference_mode():
             forward(model, batches[index])
@@ -61,7 +61,7 @@ def inference_step(model: torch.nn.Module, forward: ForwardFn, batches: Sequence
     return step
 
 
-def training_step(model: torch.nn.Module, forward: ForwardFn, batches: Sequence[Batch],
+def training_step(model: torch.nn.Module, forward: KernelForwardFn, batches: Sequence[Batch],
                   labels: Sequence[torch.Tensor], optimizer: torch.optim.Optimizer) -> StepFn:
     """Forward, cross-entropy over the real next-token positions, backward, AdamW step."""
 

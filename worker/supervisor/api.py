@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from padbench.client.api import ApiError, ApiSession, parse_body
 from padbench.contract.api import (
     Capabilities,
     Heartbeat,
@@ -22,6 +21,7 @@ from padbench.contract.api import (
     WorkerOut,
     WorkerRegister,
 )
+from padbench.http import ApiError, ApiSession, parse_body
 
 HTTP_CONFLICT = 409
 HTTP_NO_CONTENT = 204

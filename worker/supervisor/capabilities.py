@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from padbench.contract.api import Capabilities
-from padbench.worker.child import ChildContext, run_in_child
-from padbench.worker.jobkinds import PLUGIN_MODULES
+from padbench.worker.jobs import PLUGIN_MODULES
+from padbench.worker.runtime.isolation import ChildContext, run_in_child
 
 DETECT_TIMEOUT_S = 120.0
 
@@ -45,7 +45,7 @@ def runnable_kernel_names(device: str) -> list[str]:
     (`torch-flash-varlen`); attention sweeps name sweep kernels (`naive`, `sdpa-flash`, `varlen`, …).
     """
     from padbench.worker.engine.attention import ATTENTION_KERNELS, available_kernels
-    from padbench.worker.sweep.kernels import available_sweep_kernels
+    from padbench.worker.jobs.attention.kernels import available_sweep_kernels
 
     padding_kernels = set(available_kernels(device))
     families = {kernel.family for name, kernel in ATTENTION_KERNELS.items() if name in padding_kernels}

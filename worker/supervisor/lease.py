@@ -13,8 +13,8 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from padbench.client.api import ApiError
 from padbench.contract.api import LeaseOut
+from padbench.http import ApiError
 from padbench.worker.supervisor.api import LeaseLost, WorkerApi
 
 log = logging.getLogger("padbench.worker")

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from padbench.client.api import ApiError
 from padbench.contract.api import Capabilities, LeaseOut
-from padbench.worker.child import ChildReport, run_in_child
+from padbench.http import ApiError
+from padbench.worker.runtime.isolation import ChildReport, run_in_child
+from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S
 from padbench.worker.supervisor.api import LeaseLost, WorkerApi
 from padbench.worker.supervisor.capabilities import gpu_environment
 from padbench.worker.supervisor.lease import LeaseKeeper
@@ -32,14 +33,14 @@ HTTP_FORBIDDEN = 403
 class WorkerConfig:
     name: str
     gpu: str | None = None
-    job_timeout_s: float = 6 * 3600.0
+    job_timeout_s: float = DEFAULT_JOB_TIMEOUT_S
     # Idle polling starts fast and backs off to this cap, so a new job is picked up within ~0.5 s.
     idle_poll_first_s: float = 0.05
     idle_poll_max_s: float = 0.5
     # When the server is unreachable or erroring, back off further: nothing is lost by waiting.
     error_poll_max_s: float = 5.0
     once: bool = False
-    job_target: str = "padbench.worker.jobkinds:run_job"
+    job_target: str = "padbench.worker.jobs:run_job"
 
 
 class Backoff:

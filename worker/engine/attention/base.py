@@ -25,7 +25,7 @@ from padbench.worker.engine.attention import ops
 from padbench.worker.engine.attention.ops import KernelUnavailable
 from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.model import config_of
-from padbench.worker.registry import Registry
+from padbench.worker.runtime.registry import Registry
 
 HALF_PRECISION = (torch.float16, torch.bfloat16)
 HF_NAME_PREFIX = "padbench-"

@@ -101,11 +101,16 @@ def sdpa_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, c
 
 
 def naive_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
-                scale: float | None = None, mask: torch.Tensor | None = None) -> torch.Tensor:
+                scale: float | None = None, mask: torch.Tensor | None = None,
+                blocked: torch.Tensor | None = None) -> torch.Tensor:
     """The materialised softmax(QKᵀ)V: the full (batch, heads, q_len, kv_len) score matrix in memory.
 
-    `mask` is boolean (True = attend), broadcastable to the scores.
+    `mask` is boolean (True = attend), broadcastable to the scores. `blocked` is its inverse (True = may not
+    attend), for callers that hold it already: it spares a (q_len, kv_len) temporary on every call, which
+    matters where the call's peak memory is what is measured.
     """
+    if blocked is not None and (mask is not None or causal):
+        raise ValueError("naive_dense: `blocked` replaces `mask` and `causal`; fold them into it")
     groups = query.shape[-2] // key.shape[-2]
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))
     if groups > 1:
@@ -115,7 +120,9 @@ def naive_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, 
         causal_mask = causal_allowed(query.shape[1], key.shape[1], query.device)
         mask = causal_mask if mask is None else mask & causal_mask
     if mask is not None:
-        scores.masked_fill_(mask.logical_not(), torch.finfo(scores.dtype).min)  # in place: no second matrix
+        blocked = mask.logical_not()
+    if blocked is not None:
+        scores.masked_fill_(blocked, torch.finfo(scores.dtype).min)  # in place: no second matrix
     # Softmax in the scores' dtype (torch accumulates in fp32 internally), as a plain implementation does;
     # an fp32 copy of the (batch, heads, q, kv) matrix would double the memory of this baseline.
     weights = torch.softmax(scores, dim=-1)

@@ -1,8 +1,8 @@
 """`padbench demo`: the one command for the main job, end to end on this machine.
 
 It starts a server (fresh tokens, an embedded SQLite database in a temporary directory) and one worker on
-loopback as subprocesses, submits an example padding job — CPU-sized when no GPU is visible, GPU-sized
-otherwise — waits with a progress bar, prints the results table, and shuts everything down, also on
+loopback as subprocesses, submits an example padding job — CPU-sized when the worker reports no GPU,
+GPU-sized otherwise — waits with a progress bar, prints the results table, and shuts everything down, also on
 Ctrl-C or failure. The subprocesses run in their own sessions so a Ctrl-C reaches only this process,
 which then stops the worker (releasing its lease) before the server.
 """
@@ -10,6 +10,7 @@ which then stops the worker (releasing its lease) before the server.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
 import signal
@@ -21,22 +22,27 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib.resources import as_file, files
 from pathlib import Path
 
 import httpx
 
-from padbench.client.api import ApiError, PadbenchClient
+from padbench.client.api import PadbenchClient
 from padbench.client.progress import ProgressBar
-from padbench.contract.api import JobOut, JobStatus
+from padbench.contract.api import JobOut, JobStatus, WorkerOut
+from padbench.http import ApiError
 from padbench.report import render
 from padbench.specfile import SpecError, load_spec
-from padbench.worker.supervisor.capabilities import CapabilityError, detect_capabilities
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
-CPU_EXAMPLE = EXAMPLES_DIR / "cpu-demo.yaml"
+# The example specs ship inside the package (padbench.examples), so the demo runs from any install.
+EXAMPLES_PACKAGE = "padbench.examples"
+CPU_EXAMPLE = "cpu-demo.yaml"
 # Self-contained (synthetic lengths fitted to WikiText), so the demo needs no data files on a GPU box either.
-GPU_EXAMPLE = EXAMPLES_DIR / "gpu-demo.yaml"
+GPU_EXAMPLE = "gpu-demo.yaml"
 SERVER_START_TIMEOUT_S = 60.0
+# The worker detects its device in a child process (torch import, CUDA start-up) before it registers.
+WORKER_REGISTER_TIMEOUT_S = 180.0
+DEMO_WORKER_NAME = "demo"
 STOP_TIMEOUT_S = 20.0
 LOG_TAIL_LINES = 30
 
@@ -48,7 +54,7 @@ def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     parser.add_argument("--spec", type=Path, default=None,
-                        help=f"job spec to run instead of the example ({CPU_EXAMPLE.name} / {GPU_EXAMPLE.name})")
+                        help=f"job spec to run instead of the example ({CPU_EXAMPLE} / {GPU_EXAMPLE})")
     parser.add_argument("--gpu", default=None, help="GPU index for the worker (default: the first visible)")
     parser.set_defaults(handler=run_demo)
 
@@ -128,18 +134,35 @@ def wait_until_healthy(url: str, server: subprocess.Popen[bytes], log_path: Path
     raise DemoError(f"the server did not answer /healthz within {SERVER_START_TIMEOUT_S:.0f} s:\n{log_tail(log_path)}")
 
 
-def choose_spec(explicit: Path | None, gpu: str | None) -> Path:
-    if explicit is not None:
-        return explicit
-    try:
-        capabilities = detect_capabilities(gpu)
-    except CapabilityError as error:
-        raise DemoError(str(error)) from error
-    if capabilities.device == "cuda":
-        print(f"GPU found ({capabilities.gpu_name}): running {GPU_EXAMPLE.name}", file=sys.stderr)
+def wait_for_worker(client: PadbenchClient, worker: subprocess.Popen[bytes], log_path: Path) -> WorkerOut:
+    """The demo worker as the server knows it, once it has registered with its detected capabilities."""
+    deadline = time.monotonic() + WORKER_REGISTER_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if worker.poll() is not None:
+            raise DemoError(f"the worker exited with code {worker.returncode}:\n{log_tail(log_path)}")
+        registered = [known for known in client.workers() if known.name == DEMO_WORKER_NAME]
+        if registered:
+            return registered[0]
+        time.sleep(0.2)
+    raise DemoError(f"the worker did not register within {WORKER_REGISTER_TIMEOUT_S:.0f} s:\n{log_tail(log_path)}")
+
+
+def choose_example(worker: WorkerOut) -> str:
+    """The GPU-sized example on a worker that found a GPU, the CPU-sized one otherwise."""
+    if worker.capabilities.device == "cuda":
+        print(f"GPU found ({worker.capabilities.gpu_name}): running {GPU_EXAMPLE}", file=sys.stderr)
         return GPU_EXAMPLE
-    print(f"no GPU visible: running the CPU-sized {CPU_EXAMPLE.name}", file=sys.stderr)
+    print(f"no GPU visible: running the CPU-sized {CPU_EXAMPLE}", file=sys.stderr)
     return CPU_EXAMPLE
+
+
+@contextlib.contextmanager
+def spec_file(explicit: Path | None, worker: WorkerOut) -> Iterator[Path]:
+    if explicit is not None:
+        yield explicit
+        return
+    with as_file(files(EXAMPLES_PACKAGE).joinpath(choose_example(worker))) as path:
+        yield path
 
 
 def run_job(url: str, token: str, spec_path: Path, worker: subprocess.Popen[bytes]) -> int:
@@ -173,6 +196,8 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_demo(spec: Path | None, gpu: str | None) -> int:
+    if spec is not None:
+        load_spec(spec)  # a spec that does not validate is refused before anything starts
     with tempfile.TemporaryDirectory(prefix="padbench-demo-") as scratch:
         workdir = Path(scratch)
         tokens = Tokens.generate()
@@ -186,15 +211,17 @@ def _run_demo(spec: Path | None, gpu: str | None) -> int:
         server_log, worker_log = workdir / "server.log", workdir / "worker.log"
         server_command = padbench_command("server", "--host", "127.0.0.1", "--port", port)
         with background(server_command, server_log, env) as server:
-            spec_path = choose_spec(spec, gpu)  # detection overlaps the server's start-up
             wait_until_healthy(url, server, server_log)
             # The token goes through the environment: not visible in `ps`, and never mistaken for an option.
-            worker_command = padbench_command("worker", "--server", url, "--name", "demo")
+            worker_command = padbench_command("worker", "--server", url, "--name", DEMO_WORKER_NAME)
             if gpu is not None:
                 worker_command += ["--gpu", gpu]
             with background(worker_command, worker_log, env | {"PADBENCH_TOKEN": tokens.worker}) as worker:
                 print(f"server {url} and worker pid {worker.pid} started (logs in {workdir})", file=sys.stderr)
                 try:
-                    return run_job(url, tokens.submitter, spec_path, worker)
+                    with PadbenchClient(url, tokens.admin) as admin:
+                        registered = wait_for_worker(admin, worker, worker_log)
+                    with spec_file(spec, registered) as spec_path:
+                        return run_job(url, tokens.submitter, spec_path, worker)
                 except DemoError as error:
                     raise DemoError(f"{error}\nworker log:\n{log_tail(worker_log)}") from error

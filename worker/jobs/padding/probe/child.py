@@ -1,4 +1,4 @@
-"""Child-process targets of the OOM probe (run through `padbench.worker.child.run_in_child`, never in the caller).
+"""Child-process targets of the OOM probe (run through `run_in_child`, never in the caller).
 
 `probe_size` builds the job's model with the job's dtype and kernel, hands it the worst-case batch of
 the requested size and runs a few steps — forward passes, or full training steps — then reports the
@@ -16,21 +16,16 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import resource
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import torch
 
 from padbench.contract.spec import AttentionName, Dtype, StrategyName
-from padbench.worker.child import ChildContext
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES, Batch
-from padbench.worker.engine.environment import nvidia_driver_version
-from padbench.worker.engine.memory import nvml_device_index, nvml_session
-from padbench.worker.engine.model import build_model, config_of, torch_dtype
+from padbench.worker.engine.model import build_model, config_of
 from padbench.worker.engine.steps import (
     StepFn,
     compiled,
@@ -40,9 +35,13 @@ from padbench.worker.engine.steps import (
     training_step,
 )
 from padbench.worker.engine.strategies.worst_case import worst_case_packed, worst_case_padded
-from padbench.worker.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
+from padbench.worker.jobs.padding.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
+from padbench.worker.runtime import procfs
+from padbench.worker.runtime.device import torch_dtype
+from padbench.worker.runtime.environment import nvidia_driver_version
+from padbench.worker.runtime.isolation import ChildContext
+from padbench.worker.runtime.memory import nvml_device_index, nvml_session
 
-_STATUS = Path("/proc/self/status")
 # glibc mallopt parameters (malloc.h): fixed thresholds also switch off the adaptive mmap threshold.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _MMAP_THRESHOLD_BYTES = 64 * 1024
@@ -125,9 +124,7 @@ def _start_budget(device: torch.device, cpu_budget: int | None) -> _MemoryFrame:
     if cpu_budget is None:
         raise ValueError("probe.cpu_memory_budget_bytes is required to probe on the CPU")
     _return_freed_memory_at_once()
-    address_space = _status_bytes("VmSize")
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (address_space + cpu_budget, hard))
+    address_space = procfs.cap_address_space(cpu_budget)
     return _MemoryFrame(origin=address_space, baseline=0, capacity=cpu_budget)
 
 
@@ -145,14 +142,7 @@ def _peak(device: torch.device, frame: _MemoryFrame) -> tuple[int, int | None]:
         return torch.cuda.max_memory_reserved(device), torch.cuda.max_memory_allocated(device)
     # VmPeak is the address space's high-water mark; the import and model build peak no higher than
     # the baseline they leave behind, so above the origin it is the probe's own peak.
-    return max(0, _status_bytes("VmPeak") - frame.origin), None
-
-
-def _status_bytes(field: str) -> int:
-    for line in _STATUS.read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise OSError(f"{field} is missing from {_STATUS}: the CPU probe needs Linux /proc")
+    return max(0, procfs.status_bytes("VmPeak") - frame.origin), None
 
 
 def read_device_facts(ctx: ChildContext) -> DeviceFacts:

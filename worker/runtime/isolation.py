@@ -11,7 +11,6 @@ together: no busy-wait, no files left in /tmp.
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import multiprocessing
 import os
@@ -23,6 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Literal
+
+from padbench.worker.runtime.procfs import die_with_parent
 
 Outcome = Literal["ok", "oom", "cuda_error", "error", "timeout", "crash", "cancelled"]
 
@@ -69,26 +70,9 @@ def _resolve(target: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module_name), attribute)
 
 
-_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
-
-
-def _die_with_parent() -> None:
-    """Linux: if the parent is SIGKILLed (a worker killed mid-job), this child is killed too.
-
-    Without it the child — in its own session, so no terminal signal reaches it — would keep running its
-    job on the GPU as an orphan, skewing or OOMing whatever the next worker runs there.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    parent = multiprocessing.parent_process()
-    if parent is not None and os.getppid() != parent.pid:  # the parent died before prctl took effect
-        os._exit(1)
-
-
 def _child_main(connection: Connection, target: str, args: tuple[Any, ...], env: Mapping[str, str]) -> None:
     os.setsid()  # own process group: the parent's killpg reaches our descendants too
-    _die_with_parent()
+    die_with_parent()
     os.environ.update(env)
     try:
         value = _resolve(target)(ChildContext(connection), *args)

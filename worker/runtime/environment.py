@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 import torch
 
 from padbench.contract.results import Environment
-from padbench.worker.engine.memory import nvml_session
+from padbench.worker.runtime.memory import nvml_session
 
 # Distribution names each optional library has been published under, newest first.
 _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -79,7 +79,7 @@ def collect_environment(device: torch.device, *, dataset_digest: str | None, see
         datasets=package_version("datasets"),
         dataset_digest=dataset_digest,
         seeds=dict(seeds),
-        peak_bf16_tflops=None if peak_flops is None else peak_flops / 1e12,
+        peak_tflops=None if peak_flops is None else peak_flops / 1e12,
         peak_source=peak_source,
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **_gpu_fields(device),  # type: ignore[arg-type]

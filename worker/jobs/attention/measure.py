@@ -3,8 +3,8 @@
 - Timing rotates among several input sets, so a kernel is never timed on data its caches already hold.
 - The first call (which includes any JIT or torch.compile work) is timed on its own and reported as the
   warm-up figure; further warm-up calls follow before the timed repeats.
-- On CUDA each repeat is bracketed by events and the device is synchronised once, after the last; on the
-  CPU a monotonic clock brackets each call.
+- On CUDA an event marks the end of each repeat and the device is synchronised once, after the last; on
+  the CPU a monotonic clock marks each call (the engine's `time_calls`).
 - Peak memory is the allocator's peak during the timed calls above what the inputs hold (CUDA), or the
   growth of the process's peak resident set during them (CPU); see PeakMemory.
 - The error is ‖out − ref‖/‖ref‖ on a slice of rows and heads, against a float64 reference computed in
@@ -21,9 +21,10 @@ import numpy as np
 import torch
 
 from padbench.contract.results import AttentionCell
-from padbench.worker.engine.memory import host_peak_rss_bytes, reset_host_peak_rss
-from padbench.worker.sweep.inputs import InputSet, Problem, make_input_sets
-from padbench.worker.sweep.kernels import KernelCall, SweepKernel
+from padbench.worker.engine.measure import time_calls
+from padbench.worker.jobs.attention.inputs import InputSet, Problem, make_input_sets
+from padbench.worker.jobs.attention.kernels import KernelCall, SweepKernel
+from padbench.worker.runtime.memory import host_peak_rss_bytes, reset_host_peak_rss
 
 INPUT_SETS = 3
 REFERENCE_ROWS = 1
@@ -35,13 +36,13 @@ Step = Callable[[], None]
 
 
 @dataclass(frozen=True)
-class Settings:
+class CellSettings:
     warmup: int
     repeats: int
     check_error: bool
 
 
-def measure_cell(kernel: SweepKernel, problem: Problem, device: torch.device, settings: Settings) -> AttentionCell:
+def measure_cell(kernel: SweepKernel, problem: Problem, device: torch.device, settings: CellSettings) -> AttentionCell:
     sets = make_input_sets(problem, device, INPUT_SETS)
     memory = PeakMemory(device)
     calls = [kernel.bind(problem, inputs) for inputs in sets]
@@ -91,21 +92,8 @@ def _time_once(step: Step, device: torch.device) -> float:
 
 def _time_repeats(steps: list[Step], repeats: int, device: torch.device) -> list[float]:
     """Milliseconds per call, rotating through the input sets."""
-    if device.type == "cuda":
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeats)]
-        for index in range(repeats):
-            starts[index].record()
-            steps[index % len(steps)]()
-            ends[index].record()
-        torch.cuda.synchronize(device)
-        return [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
-    durations = []
-    for index in range(repeats):
-        started = time.perf_counter()
-        steps[index % len(steps)]()
-        durations.append((time.perf_counter() - started) * 1e3)
-    return durations
+    seconds = time_calls([steps[index % len(steps)] for index in range(repeats)], device)
+    return [value * 1e3 for value in seconds]
 
 
 class PeakMemory:

@@ -5,7 +5,7 @@
 
 Reads the device (and what other processes hold on it) first, answers from the probe cache when the
 same device, software and model were probed before, and otherwise runs the search policy of
-`padbench.worker.probe.search` with one spawned child per size. Only "fits" and "out of memory" steer the search;
+`probe.search` with one spawned child per size. Only "fits" and "out of memory" steer the search;
 any other end of a child (sticky CUDA error, crash, timeout, plain error) stops the probe with
 `ProbeFailed`, which carries the child's log. Call it before the job's own model is on the device: memory
 the calling process holds counts, to the children, as held by others.
@@ -16,27 +16,25 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections.abc import Callable
 from typing import Literal
 
 import torch
 
 from padbench.contract.results import ProbeAttempt, ProbeReport
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
-from padbench.worker.child import ChildReport, run_in_child
 from padbench.worker.engine.attention import ATTENTION_KERNELS
 from padbench.worker.engine.batches import PackedBatch
-from padbench.worker.engine.environment import flash_attn_cute_version, package_version
 from padbench.worker.engine.model import model_config
-from padbench.worker.probe.cache import CachedLimit, ProbeCache, ProbeKey
-from padbench.worker.probe.curves import MemoryCurve
-from padbench.worker.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
-from padbench.worker.probe.search import Reading, choose_size, search_ceiling, search_limit
+from padbench.worker.jobs.padding.probe.cache import CachedLimit, ProbeCache, ProbeKey
+from padbench.worker.jobs.padding.probe.curves import MemoryCurve
+from padbench.worker.jobs.padding.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
+from padbench.worker.jobs.padding.probe.search import Reading, choose_size, search_ceiling, search_limit
+from padbench.worker.runtime.environment import flash_attn_cute_version, package_version
+from padbench.worker.runtime.isolation import ChildReport, run_in_child
+from padbench.worker.runtime.progress import ProgressFn
 
-ProgressFn = Callable[[float, str], None]
-
-PROBE_TARGET = "padbench.worker.probe.child:probe_size"
-FACTS_TARGET = "padbench.worker.probe.child:read_device_facts"
+PROBE_TARGET = "padbench.worker.jobs.padding.probe.child:probe_size"
+FACTS_TARGET = "padbench.worker.jobs.padding.probe.child:read_device_facts"
 FACTS_TIMEOUT_S = 120.0
 # Allocator settings the measurement runs with; the children must use the same (anchors §4).
 ALLOCATOR_VARIABLES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")

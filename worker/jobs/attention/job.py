@@ -1,20 +1,20 @@
 """`run_attention_job`: the attention sweep from spec to result.
 
 The job's own process only orchestrates: the matmul rate and environment come from one child, the cells
-from others (padbench.worker.sweep.cells), so this process never holds a CUDA context and nothing a cell does can
-take the job down with it.
+from others (`cells`), so this process never holds a CUDA context and nothing a cell does can take the
+job down with it.
 """
 
 from __future__ import annotations
 
 from padbench.contract.results import AttentionCell, AttentionResult, Environment
 from padbench.contract.spec import AttentionJobSpec
-from padbench.worker.child import run_in_child
-from padbench.worker.engine.runner import progress_span, resolve_device
-from padbench.worker.jobkinds import ProgressFn
-from padbench.worker.sweep.cells import run_cells
+from padbench.worker.jobs.attention.cells import run_cells
+from padbench.worker.runtime.device import resolve_device
+from padbench.worker.runtime.isolation import run_in_child
+from padbench.worker.runtime.progress import ProgressFn, progress_span
 
-CONTEXT_TARGET = "padbench.worker.sweep.matmul:measure_context"
+CONTEXT_TARGET = "padbench.worker.jobs.attention.matmul:measure_context"
 CONTEXT_TIMEOUT_S = 300.0
 # Share of the progress bar the matmul/environment child takes; the cells take the rest.
 CONTEXT_SHARE = 0.05

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from padbench.worker.engine.cli import add_run_command
-from padbench.worker.supervisor.cli import add_worker_command
+from padbench.worker.cli.run import add_run_command
+from padbench.worker.cli.work import add_worker_command
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

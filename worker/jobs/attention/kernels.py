@@ -24,8 +24,8 @@ from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex
 
 from padbench.contract.spec import SweepKernelName
 from padbench.worker.engine.attention import ops
-from padbench.worker.registry import Registry
-from padbench.worker.sweep.inputs import InputSet, Problem, make_input_sets
+from padbench.worker.jobs.attention.inputs import InputSet, Problem, make_input_sets
+from padbench.worker.runtime.registry import Registry
 
 KernelCall = Callable[[], torch.Tensor]
 Binder = Callable[[Problem, InputSet], KernelCall]
@@ -129,36 +129,20 @@ def _flex_prerequisites(device: torch.device, dtype: torch.dtype) -> str | None:
 
 # --- naive --------------------------------------------------------------------------------------------------
 
-def naive_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                    blocked: torch.Tensor | None) -> torch.Tensor:
-    """softmax(QKᵀ/√d)V with the full score matrix in memory, as a plain PyTorch model writes it.
-
-    Scaling and masking happen in place and the softmax stays in the input dtype, so the forward holds
-    two N² matrices (scores and probabilities) at its peak, like the reference implementations the seeds
-    measure. `blocked` is True where a query must not see a key.
-    """
-    groups = query.shape[2] // key.shape[2]
-    q, k, v = (t.transpose(1, 2) for t in (query, key, value))
-    if groups > 1:
-        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
-    scores = torch.matmul(q, k.transpose(-1, -2)).mul_(query.shape[-1] ** -0.5)
-    if blocked is not None:
-        scores.masked_fill_(blocked, float("-inf"))
-    return torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2)
-
-
 def _blocked_positions(problem: Problem, inputs: InputSet) -> torch.Tensor | None:
+    """The (query, key) pairs that may not attend, built once at bind time: the mask counts as the
+    kernel's memory, as in a plain implementation, but building it is not timed."""
     if inputs.documents is not None:
         return inputs.documents.cache_get("blocked", lambda s: ~s.allowed(problem.causal))
     if problem.causal:
-        ones = torch.ones(problem.seq_len, problem.seq_len, dtype=torch.bool, device=inputs.query.device)
-        return ones.triu_(1)
+        return ops.causal_allowed(problem.seq_len, problem.seq_len, inputs.query.device).logical_not_()
     return None
 
 
 def _bind_naive(problem: Problem, inputs: InputSet) -> KernelCall:
+    """softmax(QKᵀ/√d)V with the full score matrix in memory, as a plain PyTorch model writes it."""
     blocked = _blocked_positions(problem, inputs)
-    return lambda: naive_attention(inputs.query, inputs.key, inputs.value, blocked)
+    return lambda: ops.naive_dense(inputs.query, inputs.key, inputs.value, causal=False, blocked=blocked)
 
 
 # --- SDPA, pinned to one backend ------------------------------------------------------------------------

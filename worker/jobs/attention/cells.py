@@ -8,36 +8,30 @@ a call the kernel refuses becomes `unsupported`; a sticky CUDA error ends the ch
 not reach go to a fresh one. If a child dies or hangs, every cell it did not report is re-run alone, one
 child each, so the failure is pinned on the cell that caused it.
 
-A child started here is in its own session (padbench.worker.child), so a kill aimed at the job's process group
-misses it: each child therefore asks Linux to kill it when its parent dies.
+A child started here is in its own session (`runtime.isolation`), so a kill aimed at the job's process
+group misses it: `run_in_child` therefore has each child ask Linux to kill it when its parent dies.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import gc
-import resource
-import signal
-import sys
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from padbench.contract.results import AttentionCell
 from padbench.contract.spec import AttentionJobSpec
-from padbench.worker.child import ChildContext, ChildReport, classify_exception, run_in_child
-from padbench.worker.jobkinds import ProgressFn
-from padbench.worker.sweep.inputs import Problem
-from padbench.worker.sweep.kernels import SWEEP_KERNELS, SweepKernel, describe_error
-from padbench.worker.sweep.measure import Settings, measure_cell
+from padbench.worker.jobs.attention.inputs import Problem
+from padbench.worker.jobs.attention.kernels import SWEEP_KERNELS, SweepKernel, describe_error
+from padbench.worker.jobs.attention.measure import CellSettings, measure_cell
+from padbench.worker.runtime import procfs
+from padbench.worker.runtime.isolation import ChildContext, ChildReport, classify_exception, run_in_child
+from padbench.worker.runtime.progress import ProgressFn
 
-CHILD_TARGET = "padbench.worker.sweep.cells:measure_cells"
+CHILD_TARGET = "padbench.worker.jobs.attention.cells:measure_cells"
 CHILD_STARTUP_S = 120.0  # interpreter, torch import and CUDA context, on top of the per-cell limit
 # Messages with which a kernel refuses an input it cannot handle (as opposed to failing on it).
 _REFUSAL_MARKERS = ("No available kernel", "No viable backend", "not supported", "does not support", "is unavailable")
-_PR_SET_PDEATHSIG = 1
 
 
 # --- in the child -----------------------------------------------------------------------------------------
@@ -48,12 +42,11 @@ CellKey = tuple[str, int]  # (kernel, seq_len)
 def measure_cells(ctx: ChildContext, spec_document: dict[str, Any], keys: list[CellKey],
                   device_name: str) -> list[dict[str, Any]]:
     """Child entry point: the cells for `keys`, in order; stops early only on a sticky CUDA error."""
-    _die_with_parent()
     spec = AttentionJobSpec.model_validate(spec_document)
     device = torch.device(device_name)
     if device.type == "cpu" and spec.cpu_memory_budget_bytes is not None:
         cap_address_space(spec.cpu_memory_budget_bytes)
-    settings = Settings(warmup=spec.warmup, repeats=spec.repeats, check_error=spec.check_error)
+    settings = CellSettings(warmup=spec.warmup, repeats=spec.repeats, check_error=spec.check_error)
     cells: list[dict[str, Any]] = []
     out_of_memory_at: dict[str, int] = {}  # kernel → the shortest length it ran out of memory at
     for index, (kernel_name, seq_len) in enumerate(keys):
@@ -69,7 +62,7 @@ def measure_cells(ctx: ChildContext, spec_document: dict[str, Any], keys: list[C
     return cells
 
 
-def _one_cell(kernel: SweepKernel, problem: Problem, device: torch.device, settings: Settings,
+def _one_cell(kernel: SweepKernel, problem: Problem, device: torch.device, settings: CellSettings,
               out_of_memory_at: int | None) -> tuple[AttentionCell, bool]:
     """The measured cell, or why there is none; and whether the failure poisoned the CUDA context."""
     skipped = _reason_not_to_run(kernel, problem, device, out_of_memory_at)
@@ -123,23 +116,7 @@ def cap_address_space(budget_bytes: int) -> None:
     are already inside the baseline rather than eating the budget.
     """
     torch.randn(256, 256) @ torch.randn(256, 256)
-    baseline = _virtual_memory_bytes()
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    limit = baseline + budget_bytes
-    resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
-
-
-def _virtual_memory_bytes() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmSize:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError("cannot read VmSize from /proc/self/status: the CPU memory budget needs Linux")
-
-
-def _die_with_parent() -> None:
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    procfs.cap_address_space(budget_bytes)
 
 
 # --- in the parent ---------------------------------------------------------------------------------------------

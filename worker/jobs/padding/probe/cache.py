@@ -21,11 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from platformdirs import user_cache_dir
-
 from padbench.contract.results import ProbeAttempt
+from padbench.worker.runtime.settings import WorkerSettings
 
-CACHE_DIR_VARIABLE = "PADBENCH_CACHE_DIR"  # overrides the platform's user cache dir (tests, shared boxes)
 CACHE_FILE_NAME = "probe-cache.json"
 
 
@@ -70,8 +68,7 @@ class CachedLimit:
 
 
 def default_cache_path() -> Path:
-    directory = os.environ.get(CACHE_DIR_VARIABLE) or user_cache_dir("padbench")
-    return Path(directory) / CACHE_FILE_NAME
+    return WorkerSettings().cache_dir / CACHE_FILE_NAME
 
 
 class ProbeCache:

@@ -17,8 +17,9 @@ from padbench.contract.results import ProbeReport, StrategyResult
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
 from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES
-from padbench.worker.engine.model import torch_dtype
-from padbench.worker.probe.runner import ProbeFailed, ProgressFn, find_batch_size
+from padbench.worker.jobs.padding.probe.trials import ProbeFailed, find_batch_size
+from padbench.worker.runtime.device import torch_dtype
+from padbench.worker.runtime.progress import ProgressFn
 
 
 @dataclass(frozen=True)

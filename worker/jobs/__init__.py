@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
 from padbench.contract.spec import JOB_SPEC_ADAPTER, AttentionJobSpec, PaddingJobSpec
-from padbench.worker.child import ChildContext
-from padbench.worker.registry import Registry
-
-ProgressFn = Callable[[float, str], None]
+from padbench.worker.runtime.isolation import ChildContext
+from padbench.worker.runtime.progress import ProgressFn
+from padbench.worker.runtime.registry import Registry
 
 # Importing a plugin module registers it. Kept as module names so the supervisor (which must not
 # import torch) can list kinds without loading them.
 PLUGIN_MODULES: dict[str, str] = {
-    "padding": "padbench.worker.jobkinds.padding",
-    "attention": "padbench.worker.jobkinds.attention",
+    "padding": "padbench.worker.jobs.padding",
+    "attention": "padbench.worker.jobs.attention",
 }
 
 
@@ -35,7 +33,7 @@ def get_job_kind(kind: str) -> JobKind:
 
 
 def run_job(ctx: ChildContext, spec_document: dict[str, Any]) -> dict[str, Any]:
-    """Child-process entry point (`padbench.worker.jobkinds:run_job`): spec in, JSON-ready result out."""
+    """Child-process entry point (`padbench.worker.jobs:run_job`): spec in, JSON-ready result out."""
     spec: PaddingJobSpec | AttentionJobSpec = JOB_SPEC_ADAPTER.validate_python(spec_document)
     result = get_job_kind(spec.kind).run(spec, ctx.progress)
     return JOB_RESULT_ADAPTER.dump_python(result, mode="json")

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import socket
 import sys
 import threading
 from types import FrameType
 
+from pydantic import ValidationError
+
+from padbench.specfile import format_validation_error
+from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S, WorkerSettings
 from padbench.worker.supervisor.api import WorkerApi
 from padbench.worker.supervisor.capabilities import CapabilityError, detect_capabilities
 from padbench.worker.supervisor.loop import FatalWorkerError, Supervisor, WorkerConfig
@@ -24,17 +27,31 @@ def add_worker_command(subparsers: argparse._SubParsersAction) -> None:
         help="pull jobs from a padbench server and run them on this machine's GPU",
         description="Register with the server, then claim, run and report jobs one at a time until SIGTERM.",
     )
-    parser.add_argument("--server", default=os.environ.get("PADBENCH_SERVER"),
-                        help="server base URL (default: $PADBENCH_SERVER)")
-    parser.add_argument("--token", default=os.environ.get("PADBENCH_TOKEN"),
+    # Defaults come from WorkerSettings (PADBENCH_* variables) when the command runs, not when it is parsed.
+    parser.add_argument("--server", default=None, help="server base URL (default: $PADBENCH_SERVER)")
+    parser.add_argument("--token", default=None,
                         help="a worker-role token (default: $PADBENCH_TOKEN; write --token=T if T starts with -)")
     parser.add_argument("--gpu", default=None,
-                        help="GPU index (or UUID) this worker owns; jobs see only it via CUDA_VISIBLE_DEVICES")
-    parser.add_argument("--name", default=None, help="worker name shown on jobs (default: HOST-gpuN)")
+                        help="GPU index (or UUID) this worker owns; jobs see only it via CUDA_VISIBLE_DEVICES "
+                             "(default: $PADBENCH_GPU)")
+    parser.add_argument("--name", default=None,
+                        help="worker name shown on jobs (default: $PADBENCH_WORKER_NAME, else HOST-gpuN)")
     parser.add_argument("--once", action="store_true", help="run one job, then exit")
-    parser.add_argument("--job-timeout", type=float, default=WorkerConfig.job_timeout_s, metavar="SECONDS",
-                        help="wall-clock limit for one job's child process (default: %(default).0f)")
+    parser.add_argument("--job-timeout", type=float, default=None, metavar="SECONDS",
+                        help="wall-clock limit for one job's child process "
+                             f"(default: $PADBENCH_JOB_TIMEOUT_S, else {DEFAULT_JOB_TIMEOUT_S:.0f})")
     parser.set_defaults(handler=run_worker)
+
+
+def load_settings(args: argparse.Namespace) -> WorkerSettings | None:
+    """PADBENCH_* settings with the command line's options on top; None (after saying why) when refused."""
+    overrides = {"server": args.server, "token": args.token, "gpu": args.gpu, "worker_name": args.name,
+                 "job_timeout_s": args.job_timeout}
+    try:
+        return WorkerSettings(**{key: value for key, value in overrides.items() if value is not None})
+    except ValidationError as error:
+        print(f"padbench worker: invalid settings: {format_validation_error(error)}", file=sys.stderr)
+        return None
 
 
 def default_name(gpu: str | None) -> str:
@@ -54,26 +71,26 @@ def install_stop_handlers(stop_event: threading.Event) -> None:
 def run_worker(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per heartbeat drowns the job's story
-    if not args.server or not args.token:
+    settings = load_settings(args)
+    if settings is None:
+        return 2
+    if settings.server is None or settings.token is None:
         print("padbench worker: --server and --token (or PADBENCH_SERVER / PADBENCH_TOKEN) are required",
               file=sys.stderr)
-        return 2
-    if args.job_timeout <= 0:
-        print("padbench worker: --job-timeout must be positive", file=sys.stderr)
         return 2
     stop_event = threading.Event()
     install_stop_handlers(stop_event)
     try:
-        capabilities = detect_capabilities(args.gpu, should_stop=stop_event.is_set)
+        capabilities = detect_capabilities(settings.gpu, should_stop=stop_event.is_set)
     except CapabilityError as error:
         if stop_event.is_set():
             return 0
         print(f"padbench worker: {error}", file=sys.stderr)
         return 1
     log.info("capabilities: %s", capabilities.model_dump_json())
-    config = WorkerConfig(name=args.name or default_name(args.gpu), gpu=args.gpu,
-                          job_timeout_s=args.job_timeout, once=args.once)
-    with WorkerApi(args.server, args.token) as api:
+    config = WorkerConfig(name=settings.worker_name or default_name(settings.gpu), gpu=settings.gpu,
+                          job_timeout_s=settings.job_timeout_s, once=args.once)
+    with WorkerApi(settings.server, settings.token.get_secret_value()) as api:
         supervisor = Supervisor(api, config, capabilities, stop_event)
         try:
             supervisor.run()

@@ -27,7 +27,6 @@ from padbench.worker.engine.measure import (
     measure,
     summarize,
 )
-from padbench.worker.engine.memory import track_peak_memory
 from padbench.worker.engine.model import config_of
 from padbench.worker.engine.steps import (
     StepFn,
@@ -38,7 +37,8 @@ from padbench.worker.engine.steps import (
     next_token_labels,
     training_step,
 )
-from padbench.worker.jobkinds import ProgressFn
+from padbench.worker.runtime.memory import track_peak_memory
+from padbench.worker.runtime.progress import ProgressFn
 
 # A training step's backward costs twice its forward (gradients of activations and of weights).
 TRAINING_FLOP_FACTOR = 3

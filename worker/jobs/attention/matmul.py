@@ -8,17 +8,18 @@ so the job's own process never creates a CUDA context that would hold memory the
 
 from __future__ import annotations
 
-import time
+import functools
 from typing import Any
 
 import numpy as np
 import torch
 
 from padbench.contract.spec import Dtype
-from padbench.worker.child import ChildContext
-from padbench.worker.engine.environment import collect_environment
-from padbench.worker.engine.flops import peak_flops
-from padbench.worker.sweep.inputs import TORCH_DTYPES
+from padbench.worker.engine.measure import time_calls
+from padbench.worker.runtime.device import TORCH_DTYPES
+from padbench.worker.runtime.environment import collect_environment
+from padbench.worker.runtime.isolation import ChildContext
+from padbench.worker.runtime.peaks import peak_flops
 
 # Large enough to saturate the tensor cores of an H100/H200 (2·8192³ ≈ 1.1 TFLOP per call); the CPU
 # size keeps the measurement to about a second on a laptop.
@@ -41,21 +42,8 @@ def measure_matmul_tflops(device: torch.device, dtype: torch.dtype, size: int | 
 
 def _time_gemms(pairs: list[tuple[torch.Tensor, torch.Tensor]], output: torch.Tensor,
                 device: torch.device) -> list[float]:
-    if device.type == "cuda":
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(GEMM_REPEATS)]
-        for index, (start, end) in enumerate(events):
-            start.record()
-            torch.matmul(*pairs[index % 2], out=output)
-            end.record()
-        torch.cuda.synchronize(device)
-        return [start.elapsed_time(end) / 1e3 for start, end in events]
-    seconds = []
-    for index in range(GEMM_REPEATS):
-        started = time.perf_counter()
-        torch.matmul(*pairs[index % 2], out=output)
-        seconds.append(time.perf_counter() - started)
-    return seconds
+    calls = [functools.partial(torch.matmul, *pairs[index % 2], out=output) for index in range(GEMM_REPEATS)]
+    return time_calls(calls, device)
 
 
 def measure_context(ctx: ChildContext, device_name: str, dtype: Dtype, seeds: dict[str, int]) -> dict[str, Any]:

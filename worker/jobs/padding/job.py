@@ -15,36 +15,20 @@ import torch
 from transformers import GPT2Config
 
 from padbench.contract.results import PaddingResult, StrategyResult
-from padbench.contract.spec import Device, PaddingJobSpec
+from padbench.contract.spec import PaddingJobSpec
 from padbench.worker.engine import flops
 from padbench.worker.engine.correctness import gate_sample, reference_logits
 from padbench.worker.engine.data import load_sequences
-from padbench.worker.engine.environment import collect_environment
-from padbench.worker.engine.model import build_model, config_of, torch_dtype
-from padbench.worker.engine.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
-from padbench.worker.jobkinds import ProgressFn
-from padbench.worker.probe.auto import attach_probe_reports, probe_auto_batch_sizes, unprobed_result
+from padbench.worker.engine.model import build_model, config_of
+from padbench.worker.jobs.padding.auto_batch import attach_probe_reports, probe_auto_batch_sizes, unprobed_result
+from padbench.worker.jobs.padding.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
+from padbench.worker.runtime.device import resolve_device, torch_dtype
+from padbench.worker.runtime.environment import collect_environment
+from padbench.worker.runtime.peaks import peak_flops
+from padbench.worker.runtime.progress import ProgressFn, progress_span
 
 # Shares of the progress bar: the rest is split evenly between the strategies.
 MODEL_SHARE, DATA_SHARE, REFERENCE_SHARE = 0.02, 0.10, 0.03
-
-
-class DeviceUnavailable(RuntimeError):
-    pass
-
-
-def resolve_device(name: Device) -> torch.device:
-    """`auto` is the first CUDA GPU when there is one, else the CPU; `cuda` without a GPU is an error."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise DeviceUnavailable(f"device: 'cuda' was asked for, but torch {torch.__version__} sees no CUDA GPU")
-    return torch.device(name)
-
-
-def progress_span(progress: ProgressFn, start: float, end: float) -> ProgressFn:
-    """A progress callback whose 0..1 maps onto start..end of the job's bar."""
-    return lambda fraction, message: progress(start + (end - start) * min(max(fraction, 0.0), 1.0), message)
 
 
 def prepare_job(spec: PaddingJobSpec, progress: ProgressFn) -> JobSetup:
@@ -60,7 +44,7 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn) -> JobSetup:
     sample = tuple(data.sequences[index] for index in chosen)
     progress(MODEL_SHARE + DATA_SHARE, f"reference logits for {len(sample)} sequences, one at a time")
     references = tuple(reference_logits(model, sample, device))
-    peak, peak_source = flops.peak_flops(device, dtype)
+    peak, peak_source = peak_flops(device, dtype)
     initial_state = None
     if spec.mode == "training":
         initial_state = {name: tensor.detach().to("cpu", copy=True) for name, tensor in model.state_dict().items()}

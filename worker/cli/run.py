@@ -15,10 +15,10 @@ from typing import TextIO
 from padbench.contract.results import JOB_RESULT_ADAPTER
 from padbench.report import render_json, render_table
 from padbench.specfile import SpecError, load_spec
-from padbench.worker.child import ChildReport, run_in_child
+from padbench.worker.runtime.isolation import ChildReport, run_in_child
 
 EXIT_FAILED, EXIT_BAD_SPEC = 1, 2
-JOB_ENTRY_POINT = "padbench.worker.jobkinds:run_job"
+JOB_ENTRY_POINT = "padbench.worker.jobs:run_job"
 
 
 def add_run_command(subparsers: argparse._SubParsersAction) -> None:

@@ -14,16 +14,14 @@ import resource
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import torch
 
 from padbench.contract.results import MemoryStats
+from padbench.worker.runtime import procfs
 
 NVML_SAMPLE_INTERVAL_S = 0.01  # optimum-benchmark's 10 ms: short enough to catch activation peaks
-_CLEAR_REFS = Path("/proc/self/clear_refs")
-_STATUS = Path("/proc/self/status")
 
 
 class NvmlSampler:
@@ -96,19 +94,13 @@ def nvml_device_index(device: torch.device) -> int:
 
 def reset_host_peak_rss() -> bool:
     """Reset the kernel's VmHWM counter for this process; False where the platform cannot."""
-    try:
-        _CLEAR_REFS.write_text("5")
-    except OSError:
-        return False
-    return True
+    return procfs.reset_peak_rss()
 
 
 def host_peak_rss_bytes() -> int | None:
     """VmHWM from /proc (resettable), else getrusage's lifetime maximum on Linux; None elsewhere."""
-    with contextlib.suppress(OSError):
-        for line in _STATUS.read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
+    with contextlib.suppress(procfs.ProcfsUnavailable):
+        return procfs.status_bytes("VmHWM")
     if sys.platform.startswith("linux"):
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return None

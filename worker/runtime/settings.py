@@ -1,0 +1,44 @@
+"""The worker side's settings: ONE pydantic-settings class, read from `PADBENCH_*` environment variables.
+
+Command-line options override them (`padbench worker --server …`); what is refused here is refused at
+start-up, with the variable's name in the message. Nothing here changes the process environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_JOB_TIMEOUT_S = 6 * 3600.0
+
+
+def default_cache_dir() -> Path:
+    return Path(platformdirs.user_cache_dir("padbench"))
+
+
+class WorkerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PADBENCH_", extra="ignore", frozen=True)
+
+    # The server to pull jobs from and a worker-role token for it (`padbench worker` needs both).
+    server: str | None = None
+    token: SecretStr | None = None
+    # The GPU index (or UUID) this worker owns; its jobs see only that GPU.
+    gpu: str | None = None
+    worker_name: str | None = None
+    # A job's child process is killed past this wall-clock limit and the job fails, naming the limit.
+    job_timeout_s: float = Field(default=DEFAULT_JOB_TIMEOUT_S, gt=0, le=7 * 24 * 3600)
+    # Tokenized data sets and OOM-probe limits, kept between jobs; a shared box may point all its
+    # workers at one directory.
+    cache_dir: Path = Field(default_factory=default_cache_dir)
+
+    @field_validator("server", "gpu", "worker_name", mode="before")
+    @classmethod
+    def _empty_means_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @property
+    def datasets_cache_dir(self) -> Path:
+        return self.cache_dir / "datasets"
