@@ -1,4 +1,9 @@
-"""The single `padbench` command. Each package contributes its own subcommands through `register`."""
+"""The single `padbench` command. Each role contributes its own subcommands through `register`.
+
+A role's commands need that role's dependencies (`pip install 'padbench[server]'`, `'padbench[worker]'`);
+the client's need only the base install. Where a role's extra is not installed its commands still show in
+`--help`, and running one says which extra to install instead of failing with an import error.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,58 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-# Modules that expose `register(subparsers)`; imported lazily so `padbench submit` never imports torch.
-SUBCOMMAND_MODULES: tuple[str, ...] = ("padbench.worker.cli", "padbench.server.cli", "padbench.client.cli")
+from padbench import __version__
+
+
+@dataclass(frozen=True)
+class Role:
+    module: str  # exposes `register(subparsers)`; imported lazily so `padbench submit` never imports torch
+    extra: str | None  # the pip extra that brings the role's dependencies; None: the base install
+    commands: tuple[str, ...]  # what `register` adds, listed here for when the extra is missing
+
+
+ROLES: tuple[Role, ...] = (
+    Role("padbench.worker.cli", "worker", ("run", "worker")),
+    Role("padbench.server.cli", "server", ("server", "db")),
+    Role("padbench.client.cli", None, ("submit", "status", "wait", "results", "list", "cancel", "demo")),
+)
+
+
+def missing_extra_handler(role: Role, missing: str) -> Callable[[argparse.Namespace], int]:
+    def handler(args: argparse.Namespace) -> int:
+        print(f"padbench {args.command}: needs the '{role.extra}' extra ({missing} is not installed): "
+              f"pip install 'padbench[{role.extra}]'", file=sys.stderr)
+        return 2
+
+    return handler
+
+
+def register_role(role: Role, subparsers: argparse._SubParsersAction) -> None:
+    try:
+        module = importlib.import_module(role.module)
+    except ModuleNotFoundError as error:
+        if role.extra is None or (error.name or "").startswith("padbench"):
+            raise  # the base install or padbench itself is broken: that is not a missing extra
+        for command in role.commands:
+            parser = subparsers.add_parser(command, help=f"(needs: pip install 'padbench[{role.extra}]')",
+                                           add_help=False)
+            parser.add_argument("rest", nargs=argparse.REMAINDER)
+            parser.set_defaults(handler=missing_extra_handler(role, error.name or "a dependency"))
+        return
+    module.register(subparsers)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="padbench", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="padbench",
+        description="Which batching layout and attention kernel gives the most tokens per second for your "
+                    "model, data and GPU — at what batch size, and by how much.")
+    parser.add_argument("--version", action="version", version=f"padbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module_name in SUBCOMMAND_MODULES:
-        importlib.import_module(module_name).register(subparsers)
+    for role in ROLES:
+        register_role(role, subparsers)
     return parser
 
 

@@ -24,6 +24,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from padbench.contract.spec import DataSpec
 from padbench.worker.engine.synthetic import DistributionError, get_distribution
+from padbench.worker.runtime.progress import ProgressFn
 from padbench.worker.runtime.settings import WorkerSettings
 
 SYNTHETIC = "synthetic"
@@ -34,8 +35,6 @@ FILE_BUILDERS: dict[str, str] = {
 }
 # Bump when the tokenized rows change shape or meaning, so old cache files are not reused.
 TOKENIZED_FORMAT = "padbench-tokenized-v1"
-
-Progress = Callable[[float, str], None]
 
 
 class DataError(ValueError):
@@ -62,7 +61,7 @@ class TokenizedCorpus:
 
 
 def load_sequences(data: DataSpec, vocab_size: int, cache_dir: Path | None = None,
-                   progress: Progress | None = None) -> TokenizedData:
+                   progress: ProgressFn | None = None) -> TokenizedData:
     report = progress or (lambda fraction, message: None)
     if data.source == SYNTHETIC:
         synthetic = synthetic_sequences(data, vocab_size)
@@ -130,7 +129,7 @@ def _tokenizer_function(tokenizer: PreTrainedTokenizerBase, text_field: str) -> 
 # --- text sources ----------------------------------------------------------------------------------------
 
 def tokenize_corpus(data: DataSpec, tokenizer: PreTrainedTokenizerBase, cache_dir: Path,
-                    report: Progress) -> TokenizedCorpus:
+                    report: ProgressFn) -> TokenizedCorpus:
     report(0.0, f"loading {data.source}")
     with _quiet_datasets():
         raw, description = read_source(data.source, cache_dir)

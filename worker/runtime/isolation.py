@@ -24,6 +24,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Literal
 
 from padbench.worker.runtime.procfs import die_with_parent
+from padbench.worker.runtime.progress import ProgressFn
 
 Outcome = Literal["ok", "oom", "cuda_error", "error", "timeout", "crash", "cancelled"]
 
@@ -113,7 +114,7 @@ def run_in_child(
     *args: Any,
     timeout_s: float | None = None,
     env: Mapping[str, str] | None = None,
-    on_progress: Callable[[float, str], None] | None = None,
+    on_progress: ProgressFn | None = None,
     should_stop: Callable[[], bool] | None = None,
     poll_s: float = 0.5,
 ) -> ChildReport:
