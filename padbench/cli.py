@@ -48,8 +48,9 @@ def register_role(role: Role, subparsers: argparse._SubParsersAction) -> None:
         for command in role.commands:
             parser = subparsers.add_parser(command, help=f"(needs: pip install 'padbench[{role.extra}]')",
                                            add_help=False)
-            parser.add_argument("rest", nargs=argparse.REMAINDER)
-            parser.set_defaults(handler=missing_extra_handler(role, error.name or "a dependency"))
+            # Whatever options follow are the real command's: accept them, and say what to install.
+            parser.set_defaults(handler=missing_extra_handler(role, error.name or "a dependency"),
+                                ignores_arguments=True)
         return
     module.register(subparsers)
 
@@ -67,7 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "ignores_arguments", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
