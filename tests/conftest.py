@@ -7,15 +7,17 @@ from pathlib import Path
 
 import pytest
 
-# Nothing in the tests may reach the Hugging Face hub.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 WIKITEXT_DIR = SHARED_DATA / "wikitext"
 TOKENIZER_DIR = SHARED_DATA / "bert-base-uncased"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Nothing in the tests may reach the Hugging Face hub. Set before any test module is collected,
+    because transformers and datasets read these when they are first imported."""
+    for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        os.environ.setdefault(flag, "1")
 
 
 @pytest.fixture(scope="session")
