@@ -1,4 +1,4 @@
-"""The attention sweep issue 5 asks to see, in one command, with the seeds' published figures beside it.
+"""The attention sweep over sequence length, in one command, with published figures beside it.
 
     python scripts/attention_gpu_sweep.py --json sweep.json --markdown sweep.md      # on an H100/H200
     python scripts/attention_gpu_sweep.py --device cpu --tiny --json /tmp/sweep.json  # anywhere, in minutes
@@ -7,7 +7,7 @@ Eight jobs: bf16, B8 H32 D64 (the Flash Attention 2/3 tables' configuration) and
 lengths 512 … 16384, causal and not, forward and forward+backward, every sweep kernel (those this machine
 lacks come back `unsupported`). Each job measures the device's bf16 matmul rate in the same run. Tables
 go to stdout, progress to stderr; the JSON (a list of results) is rewritten after every job so an
-interrupted run keeps what it measured. The last lines check the issue's targets (forward, non-causal,
+interrupted run keeps what it measured. The last lines check the targets (forward, non-causal,
 N=8192, B8 H32 D64: torch's flash ≥ 35 % and flash-attn-4 ≥ 60 % of the matmul rate).
 """
 
@@ -33,7 +33,8 @@ FULL_LENGTHS, TINY_LENGTHS = [512, 1024, 2048, 4096, 8192, 16384], [64, 128, 256
 TARGETS = {"sdpa-flash": 0.35, "flash-attn-cute": 0.60}
 TARGET_CASE = {"batch": 8, "heads": 32, "seq_len": 8192}
 
-# Published figures the issue asks to stand beside ours (../shared/seeds). Milliseconds, forward.
+# Published figures to stand beside ours, as quoted by their authors on their own hardware (not re-measured
+# here; the SEED_ names mean "quoted from elsewhere"). Milliseconds, forward.
 SEED_FA_H100 = {  # "Performance Benchmarks", H100 80GB, batch 8, heads 32, dim 64; masking not stated
     "standard": {512: 0.8, 1024: 2.6, 2048: 9.8, 4096: 38.2, 8192: 151.4},
     "Flash Attn 2": {512: 0.6, 1024: 1.0, 2048: 3.4, 4096: 12.5, 8192: 47.8},
@@ -105,7 +106,7 @@ def _ours(results: list[AttentionResult], batch: int, causal: bool, kernel: str,
 
 
 def markdown(results: list[AttentionResult]) -> str:
-    """Our forward figures beside the seeds' published ones, as markdown for docs/benchmarks.md."""
+    """Our forward figures beside the published ones (the "seed" columns), as markdown for docs/benchmarks.md."""
     device = results[0].environment.gpu_name or results[0].environment.device if results else "?"
     lines = [f"### Forward ms, B8 H32 D64, non-causal — ours on {device} vs the seeds' H100 table", "",
              "| N | ours naive | ours sdpa-flash | ours flash-attn | ours flash-attn-cute | seed standard "

@@ -3,8 +3,9 @@
     .venv/bin/python scripts/fit_lengths.py [--corpus GLOB] [--tokenizer DIR] [--points 201]
 
 Tokenizes every non-empty line of the corpus (special tokens included, no truncation) through the same
-loader the engine uses, prints the summary figures the shared data README quotes, the quantile table in
-the form `worker/engine/synthetic.py` keeps it, and whether that table still matches the one in the code.
+loader the engine uses, prints the summary figures (lines, tokens, mean, median, p90, p99, static padding
+efficiency at 640 and dynamic padding efficiency with random batches of 32), the quantile table in the form
+`worker/engine/synthetic.py` keeps it, and whether that table still matches the one in the code.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def corpus_lengths(corpus: str, tokenizer_dir: str) -> np.ndarray:
 
 
 def dynamic_efficiency(lengths: np.ndarray, seed: int) -> float:
-    """Random batches of 32, each padded to its longest row (the README's definition)."""
+    """Real tokens over padded tokens, for random batches of 32 each padded to its longest row."""
     shuffled = np.random.default_rng(seed).permutation(lengths)
     batches = [shuffled[start:start + DYNAMIC_BATCH] for start in range(0, len(shuffled), DYNAMIC_BATCH)]
     return float(shuffled.sum() / sum(len(batch) * batch.max() for batch in batches))

@@ -1,4 +1,4 @@
-"""Issue 4's Must-show: does `batch_size: auto` find the right size, in few probes, and does it run?
+"""The OOM probe's check: does `batch_size: auto` find the right size, in few probes, and does it run?
 
 For gpt2-seed, bf16, max_length 640 and four layouts (static, binned, packed + flash, packed + materialised
 mask), this script

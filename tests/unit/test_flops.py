@@ -24,7 +24,7 @@ def test_matmul_flops_per_token_tiny() -> None:
 
 
 def test_matmul_flops_per_token_gpt2_seed_is_about_365_mflop() -> None:
-    # 12 layers × 12·1024² + 1024·30,522 = 182,249,472 MACs (anchors §2 quotes ~365 MFLOP per token).
+    # 12 layers × 12·1024² + 1024·30,522 = 182,249,472 MACs, at 2 FLOPs each ~365 MFLOP per token.
     shape = ModelShape.of(model_config(ModelSpec(preset="gpt2-seed")))
     assert shape.matmul_flops_per_token == 364_498_944
 

@@ -55,7 +55,7 @@ def test_windows_fill_packs_on_the_real_corpus(wikitext_corpus: TokenizedData) -
 
 
 def test_late_packs_are_not_all_short(wikitext_corpus: TokenizedData) -> None:
-    """Whole-corpus FFD would leave the short sequences for the last packs (anchors §1, flaw 5)."""
+    """Whole-corpus FFD would leave the short sequences for the last packs, which then stop being samples."""
     lengths = np.array([len(ids) for ids in wikitext_corpus.sequences])
     order = np.random.default_rng(0).permutation(len(lengths))
     packs = list(windowed_ffd(order, lengths, 8 * 640))

@@ -158,7 +158,7 @@ def test_the_gate_fails_a_broken_packing_and_the_job_goes_on(monkeypatch: pytest
 
 
 class OvercountingStatic:
-    """A strategy whose batches claim more real tokens than they can hold (anchors §1, flaw 2)."""
+    """A strategy whose batches claim more real tokens than they can hold: a corrupt count must fail the row."""
 
     def __init__(self) -> None:
         self.inner = STRATEGIES.get("static")
@@ -198,7 +198,7 @@ def test_compiled_model_serves_every_batch_shape_without_recompiling(monkeypatch
 
 
 def test_a_recompile_inside_the_measurement_invalidates_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Static shapes: each new binned width compiles a new graph, the failure mode of anchors §2.
+    # Static shapes: each new binned width compiles a new graph, here inside the measurement.
     monkeypatch.setattr(strategy_run, "compiled", lambda model: torch.compile(model, backend="eager", dynamic=False))
     row = run(tiny_spec(compile=True, strategies=[{"name": "binned", "n_bins": 2}])).strategies[0]
     assert row.status == "invalid" and row.tokens_per_s is None

@@ -2,7 +2,8 @@
 
 Batches are built on the CPU, then moved to the device *before* timing. Everything the forward pass
 needs on the host (`max_seqlen` as a Python int, `cu_seqlens` precomputed) is computed here once per
-batch, so the model never syncs the device to find it (anchors §1, flaw 4).
+batch, so the model never syncs the device to find it: reading a length back from a device tensor would
+stall the host until the GPU caught up, on every forward.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """The timing loop and the rules that decide whether a measurement counts.
 
-The rules (anchors §1, §3, §6):
+The rules follow MLPerf LoadGen (a minimum duration AND a minimum count, else the run is invalid; every
+sample issued equally often) and Hugging Face's optimum-benchmark (warm-up kept apart; CUDA events rather
+than a synchronize per batch):
 - warm-up batches first, timed separately (torch.compile's compile time lands there);
 - then whole passes over the prepared batches, so every batch is issued equally often, until the run has
   lasted `min_seconds` AND `min_batches`; `max_batches` caps it, and a capped run that falls short of the
@@ -8,7 +10,8 @@ The rules (anchors §1, §3, §6):
 - on CUDA, one event per batch and one synchronize per pass (never per batch), so the host keeps the
   device queue full exactly as a real training or serving loop would;
 - the headline is Σ real tokens / Σ measured seconds. The per-batch median and p90 are secondary figures,
-  because a median over batches of very different sizes compares different regimes (anchors §1, flaw 1).
+  because a median over batches of very different sizes compares different regimes and weighs a tiny batch
+  as much as a full one.
 """
 
 from __future__ import annotations
@@ -214,7 +217,11 @@ def summarize(measurement: Measurement, real_tokens: Sequence[int], computed_tok
 
 
 def batch_sanity_error(batch: Batch, max_length: int) -> str | None:
-    """0 < real tokens ≤ rows × max_length and ≤ computed tokens (anchors §1, flaw 2: corrupt counts)."""
+    """0 < real tokens ≤ rows × max_length and ≤ computed tokens.
+
+    A corrupt token count must fail the run rather than enter Σ tokens unnoticed (a per-batch median would
+    hide even an absurd count).
+    """
     real, rows = batch.real_tokens, batch.rows
     if rows <= 0 or real <= 0:
         return f"a batch has {real} real tokens in {rows} rows (must be positive)"

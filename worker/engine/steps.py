@@ -40,7 +40,8 @@ def compiled(model: torch.nn.Module) -> torch.nn.Module:
     """torch.compile with every dimension symbolic from the first call, so one graph serves all batch shapes.
 
     Without it a compiled model recompiles for each new (rows, width) of binned batches and each pack
-    length, which destroyed binned throughput in the reference measurement (anchors §2). Marking only the
+    length; binned batches change shape so often that the recompiles cost far more than the compiled graph
+    saves, leaving binned much slower than in eager mode. Marking only the
     token dimensions (`maybe_mark_dynamic`) is not enough: transformers' position and mask code lets dynamo
     specialise the first width it sees, and the first different width then recompiles inside the timed
     region. The runner still counts graphs during measurement and invalidates a run that recompiled.

@@ -18,8 +18,9 @@ from padbench.worker.engine.batches import PackedBatch, PaddedBatch
 
 __all__ = ["ATTENTION_KERNELS", "AttentionKernel", "KernelUnavailable", "available_kernels", "resolve_kernel"]
 
-# Fastest first: flash-attn-4 measured 1.7–1.85× torch's FA2 forward on an H200 (issue 2); FA2 proper
-# before torch's copy of it because it is usually the newer build.
+# Fastest first: flash-attn-4's forward ran 1.7–1.8× as fast as torch's FA2 on an H200 at 2K–16K tokens
+# (B8 H32 D64, the attention sweep in docs/benchmarks.md); FA2 proper before torch's copy of it because it
+# is usually the newer build.
 FLASH_PREFERENCE: tuple[str, ...] = ("flash-attn-cute", "flash-attn", "torch-flash")
 # Availability listings (worker capabilities) assume the dtype benchmarks run in.
 CAPABILITY_DTYPE = torch.bfloat16

@@ -4,7 +4,9 @@ GPT2Attention looks its attention function up by `config._attn_implementation` i
 `AttentionInterface` and forwards every extra keyword argument of the model call to it. Each kernel
 registers one function there under its own name and passes what it precomputed per batch (cu_seqlens,
 integer max lengths, masks) as `padbench_*` keyword arguments, so nothing is derived from the device
-inside the layers (anchors §1 flaw 4, §5). Because those names are unknown to transformers' mask
+inside the layers: reading a length back from the device (a `cu_seqlens.diff().max()` per layer, say)
+forces a host sync on every forward, and transformers' own flash path would otherwise derive cu_seqlens
+and max lengths from the position ids on the device. Because those names are unknown to transformers' mask
 registry, `create_causal_mask` returns at once: no O(L²) packed-sequence mask and no position-id scan
 (which reads the device) on any forward.
 """

@@ -4,7 +4,8 @@ Conventions, for every op here:
 - dense tensors are (batch, seq, heads, head_dim): the layout a QKV projection produces and flash-attn takes,
   so a model can hand over transposed views without copying;
 - varlen tensors are (total_tokens, heads, head_dim) with int32 `cu_seqlens` (n+1,) on the device and the
-  maximum lengths as Python ints, so no op has to read a length back from the device (anchors §1, flaw 4);
+  maximum lengths as Python ints, so no op has to read a length back from the device (which would force a
+  host sync on every call);
 - the output has the query's layout; keys/values may have fewer heads than queries (grouped-query attention).
 
 Library signatures differ between versions (torch's `varlen_attn` changed its causal argument in 2.11,
@@ -173,7 +174,7 @@ def flash_attn_cute_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.
 @functools.cache
 def _compiled_flex() -> Callable[..., Any]:
     # Dynamic shapes: every packed batch has a different total length, and one graph per length would
-    # recompile on every batch (the naive-compile trap of anchors §2).
+    # recompile on every batch; compiling per shape then costs far more than the compiled graph saves.
     return torch.compile(flex_attention, dynamic=True)
 
 

@@ -29,7 +29,11 @@ class PaddedKernel(AttentionKernel):
 
 
 class TorchFlashPadded(PaddedKernel):
-    """torch's SDPA pinned to its flash backend: it raises rather than silently falling back (anchors §5)."""
+    """torch's SDPA pinned to its flash backend (`sdpa_kernel(SDPBackend.FLASH_ATTENTION)`).
+
+    With only that backend allowed, SDPA raises on inputs the flash kernel cannot take instead of silently
+    falling back to another backend, so a result labelled torch-flash really ran the flash kernel.
+    """
 
     name = family = "torch-flash"
     half_precision_only = True

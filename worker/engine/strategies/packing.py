@@ -1,7 +1,7 @@
 """First-Fit-Decreasing bin packing, run over windows of a shuffled stream rather than the whole corpus.
 
-FFD over the whole corpus places every long sequence first, so the late packs hold only short sequences
-(anchors §1, flaw 5): packs stop being samples of the data, and since attention cost grows with Σ lenᵢ²,
+FFD over the whole corpus places every long sequence first, so the late packs hold only short sequences:
+packs stop being samples of the data, and since attention cost grows with Σ lenᵢ²,
 the per-pack cost drifts through the run. FFD over a window of a few packs' worth of the shuffled stream
 keeps each pack a random mix of lengths while still giving FFD enough small sequences to fill the gaps.
 The least-filled pack of each window (FFD's leftovers) is carried into the next window instead of being

@@ -113,7 +113,7 @@ def _start_budget(device: torch.device, cpu_budget: int | None) -> _MemoryFrame:
     On CUDA the frame is live tensors (allocated bytes): what torch could still allocate is the device's
     free memory plus everything the allocator holds, cached blocks included — before it reports running
     out it frees its cache and retries. The reserved peak is reported too: it includes the fragmentation
-    that allocated bytes miss, and the search weighs the two (worker/probe/search.py).
+    that allocated bytes miss, and the search weighs the two (`probe/search.py`).
     """
     if device.type == "cuda":
         torch.cuda.synchronize(device)

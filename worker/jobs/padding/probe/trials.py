@@ -36,7 +36,9 @@ from padbench.worker.runtime.progress import ProgressFn
 PROBE_TARGET = "padbench.worker.jobs.padding.probe.child:probe_size"
 FACTS_TARGET = "padbench.worker.jobs.padding.probe.child:read_device_facts"
 FACTS_TIMEOUT_S = 120.0
-# Allocator settings the measurement runs with; the children must use the same (anchors §4).
+# Allocator settings the measurement runs with. The children must use the same: the allocator's
+# configuration changes fragmentation and so the largest batch that fits, and a limit found under other
+# settings would not hold for the measurement.
 ALLOCATOR_VARIABLES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
 # Kernels that materialise a (tokens × tokens) mask on packed input: their memory grows quadratically.
 MASKED_FAMILIES = frozenset({"eager", "sdpa"})
