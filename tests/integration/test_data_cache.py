@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import WIKITEXT_DIR
 
 LOAD_IN_A_FRESH_PROCESS = """
@@ -27,6 +29,7 @@ def load_in_child(source: Path, tokenizer_dir: Path, cache: Path) -> list[str]:
     return done.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_a_second_process_reads_the_tokenized_file(tmp_path: Path, tokenizer_dir: Path) -> None:
     source, cache = WIKITEXT_DIR / "wiki.valid.raw", tmp_path / "cache"
     first = load_in_child(source, tokenizer_dir, cache)

@@ -83,8 +83,9 @@ def imported_modules(module: str, path: Path) -> Iterator[tuple[int, str]]:
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join([*anchor, base]) if base else ".".join(anchor)
             yield node.lineno, base
-            # `from package import submodule` imports the submodule too.
-            yield from ((node.lineno, f"{base}.{alias.name}") for alias in node.names)
+            # `from package import submodule` imports the submodule too (dunder names are attributes).
+            yield from ((node.lineno, f"{base}.{alias.name}") for alias in node.names
+                        if not alias.name.startswith("__"))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             target = CHILD_TARGET.match(node.value)
             if target:

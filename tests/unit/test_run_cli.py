@@ -21,6 +21,7 @@ def one_thread_children(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
 
 
+@pytest.mark.slow
 def test_cpu_demo_runs_and_writes_the_full_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out.json"
     assert main(["run", str(CPU_DEMO), "--json", str(out)]) == 0
@@ -58,6 +59,7 @@ def test_a_missing_spec_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "cannot read spec" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_job_that_cannot_start_exits_1_with_the_reason(tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "absent.txt"

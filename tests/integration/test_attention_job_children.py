@@ -13,6 +13,7 @@ from padbench.worker.jobs.attention.cells import run_cells
 from padbench.worker.runtime.isolation import run_in_child
 
 
+@pytest.mark.slow
 def test_attention_job_end_to_end_with_an_oom_cell() -> None:
     # naive holds two fp32 (1, 2, N, N) matrices: 32 KiB at N=64, 32 MiB at N=2048, over the 12 MiB budget.
     spec = {"kind": "attention", "batch": 1, "heads": 2, "head_dim": 16, "seq_lens": [64, 2048, 4096],

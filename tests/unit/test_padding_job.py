@@ -189,6 +189,7 @@ def test_training_mode_restores_the_weights_between_strategies() -> None:
         assert_measured(row, result)
 
 
+@pytest.mark.slow  # compiles the model with torch.compile (about 5 s)
 def test_compiled_model_serves_every_batch_shape_without_recompiling(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(steps, "COMPILE_BACKEND", "eager")  # dynamo traces and guards as with inductor, faster
     result = run(tiny_spec(compile=True, strategies=[{"name": "binned", "n_bins": 4}, "packed"]))
@@ -197,6 +198,7 @@ def test_compiled_model_serves_every_batch_shape_without_recompiling(monkeypatch
         assert row.warmup_seconds is not None and row.warmup_seconds > 0  # the compile time landed there
 
 
+@pytest.mark.slow  # compiles the model with torch.compile (about 5 s)
 def test_a_recompile_inside_the_measurement_invalidates_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     # Static shapes: each new binned width compiles a new graph, here inside the measurement.
     monkeypatch.setattr(strategy_run, "compiled", lambda model: torch.compile(model, backend="eager", dynamic=False))

@@ -71,6 +71,7 @@ def test_materialising_kernels_predict_their_score_matrices() -> None:
     assert SWEEP_KERNELS.get("sdpa-flash").predicted_bytes(case) == 0
 
 
+@pytest.mark.slow
 def test_compiled_flex_matches_float64_on_documents() -> None:
     if SWEEP_KERNELS.get("flex").available(CPU, torch.float32) is not None:
         pytest.skip("flex cannot compile on this machine")
