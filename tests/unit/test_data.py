@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -87,6 +89,23 @@ def test_draws_are_seeded_and_the_digest_tracks_what_was_drawn(text_file: Path, 
     assert len(first.sequences) == 50
     assert (first.sequences, first.digest) == (again.sequences, again.digest)
     assert len({first.digest, other_seed.digest, shorter.digest}) == 3
+
+
+def test_the_digest_identifies_the_data_not_the_file(text_file: Path, tokenizer_dir: Path, tmp_path: Path) -> None:
+    """The same text copied elsewhere (another path, another time, a fresh cache: another machine) measures
+    the same sequences, so it carries the same digest; other text does not."""
+    copy = tmp_path / "elsewhere" / "copy-of-corpus.txt"
+    copy.parent.mkdir()
+    shutil.copyfile(text_file, copy)
+    os.utime(copy, (1_000_000_000, 1_000_000_000))
+    draw = {"num_samples": 40, "with_replacement": True, "seed": 5}
+    original = load(text_file, tokenizer_dir, tmp_path / "cache-a", **draw)
+    copied = load(copy, tokenizer_dir, tmp_path / "cache-b", **draw)
+    assert copied.sequences == original.sequences
+    assert copied.digest == original.digest
+    edited = tmp_path / "edited.txt"
+    edited.write_text(text_file.read_text(encoding="utf-8").replace("the", "a"), encoding="utf-8")
+    assert load(edited, tokenizer_dir, tmp_path / "cache-c", **draw).digest != original.digest
 
 
 def test_second_load_reads_the_cache_instead_of_tokenizing(text_file: Path, tokenizer_dir: Path, tmp_path: Path,

@@ -35,6 +35,8 @@ FILE_BUILDERS: dict[str, str] = {
 }
 # Bump when the tokenized rows change shape or meaning, so old cache files are not reused.
 TOKENIZED_FORMAT = "padbench-tokenized-v1"
+# Bump when what the data digest covers changes, so digests of different definitions never compare equal.
+DIGEST_FORMAT = "padbench-data-v2"
 
 
 class DataError(ValueError):
@@ -45,7 +47,7 @@ class DataError(ValueError):
 class TokenizedData:
     sequences: list[list[int]]  # token ids; longer lines keep their first data.max_length tokens
     pad_token_id: int
-    digest: str  # sha256 of source, tokenizer, max_length, seed and the drawn lengths: stable across runs
+    digest: str  # sha256 of the drawn token ids and the draw's settings: the same data gives it on any machine
     source: str  # for people: what was read
     num_lines: int  # non-empty lines the draw was made from (num_samples for synthetic data)
 
@@ -55,7 +57,6 @@ class TokenizedCorpus:
     """Every non-empty line of a source, tokenized, with the identities the digest is built from."""
 
     dataset: datasets.Dataset  # one column, `input_ids`
-    source_identity: str
     tokenizer_identity: str
     description: str
 
@@ -74,7 +75,7 @@ def load_sequences(data: DataSpec, vocab_size: int, cache_dir: Path | None = Non
     sequences = [ids[: data.max_length] for ids in rows]
     pad_token_id = pad_id_of(tokenizer)
     check_vocabulary(sequences, pad_token_id, vocab_size, data.tokenizer or "")
-    identity = {"source": corpus.source_identity, "tokenizer": corpus.tokenizer_identity}
+    identity = {"tokenizer": corpus.tokenizer_identity}
     report(1.0, f"{len(sequences)} sequences ready")
     return TokenizedData(sequences, pad_token_id, data_digest(identity, data, sequences), corpus.description,
                          len(corpus.dataset))
@@ -149,7 +150,7 @@ def tokenize_corpus(data: DataSpec, tokenizer: PreTrainedTokenizerBase, cache_di
                             cache_file_name=str(cache_file), load_from_cache_file=True)
     if len(tokenized) == 0:
         raise DataError(f"data.source: {data.source} has no non-empty lines in field {data.text_field!r}")
-    return TokenizedCorpus(tokenized, raw._fingerprint, tok_identity,
+    return TokenizedCorpus(tokenized, tok_identity,
                            f"{description}, {len(tokenized):,} non-empty lines")
 
 
@@ -217,10 +218,18 @@ def draw_indices(available: int, data: DataSpec) -> np.ndarray:
 
 
 def data_digest(identity: dict[str, Any], data: DataSpec, sequences: list[list[int]]) -> str:
-    header = {**identity, "max_length": data.max_length, "seed": data.seed, "num_samples": data.num_samples,
-              "with_replacement": data.with_replacement}
+    """What was measured: the drawn sequences' token ids (and so their lengths), with the draw's settings.
+
+    Nothing about where the text came from goes in — no path, no modification time, no `datasets`
+    fingerprint (which follows both) — so the same sequences give the same digest on any machine, and two
+    results with one digest measured the same data.
+    """
+    header = {"format": DIGEST_FORMAT, **identity, "max_length": data.max_length, "seed": data.seed,
+              "num_samples": data.num_samples, "with_replacement": data.with_replacement}
     digest = hashlib.sha256(json.dumps(header, sort_keys=True).encode())
     digest.update(np.asarray([len(ids) for ids in sequences], dtype=np.int64).tobytes())
+    for ids in sequences:
+        digest.update(np.asarray(ids, dtype=np.int64).tobytes())
     return digest.hexdigest()
 
 
