@@ -92,11 +92,6 @@ def nvml_device_index(device: torch.device) -> int:
     return index
 
 
-def reset_host_peak_rss() -> bool:
-    """Reset the kernel's VmHWM counter for this process; False where the platform cannot."""
-    return procfs.reset_peak_rss()
-
-
 def host_peak_rss_bytes() -> int | None:
     """VmHWM from /proc (resettable), else getrusage's lifetime maximum on Linux; None elsewhere."""
     with contextlib.suppress(procfs.ProcfsUnavailable):
@@ -128,7 +123,7 @@ def track_peak_memory(device: torch.device) -> Iterator[list[MemoryStats]]:
                 source="torch-cuda-allocator" + ("+nvml" if device_used is not None else ""),
             ))
         return
-    resettable = reset_host_peak_rss()
+    resettable = procfs.reset_peak_rss()
     try:
         yield collected
     finally:

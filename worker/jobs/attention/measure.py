@@ -24,7 +24,8 @@ from padbench.contract.results import AttentionCell
 from padbench.worker.engine.measure import time_calls
 from padbench.worker.jobs.attention.inputs import InputSet, Problem, make_input_sets
 from padbench.worker.jobs.attention.kernels import KernelCall, SweepKernel
-from padbench.worker.runtime.memory import host_peak_rss_bytes, reset_host_peak_rss
+from padbench.worker.runtime import procfs
+from padbench.worker.runtime.memory import host_peak_rss_bytes
 
 INPUT_SETS = 3
 REFERENCE_ROWS = 1
@@ -116,7 +117,7 @@ class PeakMemory:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
-        elif reset_host_peak_rss():
+        elif procfs.reset_peak_rss():
             self.baseline = host_peak_rss_bytes()
 
     def peak_above_baseline(self) -> int | None:
