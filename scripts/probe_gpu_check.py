@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from padbench.contract.results import JOB_RESULT_ADAPTER, PaddingResult, ProbeReport
-from padbench.contract.spec import GPT2Fields, ModelSpec, PaddingJobSpec, ProbeSpec, StrategySpec
+from padbench.contract.spec import ModelSpec, PaddingJobSpec, ProbeSpec, StrategySpec
 from padbench.worker.jobs.padding.probe.cache import ProbeCache
 from padbench.worker.jobs.padding.probe.trials import (
     PROBE_TARGET,
@@ -41,7 +41,8 @@ CASES: tuple[tuple[str, str, str], ...] = (
     ("packed", "flash", "sdpa"),
     ("packed", "eager", "eager"),
 )
-TINY = ModelSpec(config=GPT2Fields(n_layer=2, n_embd=64, n_head=4, vocab_size=1000, n_positions=128))
+TINY = ModelSpec(config={"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 1000,
+                              "n_positions": 128})
 MIN_SHARE_OF_TRUE_LIMIT = 0.95
 
 

@@ -81,6 +81,9 @@ class StrategyResult(ResultModel):
     n_bins: int | None = None
     attention: str  # as requested
     kernel: str  # what actually ran, e.g. "torch-flash-varlen", "flash-attn-cute", "eager-block-mask"
+    # Models with fewer key/value heads than query heads: whether the kernel took them as they are
+    # ("native") or repeated them per query group first ("expanded"); None for models without GQA.
+    gqa: Literal["native", "expanded"] | None = None
     batch_size: int | None  # None only when `batch_size: auto` could not be probed
     status: Literal["ok", "invalid", "failed"]
     invalid_reason: str | None = None
@@ -97,7 +100,8 @@ class StrategyResult(ResultModel):
     batches: int | None = None
     measured_seconds: float | None = None
     warmup_seconds: float | None = None
-    mfu: float | None = None
+    mfu: float | None = None  # achieved FLOP/s over the datasheet peak
+    mfu_vs_matmul: float | None = None  # achieved FLOP/s over the GEMM rate measured in the same job
     memory: MemoryStats | None = None
     max_logit_error: float | None = None
     logit_tolerance: float | None = None
@@ -115,6 +119,7 @@ class PaddingResult(ResultModel):
     environment: Environment
     model_parameters: int
     flops_per_token: float
+    matmul_tflops: float | None = None  # the device's GEMM rate in the job's dtype, measured in the same job
     num_sequences: int
     real_tokens_total: int
     strategies: list[StrategyResult]

@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, TypeAdapter, model_validator
 
+from padbench.contract.model_spec import ModelSpec
+
 Dtype = Literal["bf16", "fp16", "fp32"]
 Device = Literal["cuda", "cpu", "auto"]
 StrategyName = Literal["static", "dynamic", "binned", "packed"]
@@ -23,60 +25,6 @@ class StrictModel(BaseModel):
     """Unknown keys are errors: a typo in a spec must not silently fall back to a default."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-# --- model -------------------------------------------------------------------------------------------
-
-class GPT2Fields(StrictModel):
-    n_layer: PositiveInt
-    n_embd: PositiveInt
-    n_head: PositiveInt
-    vocab_size: PositiveInt = 30522
-    n_positions: PositiveInt = 1024
-
-    @model_validator(mode="after")
-    def _heads_divide_width(self) -> GPT2Fields:
-        if self.n_embd % self.n_head:
-            raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
-        return self
-
-
-# Presets are data, not code paths: `gpt2-seed` is the model of the original padding benchmark.
-MODEL_PRESETS: dict[str, GPT2Fields] = {
-    "gpt2-seed": GPT2Fields(n_layer=12, n_embd=1024, n_head=8, vocab_size=30522, n_positions=640),
-    "gpt2": GPT2Fields(n_layer=12, n_embd=768, n_head=12, vocab_size=50257, n_positions=1024),
-    "tiny": GPT2Fields(n_layer=2, n_embd=64, n_head=4, vocab_size=30522, n_positions=640),
-}
-
-
-class ModelSpec(StrictModel):
-    """Exactly one of `preset`, `config` or `path` (a local Hugging Face model directory)."""
-
-    preset: Literal["gpt2-seed", "gpt2", "tiny"] | None = None
-    config: GPT2Fields | None = None
-    path: str | None = None
-    # Throughput does not depend on weight values, so random init is the default even for `path`.
-    load_weights: bool = False
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_string(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return {"preset": value} if value in MODEL_PRESETS else {"path": value}
-        return value
-
-    @model_validator(mode="after")
-    def _exactly_one_source(self) -> ModelSpec:
-        given = [name for name in ("preset", "config", "path") if getattr(self, name) is not None]
-        if len(given) != 1:
-            raise ValueError(f"give exactly one of preset, config or path (got {given or 'none'})")
-        if self.load_weights and self.path is None:
-            raise ValueError("load_weights needs a local model directory in `path`")
-        return self
-
-    def known_fields(self) -> GPT2Fields | None:
-        """The architecture when it is known without reading files (presets and explicit configs)."""
-        return MODEL_PRESETS[self.preset] if self.preset else self.config
 
 
 # --- data --------------------------------------------------------------------------------------------
@@ -93,12 +41,6 @@ class DataSpec(StrictModel):
     with_replacement: bool = True
     # Named length distribution for `synthetic` (see padbench.worker.engine.synthetic for the fitted figures).
     distribution: str = "wikitext103-bert"
-
-    @model_validator(mode="after")
-    def _tokenizer_for_text(self) -> DataSpec:
-        if self.source != "synthetic" and self.tokenizer is None:
-            raise ValueError(f"data.tokenizer is required for source {self.source!r}")
-        return self
 
 
 # --- strategies ---------------------------------------------------------------------------------------
@@ -174,11 +116,12 @@ class PaddingJobSpec(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> PaddingJobSpec:
-        fields = self.model.known_fields()
-        if fields is not None and self.data.max_length > fields.n_positions:
-            raise ValueError(
-                f"data.max_length ({self.data.max_length}) exceeds the model's positions ({fields.n_positions})"
-            )
+        if self.data.source != "synthetic" and self.data.tokenizer is None and self.model.path is None:
+            raise ValueError(f"data.tokenizer is required for source {self.data.source!r} (or a model.path "
+                             "whose directory holds the model's tokenizer)")
+        positions = self.model.max_positions()
+        if positions is not None and self.data.max_length > positions:
+            raise ValueError(f"data.max_length ({self.data.max_length}) exceeds the model's positions ({positions})")
         for strategy in self.strategies:
             kernel = self.attention_for(strategy)
             if kernel in FLASH_KERNELS and self.dtype == "fp32":

@@ -11,9 +11,10 @@ from typing import Any
 from padbench.contract.results import MemoryStats, PaddingResult, StrategyResult
 
 MISSING = "—"
-COLUMNS = ("strategy", "kernel", "batch", "tokens/s", "vs static", "padding eff.", "MFU", "peak memory",
-           "max logit error", "valid")
-RIGHT_ALIGNED = frozenset({"batch", "tokens/s", "vs static", "padding eff.", "MFU", "peak memory"})
+# MFU against the datasheet peak, and against the GEMM rate measured in the same job ("MFU (GEMM)").
+COLUMNS = ("strategy", "kernel", "batch", "tokens/s", "vs static", "padding eff.", "MFU", "MFU (GEMM)",
+           "peak memory", "max logit error", "valid")
+RIGHT_ALIGNED = frozenset({"batch", "tokens/s", "vs static", "padding eff.", "MFU", "MFU (GEMM)", "peak memory"})
 
 
 def format_bytes(count: int | None) -> str:
@@ -56,9 +57,12 @@ def _validity(row: StrategyResult, notes: list[str]) -> str:
 
 def _cells(row: StrategyResult, notes: list[str]) -> tuple[str, ...]:
     batch = "—" if row.batch_size is None else str(row.batch_size)  # None: `auto` could not be probed
-    return (row.label, row.kernel, batch, _number(row.tokens_per_s, ",.0f"),
+    # Grouped-query attention that the kernel could only run by repeating K/V heads is said in the kernel cell.
+    kernel = f"{row.kernel} (K/V expanded)" if row.gqa == "expanded" else row.kernel
+    return (row.label, kernel, batch, _number(row.tokens_per_s, ",.0f"),
             _number(row.speedup_vs_static, ".2f") + ("×" if row.speedup_vs_static is not None else ""),
-            _number(row.padding_efficiency, ".2f"), _number(row.mfu, ".2f"), format_memory(row.memory),
+            _number(row.padding_efficiency, ".2f"), _number(row.mfu, ".2f"), _number(row.mfu_vs_matmul, ".2f"),
+            format_memory(row.memory),
             _logit_error(row),
             _validity(row, notes))
 
@@ -75,7 +79,7 @@ def _align(rows: list[tuple[str, ...]]) -> list[str]:
 
 def _header(result: PaddingResult) -> list[str]:
     spec, env = result.spec, result.environment
-    model = spec.model.preset or spec.model.path or "custom GPT-2"
+    model = spec.model.label
     device = env.gpu_name or env.device
     libraries = [f"torch {env.torch}"] + [f"{name} {version}" for name, version in (
         ("transformers", env.transformers), ("flash-attn", env.flash_attn),
@@ -86,7 +90,13 @@ def _header(result: PaddingResult) -> list[str]:
         f"{result.num_sequences:,} sequences, {result.real_tokens_total:,} real tokens, max_length "
         f"{spec.data.max_length}, from {spec.data.source} (digest {(env.dataset_digest or MISSING)[:12]})",
         " · ".join(libraries),
+        f"MFU denominators: datasheet peak {_tflops(env.peak_tflops)}, GEMM rate measured in this job "
+        f"{_tflops(result.matmul_tflops)}",
     ]
+
+
+def _tflops(value: float | None) -> str:
+    return MISSING if value is None else f"{value:,.0f} TFLOP/s" if value >= 10 else f"{value:.2f} TFLOP/s"
 
 
 def render_table(result: PaddingResult) -> str:
@@ -109,7 +119,7 @@ def csv_rows(result: PaddingResult) -> list[dict[str, Any]]:
             "tokens_per_s": row.tokens_per_s, "speedup_vs_static": row.speedup_vs_static,
             "median_batch_tokens_per_s": row.median_batch_tokens_per_s,
             "p90_batch_tokens_per_s": row.p90_batch_tokens_per_s, "padding_efficiency": row.padding_efficiency,
-            "mfu": row.mfu, "real_tokens": row.real_tokens, "computed_tokens": row.computed_tokens,
+            "mfu": row.mfu, "mfu_vs_matmul": row.mfu_vs_matmul, "gqa": row.gqa, "real_tokens": row.real_tokens, "computed_tokens": row.computed_tokens,
             "batches": row.batches, "measured_seconds": row.measured_seconds, "warmup_seconds": row.warmup_seconds,
             "peak_allocated_bytes": memory.peak_allocated_bytes, "peak_reserved_bytes": memory.peak_reserved_bytes,
             "device_used_bytes": memory.device_used_bytes, "host_peak_rss_bytes": memory.host_peak_rss_bytes,

@@ -11,7 +11,6 @@ import pytest
 from padbench.contract.results import PaddingResult
 from padbench.contract.spec import (
     DataSpec,
-    GPT2Fields,
     MeasurementSpec,
     ModelSpec,
     PaddingJobSpec,
@@ -23,7 +22,8 @@ from padbench.worker.jobs.padding.probe.search import bracket_tolerance, choose_
 from padbench.worker.jobs.padding.probe.trials import ProbeFailed, find_batch_size
 
 MIB = 2**20
-TINY = ModelSpec(config=GPT2Fields(n_layer=2, n_embd=64, n_head=4, vocab_size=1000, n_positions=128))
+TINY = ModelSpec(config={"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 1000,
+                              "n_positions": 128})
 STATIC = StrategySpec(name="static")
 TARGETS = "tests.integration.probe_targets:"
 

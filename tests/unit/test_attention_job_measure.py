@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from padbench.contract.spec import AttentionJobSpec
+from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.jobs.attention import cells as cells_module
 from padbench.worker.jobs.attention.cells import _one_cell, failed_cell
 from padbench.worker.jobs.attention.inputs import Problem, make_input_sets
 from padbench.worker.jobs.attention.kernels import SWEEP_KERNELS
-from padbench.worker.jobs.attention.matmul import measure_matmul_tflops
 from padbench.worker.jobs.attention.measure import CellSettings, measure_cell, reference_attention
 
 CPU = torch.device("cpu")

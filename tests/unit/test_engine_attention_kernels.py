@@ -12,7 +12,7 @@ from padbench.contract.spec import ModelSpec
 from padbench.worker.engine import attention
 from padbench.worker.engine.attention import ATTENTION_KERNELS, KernelUnavailable, available_kernels, resolve_kernel
 from padbench.worker.engine.batches import PackedBatch, PaddedBatch
-from padbench.worker.engine.model import build_model
+from padbench.worker.engine.model import DEFAULT_ATTENTION, build_model
 
 CPU = torch.device("cpu")
 LENGTHS = (7, 3, 12, 1, 9)
@@ -110,7 +110,7 @@ def test_forward_restores_the_models_attention_implementation() -> None:
     kernel = ATTENTION_KERNELS.get("sdpa-block-mask")
     with torch.inference_mode():
         kernel.forward(model, kernel.prepare(packed_batch(sequences())))
-    assert model.config._attn_implementation == "sdpa"
+    assert model.config._attn_implementation == DEFAULT_ATTENTION
 
 
 def test_packed_forward_skips_transformers_mask_builder(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,13 +1,16 @@
-"""FLOP counts against hand-computed values, and the peak table's refusal to invent figures."""
+"""FLOP counts against hand-computed values and torch's own FLOP counter for every model family, and the
+peak table's refusal to invent figures."""
 
 from __future__ import annotations
 
+import pytest
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
-from padbench.contract.spec import ModelSpec
+from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.batches import PackedBatch, PaddedBatch
 from padbench.worker.engine.flops import ModelShape, batch_flops
-from padbench.worker.engine.model import model_config
+from padbench.worker.engine.model import build_model, build_on_meta
 from padbench.worker.runtime.peaks import peak_flops, peak_flops_for_name
 
 # tiny: 2 layers, width 64, MLP 256, vocab 30,522. MACs per token: per layer 3·64² + 64² + 2·64·256 = 49,152,
@@ -16,7 +19,7 @@ TINY_MATMUL_FLOPS_PER_TOKEN = 4_103_424
 
 
 def tiny_shape() -> ModelShape:
-    return ModelShape.of(model_config(ModelSpec(preset="tiny")))
+    return ModelShape.of(build_on_meta(ModelSpec(preset="tiny")))
 
 
 def test_matmul_flops_per_token_tiny() -> None:
@@ -25,8 +28,33 @@ def test_matmul_flops_per_token_tiny() -> None:
 
 def test_matmul_flops_per_token_gpt2_seed_is_about_365_mflop() -> None:
     # 12 layers × 12·1024² + 1024·30,522 = 182,249,472 MACs, at 2 FLOPs each ~365 MFLOP per token.
-    shape = ModelShape.of(model_config(ModelSpec(preset="gpt2-seed")))
+    shape = ModelShape.of(build_on_meta(ModelSpec(preset="gpt2-seed")))
     assert shape.matmul_flops_per_token == 364_498_944
+
+
+@pytest.mark.parametrize("preset", ["tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-gemma2",
+                                    "tiny-phi3"])
+def test_formula_matches_torchs_flop_counter_within_one_percent(preset: str) -> None:
+    """GQA projections, gated MLPs, untied heads and wide heads (Gemma) counted as torch counts them.
+
+    The model runs its eager attention, which computes the full L×L score matrix, so the comparison counts
+    attention as non-causal.
+    """
+    model = build_model(ModelSpec(preset=preset), torch.float32, torch.device("cpu"), seed=0)
+    model.set_attn_implementation("eager")
+    length = 48
+    with FlopCounterMode(display=False) as counter, torch.inference_mode():
+        model(input_ids=torch.randint(1, 1000, (1, length)))
+    shape = ModelShape.of(model)
+    formula = shape.matmul_flops_per_token * length + shape.attention_flops([length], causal=False)
+    assert formula == pytest.approx(counter.get_total_flops(), rel=0.01)
+
+
+def test_grouped_query_attention_counts_fewer_key_value_flops() -> None:
+    llama = ModelShape.of(build_on_meta(ModelSpec(preset="llama-3.2-1b")))
+    # 16 layers × (q 2048² + k, v 2·2048·512 + o 2048² + gated MLP 3·2048·8192) + head 2048·128,256 MACs.
+    per_layer = 2048 * 2048 * 2 + 2 * 2048 * 512 + 3 * 2048 * 8192
+    assert llama.matmul_macs_per_token == 16 * per_layer + 2048 * 128_256
 
 
 def test_packed_batch_counts_attention_from_each_sequence_length() -> None:

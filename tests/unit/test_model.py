@@ -1,4 +1,5 @@
-"""build_model: presets, explicit fields, local directories; seeded (or fast on-device init), dropout-free, eval."""
+"""build_model: presets, explicit fields, local directories of any causal LM; seeded (or fast on-device init),
+dropout-free, eval; model types that cannot run are refused before anything heavy is built."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-from padbench.contract.spec import GPT2Fields, ModelSpec
+from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.model import ModelSourceError, build_model, model_config, model_max_positions
+from padbench.worker.engine.model_support import UnsupportedModel
 from padbench.worker.runtime.device import torch_dtype
 
 CPU = torch.device("cpu")
-SMALL = GPT2Fields(n_layer=1, n_embd=32, n_head=2, vocab_size=100, n_positions=64)
+SMALL = {"model_type": "gpt2", "n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 100, "n_positions": 64}
 
 
 def test_presets_have_the_documented_shapes() -> None:
@@ -80,10 +82,46 @@ def test_directory_without_config_json_names_the_path(tmp_path: Path) -> None:
         model_max_positions(ModelSpec(path=str(tmp_path)))
 
 
-def test_directory_of_another_architecture_is_refused(tmp_path: Path) -> None:
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
-    with pytest.raises(ModelSourceError, match="model_type is 'llama'"):
+def test_directory_of_any_causal_lm_builds_that_model(tmp_path: Path) -> None:
+    config = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+                         num_key_value_heads=2, vocab_size=100, max_position_embeddings=96)
+    config.save_pretrained(tmp_path)
+    spec = ModelSpec(path=str(tmp_path))
+    model = build_model(spec, torch.float32, CPU, seed=0)
+    assert isinstance(model, LlamaForCausalLM)
+    assert model.config.num_key_value_heads == 2
+    assert model_max_positions(spec) == 96
+
+
+@pytest.mark.parametrize(("config", "reason"), [
+    ({"model_type": "bert"}, "not a causal language model"),
+    ({"model_type": "falcon"}, "not through transformers' attention interface"),
+    ({"model_type": "mixtral", "num_local_experts": 4}, "mixture of experts"),
+    ({"model_type": "not-a-model"}, "not known to transformers"),
+])
+def test_model_types_that_cannot_run_are_refused_naming_field_type_and_why(
+        config: dict[str, object], reason: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Refused before any weight exists: constructing a model here would fail the test.
+    monkeypatch.setattr("padbench.worker.engine.model._instantiate", lambda *args: pytest.fail("built a model"))
+    with pytest.raises(UnsupportedModel, match=rf"model\.config: .*{config['model_type']}.*{reason}"):
+        build_model(ModelSpec(config=config), torch.float32, CPU, seed=0)
+
+
+def test_directory_of_an_encoder_is_refused_naming_the_path(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    with pytest.raises(UnsupportedModel, match=r"model\.path: model_type 'bert' is not a causal language model"):
         build_model(ModelSpec(path=str(tmp_path)), torch.float32, CPU, seed=0)
+
+
+def test_a_misspelt_config_field_is_an_error_naming_it() -> None:
+    config = {"model_type": "llama", "hidden_size": 32, "num_key_value_head": 2}
+    with pytest.raises(UnsupportedModel, match=r"no field .num_key_value_head. .*did you mean .num_key_value_heads."):
+        model_config(ModelSpec(config=config))
+
+
+def test_fields_the_config_class_rejects_are_a_clear_error() -> None:
+    with pytest.raises(ModelSourceError, match=r"model\.config: the llama config rejects these fields: .*multiple"):
+        model_config(ModelSpec(config={"model_type": "llama", "hidden_size": 65, "num_attention_heads": 4}))
 
 
 def test_missing_weights_are_a_clear_error(tmp_path: Path) -> None:

@@ -3,8 +3,9 @@
 A benchmark that packs sequences wrongly (position ids that do not restart, attention leaking across
 sequence boundaries, padding attended to) runs *faster* than a correct one, so throughput alone can never
 vouch for a layout. Before a strategy is timed, a sample of sequences goes through it and its logits at the
-real positions are compared with an unpadded reference: the same model, torch's plain math attention
-(independent of every kernel under test), one sequence per call. The reference is kept on the host so it
+real positions are compared with an unpadded reference: the same model, transformers' eager attention
+(each family's own reference code, with every feature it has — soft-capping, sliding windows — and
+independent of every kernel under test), one sequence per call. The reference is kept on the host so it
 never inflates a strategy's device memory peak.
 
 Tolerances are relative to the logit scale (the largest |logit| of the reference), because an absolute
@@ -25,7 +26,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from padbench.contract.spec import Dtype
 from padbench.worker.engine.batches import Batch, PackedBatch
@@ -60,13 +60,12 @@ def gate_sample(lengths: Sequence[int], count: int) -> list[int]:
 
 @contextlib.contextmanager
 def plain_attention(model: torch.nn.Module) -> Iterator[None]:
-    """Run `model` on transformers' SDPA path pinned to torch's math backend, then restore its attention."""
+    """Run `model` on transformers' eager attention, then restore its attention implementation."""
     config = config_of(model)
     previous = config._attn_implementation
-    model.set_attn_implementation("sdpa")  # type: ignore[operator]
+    model.set_attn_implementation("eager")  # type: ignore[operator]
     try:
-        with sdpa_kernel(SDPBackend.MATH):
-            yield
+        yield
     finally:
         model.set_attn_implementation(previous)  # type: ignore[operator]
 

@@ -1,11 +1,13 @@
 """FLOPs counted per batch, the numerator of MFU (the device peak is `runtime.peaks`).
 
-Counting rules (2 FLOPs per multiply-accumulate):
-- matmuls, per computed token: QKV projection 3·E², output projection E², MLP 2·E·I, LM head E·V — so
-  padding costs what the GPU really spends on it;
-- attention, per layer and sequence of computed length L: QKᵀ and AV are 2·L²·E MACs together,
-  counted as half for causal attention (the ideal a causal kernel skips to); a padded row's computed length
-  is its full width, a packed sequence's its own length.
+Counting rules (2 FLOPs per multiply-accumulate), read off the built model, so they hold for any
+architecture transformers builds:
+- matmuls, per computed token: every linear layer of the decoder and the LM head, one MAC per weight —
+  attention projections with however many key/value heads, two- or three-matrix (gated) MLPs, tied or
+  untied heads alike; embeddings are lookups and count nothing. Padding costs what the GPU really spends.
+- attention, per layer and sequence of computed length L: QKᵀ and AV are 2·L²·(heads·head_dim) MACs
+  together, counted as half for causal attention (the ideal a causal kernel skips to); a padded row's
+  computed length is its full width, a packed sequence's its own length.
 For gpt2-seed (E 1024, I 4096, 12 layers, V 30,522) the matmuls are 12 · 12·1024² + 1024 · 30,522 =
 182,249,472 MACs, ~365 MFLOP per token.
 """
@@ -15,7 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from transformers import GPT2Config
+import torch
+from transformers import PretrainedConfig
+from transformers.pytorch_utils import Conv1D
 
 from padbench.worker.engine.batches import Batch, PackedBatch
 
@@ -23,25 +27,36 @@ from padbench.worker.engine.batches import Batch, PackedBatch
 @dataclass(frozen=True)
 class ModelShape:
     n_layer: int
-    n_embd: int
-    n_inner: int
-    vocab_size: int
+    attention_width: int  # query heads × head dim: the width of QKᵀ and AV
+    matmul_macs_per_token: int
 
     @classmethod
-    def of(cls, config: GPT2Config) -> ModelShape:
-        inner = config.n_inner if config.n_inner is not None else 4 * config.n_embd
-        return cls(n_layer=config.n_layer, n_embd=config.n_embd, n_inner=inner, vocab_size=config.vocab_size)
+    def of(cls, model: torch.nn.Module) -> ModelShape:
+        config: PretrainedConfig = model.config  # type: ignore[assignment]
+        heads = int(config.num_attention_heads)
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+        return cls(n_layer=int(config.num_hidden_layers), attention_width=heads * int(head_dim),
+                   matmul_macs_per_token=linear_macs_per_token(model))
 
     @property
     def matmul_flops_per_token(self) -> int:
-        width = self.n_embd
-        per_layer = 3 * width * width + width * width + 2 * width * self.n_inner
-        return 2 * (self.n_layer * per_layer + width * self.vocab_size)
+        return 2 * self.matmul_macs_per_token
 
     def attention_flops(self, lengths: Iterable[int], causal: bool = True) -> int:
         """Score and value matmuls of every layer over sequences of these computed lengths."""
-        full = sum(2 * 2 * length * length * self.n_embd for length in lengths) * self.n_layer
+        full = sum(2 * 2 * length * length * self.attention_width for length in lengths) * self.n_layer
         return full // 2 if causal else full
+
+
+def linear_macs_per_token(model: torch.nn.Module) -> int:
+    """One multiply-accumulate per weight of every linear map a token goes through (LM head included)."""
+    total = 0
+    for module in model.modules():
+        # GPT-2 writes its linear layers as Conv1D; the aligned LM head wraps the weight it multiplies by.
+        if isinstance(module, torch.nn.Linear | Conv1D) or getattr(module, "counts_as_linear", False):
+            weight: torch.Tensor = module.weight  # type: ignore[assignment]
+            total += weight.numel()
+    return total
 
 
 @dataclass(frozen=True)

@@ -1,82 +1,103 @@
-"""The measured model: a GPT-2 built with transformers from a preset, explicit fields or a local directory.
+"""The measured model: any transformers causal LM, from a preset, explicit fields or a local directory.
 
 Throughput does not depend on weight values, so weights are randomly initialised (seeded, on the CPU so
 every device starts from the same numbers) unless the spec asks to load a local checkpoint. Callers that
 only need the memory a model takes (the OOM probe) pass `init="on_device"`: unseeded, built directly on
-the device, skipping the slow CPU initialisation and the host-to-device copy. Dropout is
-off and the model is in eval mode: a benchmark forward must be a deterministic function of its input.
+the device, skipping the slow CPU initialisation and the host-to-device copy. Dropout is off and the model
+is in eval mode: a benchmark forward must be a deterministic function of its input.
+
+Whether a model type can run at all is decided from its config alone (`model_support`), before any
+weight is allocated: a refusal names the field, the model type and why.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal, TypedDict, cast
+from typing import Any, Literal, cast
 
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, PreTrainedModel
 
-from padbench.contract.spec import ModelSpec
+from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.lm_head import align_lm_head
+from padbench.worker.engine.model_support import check_config_fields, check_model_type, check_not_moe
 
-
-class DropoutRates(TypedDict):
-    """GPT2Config's dropout keywords, typed per key so that `**NO_DROPOUT` is checked against its parameters."""
-
-    resid_pdrop: float
-    embd_pdrop: float
-    attn_pdrop: float
-
-
-NO_DROPOUT: DropoutRates = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
 # GPT-2's `gelu_new` is the tanh-approximated GELU written as seven elementwise torch ops, each a full pass over
 # the (tokens, 4·width) MLP activation; `gelu_pytorch_tanh` is the same function as one fused kernel.
 FUSED_ACTIVATION = {"gelu_new": "gelu_pytorch_tanh"}
+ACTIVATION_FIELDS = ("activation_function", "hidden_act", "hidden_activation")
 # The implementation a plain `model(...)` call uses; kernels switch it only for the duration of their forward.
-DEFAULT_ATTENTION = "sdpa"
+# transformers' eager attention is every family's own reference code (some, such as Gemma 2, have no SDPA path).
+DEFAULT_ATTENTION = "eager"
 
 
 class ModelSourceError(ValueError):
-    """A model directory that cannot be used; the message names the `model.path` and why."""
+    """A model that cannot be used; the message names the spec field and why."""
 
 
 WeightInit = Literal["seeded", "on_device"]
 
 
 def build_model(spec: ModelSpec, dtype: torch.dtype, device: torch.device, seed: int,
-                init: WeightInit = "seeded") -> GPT2LMHeadModel:
+                init: WeightInit = "seeded") -> PreTrainedModel:
     """The spec's model on `device` in eval mode; `init="on_device"` gives unseeded random weights, fast."""
     config = model_config(spec)
     if spec.load_weights:
         model = _load_pretrained(_model_dir(spec), config, dtype)
     elif init == "on_device":
         with torch.device(device):  # parameters are created, and initialised, where they will live
-            model = GPT2LMHeadModel(config)
+            model = _instantiate(config, spec)
     else:
         torch.manual_seed(seed)
-        model = GPT2LMHeadModel(config)
+        model = _instantiate(config, spec)
     # transformers wraps `to` with functools.wraps, which typeshed does not bind as a method.
     return align_lm_head(model.to(device=device, dtype=dtype).eval())  # type: ignore[call-arg]
 
 
-def config_of(model: torch.nn.Module) -> GPT2Config:
-    """The GPT-2 config of a model from `build_model`, compiled or not.
+def build_on_meta(spec: ModelSpec) -> PreTrainedModel:
+    """The spec's model with shapes but no storage: for counting parameters and FLOPs, instantly, at any size."""
+    with torch.device("meta"):
+        return align_lm_head(_instantiate(model_config(spec), spec))
 
-    nn.Module's stubs type any unknown attribute as `Tensor | Module`; `.config` is the model's GPT2Config
+
+def count_parameters(spec: ModelSpec) -> int:
+    return sum(parameter.numel() for parameter in build_on_meta(spec).parameters())
+
+
+def _instantiate(config: PretrainedConfig, spec: ModelSpec) -> PreTrainedModel:
+    try:
+        return cast(PreTrainedModel, AutoModelForCausalLM.from_config(config))
+    except (AssertionError, ValueError, TypeError) as error:  # a config its own model class cannot build
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+        raise ModelSourceError(f"model {spec.label!r}: {config.model_type} cannot be built from these "
+                               f"fields: {first_line}") from None
+
+
+def config_of(model: torch.nn.Module) -> PretrainedConfig:
+    """The transformers config of a model from `build_model`, compiled or not.
+
+    nn.Module's stubs type any unknown attribute as `Tensor | Module`; `.config` is the model's config
     (a compiled wrapper forwards the attribute to the model it wraps).
     """
-    return cast(GPT2Config, model.config)
+    return cast(PretrainedConfig, model.config)
 
 
-def model_config(spec: ModelSpec) -> GPT2Config:
+def model_config(spec: ModelSpec) -> PretrainedConfig:
     """The transformers config of the spec's model: dropout off, fused activation, default attention."""
-    fields = spec.known_fields()
+    fields = spec.architecture()
     if fields is None:
-        config = GPT2Config.from_pretrained(_model_dir(spec), local_files_only=True, **NO_DROPOUT)
+        config = _config_from_directory(_model_dir(spec))
+        field = "model.path"
     else:
-        config = GPT2Config(n_layer=fields.n_layer, n_embd=fields.n_embd, n_head=fields.n_head,
-                            vocab_size=fields.vocab_size, n_positions=fields.n_positions, **NO_DROPOUT)
-    config.activation_function = FUSED_ACTIVATION.get(config.activation_function, config.activation_function)
+        field = "model.preset" if spec.preset else "model.config"
+        config = _config_from_fields(fields, field)
+    check_not_moe(config, field)
+    _disable_dropout(config)
+    for name in ACTIVATION_FIELDS:
+        activation = getattr(config, name, None)
+        if isinstance(activation, str) and activation in FUSED_ACTIVATION:
+            setattr(config, name, FUSED_ACTIVATION[activation])
     config._attn_implementation = DEFAULT_ATTENTION
     # A benchmark forward never generates: without this, transformers fills a KV cache on every call,
     # copying each layer's keys and values (torch.cat) — 18% of a packed gpt2-seed forward on an H200.
@@ -85,14 +106,46 @@ def model_config(spec: ModelSpec) -> GPT2Config:
 
 
 def model_max_positions(spec: ModelSpec) -> int:
-    fields = spec.known_fields()
-    if fields is not None:
-        return fields.n_positions
-    config = _read_config_json(_model_dir(spec))
-    positions = config.get("n_positions", config.get("max_position_embeddings"))
+    known = spec.max_positions()
+    if known is not None:
+        return known
+    config = model_config(spec)
+    positions = getattr(config, "max_position_embeddings", None)
     if not isinstance(positions, int) or positions <= 0:
-        raise ModelSourceError(f"model.path {spec.path!r}: config.json has no positive n_positions")
+        raise ModelSourceError(f"{spec.label!r}: the config states no positive max_position_embeddings")
     return positions
+
+
+def _config_from_fields(fields: dict[str, Any], field: str) -> PretrainedConfig:
+    model_type = str(fields["model_type"])
+    config_class = check_model_type(model_type, field)
+    arguments = {name: value for name, value in fields.items() if name != "model_type"}
+    check_config_fields(config_class, arguments, field)
+    try:
+        return config_class(**arguments)
+    except Exception as error:  # the config class's own validation (e.g. heads ∤ width), any error type
+        cause = error.__cause__ or error
+        first_line = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:300]
+        raise ModelSourceError(f"{field}: the {model_type} config rejects these fields: {first_line}") from None
+
+
+def _config_from_directory(directory: Path) -> PretrainedConfig:
+    model_type = _read_config_json(directory).get("model_type")
+    if not isinstance(model_type, str):
+        raise ModelSourceError(f"model.path {str(directory)!r}: config.json names no model_type")
+    check_model_type(model_type, "model.path")
+    try:
+        return AutoConfig.from_pretrained(directory, local_files_only=True)
+    except (OSError, ValueError, TypeError) as error:
+        raise ModelSourceError(f"model.path {str(directory)!r}: config.json is not a valid {model_type} config "
+                               f"({type(error).__name__})") from None
+
+
+def _disable_dropout(config: PretrainedConfig) -> None:
+    """Every dropout rate of the config to zero, whatever the family calls it (attn_pdrop, attention_dropout…)."""
+    for name, value in config.to_dict().items():
+        if isinstance(value, float) and ("dropout" in name or name.endswith("pdrop")):
+            setattr(config, name, 0.0)
 
 
 def _model_dir(spec: ModelSpec) -> Path:
@@ -107,17 +160,17 @@ def _read_config_json(directory: Path) -> dict[str, object]:
         raise ModelSourceError(f"model.path {str(directory)!r}: no config.json there")
     try:
         config = json.loads(config_file.read_text())
-    except (OSError, ValueError) as error:
-        raise ModelSourceError(f"model.path {str(directory)!r}: config.json is unreadable ({error})") from None
-    if not isinstance(config, dict) or config.get("model_type") != "gpt2":
-        found = config.get("model_type") if isinstance(config, dict) else None
-        raise ModelSourceError(f"model.path {str(directory)!r}: model_type is {found!r}, padbench measures gpt2")
+    except (OSError, ValueError):
+        raise ModelSourceError(f"model.path {str(directory)!r}: config.json is not readable JSON") from None
+    if not isinstance(config, dict):
+        raise ModelSourceError(f"model.path {str(directory)!r}: config.json does not hold a JSON object")
     return config
 
 
-def _load_pretrained(directory: Path, config: GPT2Config, dtype: torch.dtype) -> GPT2LMHeadModel:
+def _load_pretrained(directory: Path, config: PretrainedConfig, dtype: torch.dtype) -> PreTrainedModel:
     try:
-        return GPT2LMHeadModel.from_pretrained(directory, config=config, local_files_only=True, dtype=dtype,
-                                               attn_implementation=DEFAULT_ATTENTION)
+        model = AutoModelForCausalLM.from_pretrained(directory, config=config, local_files_only=True, dtype=dtype,
+                                                     attn_implementation=DEFAULT_ATTENTION)
     except OSError as error:  # transformers reports missing weight files as OSError
         raise ModelSourceError(f"model.path {str(directory)!r}: cannot load weights ({error})") from None
+    return cast(PreTrainedModel, model)

@@ -92,6 +92,16 @@ def nvml_device_index(device: torch.device) -> int:
     return index
 
 
+def device_free_bytes(device: torch.device) -> tuple[int, int] | None:
+    """(free, total) bytes of a GPU from NVML, without creating a CUDA context here; None without NVML."""
+    with nvml_session() as nvml:
+        if nvml is None:
+            return None
+        handle = nvml.nvmlDeviceGetHandleByIndex(nvml_device_index(torch.device("cuda", device.index or 0)))
+        info = nvml.nvmlDeviceGetMemoryInfo(handle)
+        return int(info.free), int(info.total)
+
+
 def host_peak_rss_bytes() -> int | None:
     """VmHWM from /proc (resettable), else getrusage's lifetime maximum on Linux; None elsewhere."""
     with contextlib.suppress(procfs.ProcfsUnavailable):

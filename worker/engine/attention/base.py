@@ -24,6 +24,7 @@ from torch.nn.attention.flex_attention import BlockMask
 from transformers import AttentionInterface
 
 from padbench.worker.engine.attention import ops
+from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling, window_reason
 from padbench.worker.engine.attention.ops import KernelUnavailable
 from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.model import config_of
@@ -48,6 +49,8 @@ class AttentionKernel(ABC):
     # batch once, or compilation lands inside the timed region (seen on an H200: the median batch ran 1.09M
     # tokens/s while Σ tokens / Σ time read 0.84M).
     compiles_per_shape: ClassVar[bool] = False
+    # Logit soft-capping (Gemma 2): only kernels that apply it may run a model that uses it.
+    applies_softcap: ClassVar[bool] = False
 
     def __init__(self) -> None:
         AttentionInterface.register(self.hf_name, self._transformers_attention)
@@ -89,6 +92,18 @@ class AttentionKernel(ABC):
         if device.type == "cuda":
             torch.cuda.synchronize(device)  # surface asynchronous launch errors here, not in a measurement
 
+    @property
+    def gqa_handling(self) -> GqaHandling:
+        """How grouped-query attention runs: in the kernel itself, or by repeating K/V heads before it."""
+        return "native"
+
+    def unsupported_reason(self, features: AttentionFeatures, longest: int) -> str | None:
+        """Why this kernel cannot compute this model's attention on sequences up to `longest`; None if it can."""
+        if features.softcap is not None and not self.applies_softcap:
+            return (f"{self.name} does not apply attention logit soft-capping (the model caps at "
+                    f"{features.softcap:g}); the eager kernels do")
+        return window_reason(features.sliding_window, longest)
+
     # --- per batch ------------------------------------------------------------------------------------------
 
     def prepare(self, batch: Batch) -> Batch:
@@ -126,14 +141,31 @@ class AttentionKernel(ABC):
     def _transformers_attention(self, module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor,
                                 value: torch.Tensor, attention_mask: torch.Tensor | None,
                                 scaling: float | None = None, dropout: float = 0.0,
+                                softcap: float | None = None, sliding_window: int | None = None,
                                 **kwargs: Any) -> tuple[torch.Tensor, None]:
         # transformers hands over (batch, heads, seq, head_dim) transposes of the projection output;
         # transposing back is a free view with the head dimension contiguous, which every kernel accepts.
         if dropout:
             raise ValueError(f"attention kernel {self.name!r} runs without dropout (got p={dropout})")
+        inputs = kernel_inputs(kwargs)
+        self._refuse_dropped_features(softcap, sliding_window, kwargs, longest=inputs.get(
+            "padbench_max_seqlen", query.shape[2]))
+        if softcap:
+            inputs["padbench_softcap"] = softcap
         output = self.attend(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2),
-                             scaling if scaling is not None else query.shape[-1] ** -0.5, **kernel_inputs(kwargs))
+                             scaling if scaling is not None else query.shape[-1] ** -0.5, **inputs)
         return output, None
+
+    def _refuse_dropped_features(self, softcap: float | None, sliding_window: int | None, kwargs: dict[str, Any],
+                                 longest: int) -> None:
+        """The call-time guard behind `unsupported_reason`: a feature this kernel would ignore is an error."""
+        if kwargs.get("s_aux") is not None:
+            raise KernelUnavailable(self.name, "the model uses attention sinks (s_aux), which it does not apply")
+        features = AttentionFeatures(query_heads=1, kv_heads=1, softcap=softcap or None,
+                                     sliding_window=sliding_window or None)
+        reason = self.unsupported_reason(features, longest)
+        if reason is not None:
+            raise KernelUnavailable(self.name, reason)
 
 
 def kernel_inputs(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -174,7 +206,8 @@ class MaskedKernel(AttentionKernel):
 
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
                padbench_mask: torch.Tensor, **inputs: Any) -> torch.Tensor:
-        return self.masked_op(query, key, value, causal=False, scale=scale, mask=padbench_mask)
+        capping = {"softcap": inputs["padbench_softcap"]} if "padbench_softcap" in inputs else {}
+        return self.masked_op(query, key, value, causal=False, scale=scale, mask=padbench_mask, **capping)
 
 
 class FlexKernel(AttentionKernel):

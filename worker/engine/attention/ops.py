@@ -87,6 +87,21 @@ def _is_gqa(query: torch.Tensor, key: torch.Tensor) -> bool:
     return query.shape[-2] != key.shape[-2]
 
 
+def expand_kv_heads(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keys and values with each head repeated for its query group: GQA for ops that only take equal heads.
+
+    Works on dense (batch, seq, heads, dim) and varlen (tokens, heads, dim) alike: heads are dimension -2.
+    """
+    groups = query.shape[-2] // key.shape[-2]
+    if groups == 1:
+        return key, value
+    return key.repeat_interleave(groups, dim=-2), value.repeat_interleave(groups, dim=-2)
+
+
+def torch_varlen_takes_gqa() -> bool:
+    return _torch_varlen_call()[2]
+
+
 # --- dense (batch, seq, heads, head_dim) ----------------------------------------------------------------
 
 def sdpa_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
@@ -103,20 +118,21 @@ def sdpa_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, c
 
 def naive_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
                 scale: float | None = None, mask: torch.Tensor | None = None,
-                blocked: torch.Tensor | None = None) -> torch.Tensor:
+                blocked: torch.Tensor | None = None, softcap: float | None = None) -> torch.Tensor:
     """The materialised softmax(QKᵀ)V: the full (batch, heads, q_len, kv_len) score matrix in memory.
 
     `mask` is boolean (True = attend), broadcastable to the scores. `blocked` is its inverse (True = may not
     attend), for callers that hold it already: it spares a (q_len, kv_len) temporary on every call, which
-    matters where the call's peak memory is what is measured.
+    matters where the call's peak memory is what is measured. `softcap` bounds the scaled logits to
+    ±softcap with tanh before the mask, as Gemma 2 does.
     """
     if blocked is not None and (mask is not None or causal):
         raise ValueError("naive_dense: `blocked` replaces `mask` and `causal`; fold them into it")
-    groups = query.shape[-2] // key.shape[-2]
+    key, value = expand_kv_heads(query, key, value)
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))
-    if groups > 1:
-        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
     scores = torch.matmul(q, k.transpose(-1, -2)).mul_(scale if scale is not None else query.shape[-1] ** -0.5)
+    if softcap:
+        scores = scores.div_(softcap).tanh_().mul_(softcap)
     if causal:
         causal_mask = causal_allowed(query.shape[1], key.shape[1], query.device)
         mask = causal_mask if mask is None else mask & causal_mask
@@ -148,9 +164,10 @@ def torch_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu
     function, causal_kwargs, takes_gqa = _torch_varlen_call()
     kwargs: dict[str, Any] = dict(causal_kwargs) if causal else {}
     if _is_gqa(query, key):
-        if not takes_gqa:
-            raise KernelUnavailable("torch-flash-varlen", f"torch {torch.__version__} varlen_attn has no GQA")
-        kwargs["enable_gqa"] = True
+        if takes_gqa:
+            kwargs["enable_gqa"] = True
+        else:  # this torch's varlen_attn takes equal heads only
+            key, value = expand_kv_heads(query, key, value)
     return _first(function(query, key, value, cu_seqlens_q, cu_seqlens_k, max_q, max_k, scale=scale, **kwargs))
 
 

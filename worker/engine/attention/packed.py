@@ -16,6 +16,7 @@ from torch.nn.attention.flex_attention import BlockMask
 
 from padbench.worker.engine.attention import ops
 from padbench.worker.engine.attention.base import AttentionKernel, FlexKernel, MaskedKernel, register_kernel
+from padbench.worker.engine.attention.features import GqaHandling
 from padbench.worker.engine.batches import Batch, PackedBatch
 
 
@@ -24,7 +25,10 @@ class PackedKernel(AttentionKernel):
 
     def model_inputs(self, batch: Batch) -> dict[str, Any]:
         assert isinstance(batch, PackedBatch)
-        return {"input_ids": batch.input_ids, "position_ids": batch.position_ids, **batch.extras}
+        # The longest sequence travels as a Python int: every kernel's feature guard reads it, and the varlen
+        # kernels pass it on, without a device read.
+        return {"input_ids": batch.input_ids, "position_ids": batch.position_ids,
+                "padbench_max_seqlen": batch.max_seqlen, **batch.extras}
 
 
 class VarlenKernel(PackedKernel):
@@ -35,8 +39,7 @@ class VarlenKernel(PackedKernel):
 
     def model_inputs(self, batch: Batch) -> dict[str, Any]:
         assert isinstance(batch, PackedBatch)
-        return {**super().model_inputs(batch), "padbench_cu_seqlens": batch.cu_seqlens,
-                "padbench_max_seqlen": batch.max_seqlen}
+        return {**super().model_inputs(batch), "padbench_cu_seqlens": batch.cu_seqlens}
 
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
                padbench_cu_seqlens: torch.Tensor, padbench_max_seqlen: int, **inputs: Any) -> torch.Tensor:
@@ -49,6 +52,13 @@ class VarlenKernel(PackedKernel):
 class TorchFlashVarlen(VarlenKernel):
     name, family = "torch-flash-varlen", "torch-flash"
     varlen = staticmethod(ops.torch_varlen)
+
+    @property
+    def gqa_handling(self) -> GqaHandling:
+        try:
+            return "native" if ops.torch_varlen_takes_gqa() else "expanded"
+        except ops.KernelUnavailable:  # no varlen_attn at all: the kernel never runs, nothing to record
+            return "native"
 
 
 class FlashAttnVarlen(VarlenKernel):
@@ -80,6 +90,8 @@ class SdpaBlockMask(BlockDiagonalMaskKernel):
 class EagerBlockMask(BlockDiagonalMaskKernel):
     name, family = "eager-block-mask", "eager"
     masked_op = staticmethod(ops.naive_dense)
+    applies_softcap = True
+    gqa_handling: GqaHandling = "expanded"  # type: ignore[assignment]
 
 
 class FlexDocumentMask(PackedKernel, FlexKernel):

@@ -16,6 +16,7 @@ from torch.nn.attention.flex_attention import BlockMask
 
 from padbench.worker.engine.attention import ops
 from padbench.worker.engine.attention.base import AttentionKernel, FlexKernel, MaskedKernel, register_kernel
+from padbench.worker.engine.attention.features import GqaHandling
 from padbench.worker.engine.batches import Batch, PaddedBatch
 
 
@@ -92,6 +93,8 @@ class EagerPadded(PaddingMaskKernel):
 
     name = family = "eager"
     masked_op = staticmethod(ops.naive_dense)
+    applies_softcap = True
+    gqa_handling: GqaHandling = "expanded"  # type: ignore[assignment]
 
 
 class FlexPadded(PaddedKernel, FlexKernel):

@@ -10,23 +10,27 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
-from transformers import GPT2Config
 
 from padbench.contract.results import PaddingResult, StrategyResult
-from padbench.contract.spec import PaddingJobSpec
+from padbench.contract.spec import DataSpec, PaddingJobSpec
 from padbench.worker.engine import flops
 from padbench.worker.engine.correctness import gate_sample, reference_logits
-from padbench.worker.engine.data import load_sequences
-from padbench.worker.engine.model import build_model, config_of
+from padbench.worker.engine.data import SYNTHETIC, load_sequences
+from padbench.worker.engine.matmul_rate import measure_matmul_tflops
+from padbench.worker.engine.model import build_model
 from padbench.worker.jobs.padding.auto_batch import attach_probe_reports, probe_auto_batch_sizes, unprobed_result
+from padbench.worker.jobs.padding.fit import check_model_fits
 from padbench.worker.jobs.padding.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
 from padbench.worker.runtime.device import resolve_device, torch_dtype
 from padbench.worker.runtime.environment import collect_environment
 from padbench.worker.runtime.peaks import peak_flops
 from padbench.worker.runtime.progress import ProgressFn, progress_span
 
+# Files by which a model directory holds its tokenizer (fast or slow, as transformers writes them).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt")
 # Shares of the progress bar: the rest is split evenly between the strategies.
 MODEL_SHARE, DATA_SHARE, REFERENCE_SHARE = 0.02, 0.10, 0.03
 
@@ -36,7 +40,7 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn) -> JobSetup:
     progress(0.0, f"building the model on {device}")
     model = build_model(spec.model, dtype, device, seed=spec.data.seed)
     progress(MODEL_SHARE, f"loading data from {spec.data.source}")
-    data = load_sequences(spec.data, model.config.vocab_size,
+    data = load_sequences(data_with_tokenizer(spec), model.config.vocab_size,
                           progress=progress_span(progress, MODEL_SHARE, MODEL_SHARE + DATA_SHARE))
     if not data.sequences:
         raise ValueError(f"data.source {spec.data.source!r}: no sequences to measure")
@@ -45,10 +49,25 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn) -> JobSetup:
     progress(MODEL_SHARE + DATA_SHARE, f"reference logits for {len(sample)} sequences, one at a time")
     references = tuple(reference_logits(model, sample, device))
     peak, peak_source = peak_flops(device, dtype)
+    matmul_flops = None
+    if device.type == "cuda":  # a CPU has no MFU worth stating: no datasheet peak, and GEMM rates vary with size
+        progress(MODEL_SHARE + DATA_SHARE, "timing the device's matmul rate")
+        matmul_flops = measure_matmul_tflops(device, dtype) * 1e12
     initial_state = None
     if spec.mode == "training":
         initial_state = {name: tensor.detach().to("cpu", copy=True) for name, tensor in model.state_dict().items()}
-    return JobSetup(spec, device, dtype, model, data, sample, references, peak, peak_source, initial_state)
+    return JobSetup(spec, device, dtype, model, data, sample, references, peak, peak_source, matmul_flops,
+                    initial_state)
+
+
+def data_with_tokenizer(spec: PaddingJobSpec) -> DataSpec:
+    """The data spec with its tokenizer: the one named, else the model directory's own."""
+    if spec.data.tokenizer is not None or spec.data.source == SYNTHETIC or spec.model.path is None:
+        return spec.data
+    if not any((Path(spec.model.path) / name).is_file() for name in TOKENIZER_FILES):
+        raise ValueError(f"data.tokenizer is not set and model.path {spec.model.path!r} holds no tokenizer files "
+                         f"({', '.join(TOKENIZER_FILES)})")
+    return spec.data.model_copy(update={"tokenizer": spec.model.path})
 
 
 def restore_weights(job: JobSetup) -> None:
@@ -82,15 +101,16 @@ def with_speedups(results: Sequence[StrategyResult]) -> list[StrategyResult]:
         if result.tokens_per_s else None}) for result in results]
 
 
-def flops_per_token(config: GPT2Config, mode: str) -> float:
+def flops_per_token(model: torch.nn.Module, mode: str) -> float:
     """Matmul FLOPs per computed token (attention's share depends on the lengths, so it is per batch)."""
-    per_token = flops.ModelShape.of(config).matmul_flops_per_token
+    per_token = flops.ModelShape.of(model).matmul_flops_per_token
     return float(per_token * (TRAINING_FLOP_FACTOR if mode == "training" else 1))
 
 
 def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn) -> PaddingResult:
     # `batch_size: auto` is probed first, in child processes, before this job's model is on the device;
     # `sizes.spec` has the probed sizes; reports go beside their results, failed probes fail their row only.
+    check_model_fits(spec, resolve_device(spec.device))
     sizes = probe_auto_batch_sizes(spec, resolve_device(spec.device), progress)
     measured = sizes.spec
     setup_end = MODEL_SHARE + DATA_SHARE + REFERENCE_SHARE
@@ -113,6 +133,6 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn) -> PaddingResult
     return PaddingResult(
         spec=spec, environment=environment,
         model_parameters=sum(parameter.numel() for parameter in job.model.parameters()),
-        flops_per_token=flops_per_token(config_of(job.model), spec.mode),
+        flops_per_token=flops_per_token(job.model, spec.mode), matmul_tflops=job.matmul_flops / 1e12 if job.matmul_flops else None,
         num_sequences=len(lengths), real_tokens_total=sum(lengths),
         strategies=attach_probe_reports(with_speedups(results), sizes.reports))

@@ -16,6 +16,7 @@ from padbench.contract.results import MemoryStats, StrategyResult
 from padbench.contract.spec import MeasurementSpec, PaddingJobSpec, StrategySpec
 from padbench.worker.engine import flops
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
+from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling
 from padbench.worker.engine.batches import STRATEGIES, Batch, Strategy
 from padbench.worker.engine.correctness import GateResult, check_layout
 from padbench.worker.engine.data import TokenizedData
@@ -27,7 +28,6 @@ from padbench.worker.engine.measure import (
     measure,
     summarize,
 )
-from padbench.worker.engine.model import config_of
 from padbench.worker.engine.steps import (
     StepFn,
     compiled,
@@ -57,6 +57,7 @@ class JobSetup:
     references: tuple[torch.Tensor, ...]  # their one-at-a-time logits, on the host
     peak_flops: float | None  # the device's peak FLOP/s in the job's dtype, for MFU; None when unknown
     peak_source: str | None
+    matmul_flops: float | None  # the device's GEMM rate in the job's dtype, measured in this job (FLOP/s)
     initial_state: dict[str, torch.Tensor] | None  # host copy of the weights, restored between training runs
 
 
@@ -79,6 +80,7 @@ class StrategyRun:
         self.batch_size = batch_size
         self.kernel_name: str = self.attention  # replaced by what actually runs once it is resolved
         self.gate: GateResult | None = None
+        self.gqa: GqaHandling | None = None  # set once the kernel is known, for models with fewer K/V heads
         self.graphs_after_warmup: int | None = None
 
     def say(self, fraction: float, message: str) -> None:
@@ -98,6 +100,7 @@ class StrategyRun:
         plugin = STRATEGIES.get(self.strategy.name)
         kernel = resolve_kernel(self.attention, plugin.layout, self.job.device, self.job.dtype)
         self.kernel_name = kernel.name
+        self._check_model_features(kernel)
         self.say(0.0, f"correctness gate on {len(self.job.sample)} sequences")
         self.gate = self._check_correctness(plugin, kernel)
         if not self.gate.passed:
@@ -114,6 +117,15 @@ class StrategyRun:
             del device_batches, step
         self.job.model.eval()
         return self._measured_result(measurement, host_batches, memory[0])
+
+    def _check_model_features(self, kernel: AttentionKernel) -> None:
+        features = AttentionFeatures.of(self.job.model.config)
+        longest = max(map(len, self.job.data.sequences))
+        reason = kernel.unsupported_reason(features, longest)
+        if reason is not None:
+            raise StrategyFailed(f"kernel {kernel.name} cannot run this model: {reason}")
+        if features.grouped:
+            self.gqa = kernel.gqa_handling
 
     def _on_repeat(self, repeat: int) -> None:
         if repeat == 0:  # the warm-up is over: from here on, a new graph means compiling inside the timing
@@ -176,12 +188,12 @@ class StrategyRun:
         gate = self.gate
         return StrategyResult(
             strategy=self.strategy.name, n_bins=self.strategy.n_bins, attention=self.attention,
-            kernel=self.kernel_name, batch_size=self.batch_size,
+            kernel=self.kernel_name, batch_size=self.batch_size, gqa=self.gqa,
             max_logit_error=gate.max_error if gate else None, logit_tolerance=gate.tolerance if gate else None,
             correctness_passed=gate.passed if gate else None, **fields)  # type: ignore[arg-type]
 
     def _measured_result(self, measurement: Measurement, batches: list[Batch], memory: MemoryStats) -> StrategyResult:
-        shape = flops.ModelShape.of(config_of(self.job.model))
+        shape = flops.ModelShape.of(self.job.model)
         passes = TRAINING_FLOP_FACTOR if self.job.spec.mode == "training" else 1
         counted = [float(passes * flops.batch_flops(shape, batch).total) for batch in batches]
         totals = summarize(measurement, [b.real_tokens for b in batches], [b.computed_tokens for b in batches],
@@ -194,10 +206,12 @@ class StrategyRun:
         reason = invalid_reason(measurement, self.job.spec.measurement) or self._recompile_reason()
         if reason is not None:
             return self._result(status="invalid", invalid_reason=reason, **common)
-        mfu = None
-        if totals.flops is not None and self.job.peak_flops and totals.seconds > 0:
-            mfu = totals.flops / totals.seconds / self.job.peak_flops
+        mfu = mfu_vs_matmul = None
+        if totals.flops is not None and totals.seconds > 0:
+            achieved = totals.flops / totals.seconds
+            mfu = achieved / self.job.peak_flops if self.job.peak_flops else None
+            mfu_vs_matmul = achieved / self.job.matmul_flops if self.job.matmul_flops else None
         return self._result(
             status="ok", tokens_per_s=totals.tokens_per_s, median_batch_tokens_per_s=totals.median_batch_tokens_per_s,
             p90_batch_tokens_per_s=totals.p90_batch_tokens_per_s,
-            repeat_tokens_per_s=list(totals.repeat_tokens_per_s), mfu=mfu, **common)
+            repeat_tokens_per_s=list(totals.repeat_tokens_per_s), mfu=mfu, mfu_vs_matmul=mfu_vs_matmul, **common)

@@ -1,0 +1,89 @@
+"""The `model` of a padding job: a preset, explicit architecture fields, or a local model directory.
+
+Any Hugging Face causal LM whose attention goes through transformers' attention interface can be
+measured. The contract checks what it can without transformers (shapes of the values, their bounds, a
+model type present); the worker checks the fields against that model type's own config class, and
+whether the model type can run at all, before it loads anything heavy.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, model_validator
+
+from padbench.contract.presets import MODEL_PRESETS, PresetName
+
+# Config keys are Python identifiers (transformers' config attributes); values are JSON scalars, short
+# lists (e.g. per-layer attention types) or one level of mapping (e.g. rotary scaling parameters).
+ConfigKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
+MODEL_TYPE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_\-]{0,63}")
+ConfigScalar = (StrictBool | Annotated[int, Field(ge=-(2**53), le=2**53)]
+                | Annotated[float, Field(allow_inf_nan=False)] | Annotated[str, Field(max_length=256)] | None)
+ConfigList = Annotated[list[ConfigScalar], Field(max_length=1024)]
+ConfigValue = ConfigScalar | ConfigList | Annotated[dict[ConfigKey, ConfigScalar | ConfigList], Field(max_length=64)]
+ArchitectureFields = Annotated[dict[ConfigKey, ConfigValue], Field(min_length=1, max_length=256)]
+
+POSITION_FIELDS = ("max_position_embeddings", "n_positions")
+GPT2_FIELDS = frozenset({"n_layer", "n_embd", "n_head"})
+
+
+class ModelSpec(BaseModel):
+    """Exactly one of `preset`, `config` or `path` (a local Hugging Face model directory)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    preset: PresetName | None = None
+    # Architecture fields of one model type, e.g. {model_type: llama, hidden_size: 2048, …}; fields left
+    # out take the config class's defaults.
+    config: ArchitectureFields | None = None
+    path: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
+    # Throughput does not depend on weight values, so random init is the default even for `path`.
+    load_weights: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"preset": value} if value in MODEL_PRESETS else {"path": value}
+        config = value.get("config") if isinstance(value, dict) else None
+        if isinstance(config, dict) and "model_type" not in config and GPT2_FIELDS <= set(config):
+            # Specs written when padbench measured GPT-2 only (stored jobs included) name no model type.
+            return {**value, "config": {"model_type": "gpt2", **config}}
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> ModelSpec:
+        given = [name for name in ("preset", "config", "path") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of preset, config or path (got {given or 'none'})")
+        if self.load_weights and self.path is None:
+            raise ValueError("load_weights needs a local model directory in `path`")
+        if self.config is not None:
+            model_type = self.config.get("model_type")
+            if not isinstance(model_type, str) or not MODEL_TYPE_PATTERN.fullmatch(model_type):
+                raise ValueError("config needs a `model_type`, a transformers model type such as llama, qwen2, "
+                                 f"mistral, gemma2, phi3 or gpt2 (got {model_type!r})")
+        return self
+
+    def architecture(self) -> dict[str, Any] | None:
+        """The architecture fields when they are known without reading files (presets and explicit configs)."""
+        return dict(MODEL_PRESETS[self.preset]) if self.preset else self.config
+
+    def max_positions(self) -> int | None:
+        """Positions the architecture declares, when stated without files; None leaves it to the worker."""
+        fields = self.architecture() or {}
+        for name in POSITION_FIELDS:
+            if isinstance(fields.get(name), int):
+                return int(fields[name])
+        return None
+
+    @property
+    def label(self) -> str:
+        """How reports name the model."""
+        if self.preset:
+            return self.preset
+        if self.path:
+            return self.path
+        return f"custom {(self.config or {}).get('model_type')}"

@@ -1,0 +1,78 @@
+"""Model presets: architecture fields of well-known causal LMs, written as data so nothing is downloaded.
+
+Each preset is the `config` a user could write by hand: a transformers `model_type` and the fields its
+config class takes. The shapes follow the models' published `config.json` files (the fields that decide
+the work per token: width, depth, heads, key/value heads, MLP width, vocabulary, positions, rotary
+settings and attention features such as sliding windows and logit soft-capping). Weights are never part
+of a preset: throughput does not depend on their values.
+
+The `tiny-*` presets keep each family's features (grouped-query attention, rotary positions, gated MLPs,
+untied heads, soft-capping) at a size a CPU runs in seconds, for tests and for trying a spec out.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+PresetName = Literal[
+    "tiny", "gpt2", "gpt2-seed",
+    "llama-3.2-1b", "llama-3.1-8b", "qwen2.5-0.5b", "mistral-7b", "gemma-2-2b",
+    "tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-gemma2", "tiny-phi3",
+]
+
+# Llama 3's rotary scaling, as its config.json states it.
+_LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "high_freq_factor": 4.0,
+                "low_freq_factor": 1.0, "original_max_position_embeddings": 8192}
+_TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "vocab_size": 30522, "max_position_embeddings": 1024}
+# GPT-2's special ids (50256) lie outside a BERT-sized vocabulary; a benchmark forward never uses them.
+_NO_GPT2_SPECIAL_IDS = {"bos_token_id": None, "eos_token_id": None}
+
+MODEL_PRESETS: dict[str, dict[str, Any]] = {
+    # `gpt2-seed` is the model of the original padding benchmark; `tiny` its CPU-sized sibling.
+    "gpt2-seed": {"model_type": "gpt2", "n_layer": 12, "n_embd": 1024, "n_head": 8, "vocab_size": 30522,
+                  "n_positions": 640, **_NO_GPT2_SPECIAL_IDS},
+    "gpt2": {"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "vocab_size": 50257,
+             "n_positions": 1024},
+    "tiny": {"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 30522,
+             "n_positions": 640, **_NO_GPT2_SPECIAL_IDS},
+    "llama-3.2-1b": {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192,
+                     "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
+                     "head_dim": 64, "vocab_size": 128256, "max_position_embeddings": 131072,
+                     "rms_norm_eps": 1e-5, "tie_word_embeddings": True, "rope_parameters": _LLAMA3_ROPE},
+    "llama-3.1-8b": {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+                     "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                     "head_dim": 128, "vocab_size": 128256, "max_position_embeddings": 131072,
+                     "rms_norm_eps": 1e-5, "tie_word_embeddings": False,
+                     "rope_parameters": {**_LLAMA3_ROPE, "factor": 8.0}},
+    "qwen2.5-0.5b": {"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864,
+                     "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
+                     "vocab_size": 151936, "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
+                     "tie_word_embeddings": True, "use_sliding_window": False,
+                     "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}},
+    # Mistral 7B v0.1 attends within a 4,096-token sliding window; shorter sequences never reach it.
+    "mistral-7b": {"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+                   "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                   "vocab_size": 32000, "max_position_embeddings": 32768, "rms_norm_eps": 1e-5,
+                   "sliding_window": 4096, "tie_word_embeddings": False,
+                   "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},
+    # Gemma 2 soft-caps attention logits at 50: only kernels that apply the cap can run it.
+    "gemma-2-2b": {"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216,
+                   "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+                   "head_dim": 256, "vocab_size": 256000, "max_position_embeddings": 8192,
+                   "sliding_window": 4096, "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0,
+                   "query_pre_attn_scalar": 256, "hidden_activation": "gelu_pytorch_tanh"},
+    "tiny-gpt2": {"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 30522,
+                  "n_positions": 1024, **_NO_GPT2_SPECIAL_IDS},
+    "tiny-llama": {"model_type": "llama", **_TINY, "tie_word_embeddings": False,
+                   "rope_parameters": {**_LLAMA3_ROPE, "original_max_position_embeddings": 256}},
+    "tiny-qwen2": {"model_type": "qwen2", **_TINY, "tie_word_embeddings": True, "use_sliding_window": False},
+    "tiny-mistral": {"model_type": "mistral", **_TINY, "sliding_window": 4096},
+    "tiny-gemma2": {"model_type": "gemma2", **_TINY, "head_dim": 32, "attn_logit_softcapping": 50.0,
+                    "final_logit_softcapping": 30.0, "query_pre_attn_scalar": 32, "sliding_window": 4096},
+    "tiny-phi3": {"model_type": "phi3", **_TINY, "tie_word_embeddings": False, "bos_token_id": None,
+                  "eos_token_id": None, "pad_token_id": None},
+}
+
+if set(get_args(PresetName)) != set(MODEL_PRESETS):  # the Literal is what the JSON Schema lists
+    raise RuntimeError("PresetName and MODEL_PRESETS name different presets")

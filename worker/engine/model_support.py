@@ -1,0 +1,74 @@
+"""Which transformers model types padbench can measure, decided from names and configs alone.
+
+A model type runs when transformers has a causal-LM class for it whose attention goes through the
+attention interface (`_supports_attention_backend`): that is where padbench plugs its kernels in. It is
+refused when it is an encoder (bidirectional attention: packing and padding mean something else there),
+when its attention is hard-wired (no kernel could be swapped in), or when it routes tokens to experts
+(throughput would depend on the router's random choices, not on the layout). Every check runs before a
+weight is allocated.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from typing import Any
+
+import transformers
+from transformers import PretrainedConfig
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING, CONFIG_MAPPING_NAMES
+from transformers.models.auto.modeling_auto import (
+    MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+    MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+)
+
+# Config attributes that count experts in the mixture-of-experts families transformers ships.
+EXPERT_FIELDS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+
+
+class UnsupportedModel(ValueError):
+    """A model type or config padbench cannot measure; the message names the field, the type and why."""
+
+
+def check_model_type(model_type: str, field: str) -> type[PretrainedConfig]:
+    """The config class of a model type that can run; UnsupportedModel otherwise."""
+    version = transformers.__version__
+    if model_type not in CONFIG_MAPPING_NAMES:
+        raise UnsupportedModel(f"{field}: model_type {model_type!r} is not known to transformers {version}")
+    if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES or model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise UnsupportedModel(f"{field}: model_type {model_type!r} is not a causal language model "
+                               "(padbench measures decoder-only LMs: llama, qwen2, mistral, gemma2, phi3, gpt2, …)")
+    class_name = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]
+    model_class = getattr(transformers, class_name, None)  # imports that one modeling module, no weights
+    if model_class is None:
+        raise UnsupportedModel(f"{field}: model_type {model_type!r}: transformers {version} has no {class_name}")
+    if not getattr(model_class, "_supports_attention_backend", False):
+        raise UnsupportedModel(f"{field}: model_type {model_type!r}: {class_name} computes attention in its own "
+                               "code, not through transformers' attention interface, so no kernel can be "
+                               "plugged in")
+    return CONFIG_MAPPING[model_type]
+
+
+def check_config_fields(config_class: type[PretrainedConfig], fields: dict[str, Any], field: str) -> None:
+    """Every explicit field must be one the config class takes: a typo must not become a silent default."""
+    accepted = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
+    accepted |= set(getattr(config_class, "attribute_map", {}))
+    unknown = sorted(name for name in fields if name not in accepted)
+    if unknown:
+        model_type = getattr(config_class, "model_type", config_class.__name__)
+        raise UnsupportedModel(f"{field}: {model_type} configs have no field {', '.join(map(repr, unknown))}"
+                               f"{_suggestion(unknown[0], accepted)}")
+
+
+def check_not_moe(config: PretrainedConfig, field: str) -> None:
+    for name in EXPERT_FIELDS:
+        experts = getattr(config, name, None)
+        if isinstance(experts, int) and experts > 0:
+            raise UnsupportedModel(f"{field}: model_type {config.model_type!r} is a mixture of experts ({name}="
+                                   f"{experts}): its throughput depends on how the router spreads tokens over "
+                                   "experts, which random weights do not reproduce")
+
+
+def _suggestion(name: str, accepted: set[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(accepted), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
