@@ -1,6 +1,6 @@
-"""Where does a packed forward spend its time? Prints the top CUDA kernels of a few gpt2-seed forwards.
+"""Where does a packed forward spend its time? Prints the top CUDA kernels of a few forwards of a preset.
 
-    python scripts/profile_forward.py [--kernel torch-flash] [--tokens 81920]
+    python scripts/profile_forward.py [--preset gpt2-seed] [--kernel torch-flash] [--tokens 81920]
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import argparse
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from padbench.contract.spec import ModelSpec
+from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.attention import resolve_kernel
 from padbench.worker.engine.batches import PackedBatch
 from padbench.worker.engine.model import build_model
@@ -30,14 +30,15 @@ def packed_batch(tokens: int, vocab: int, seed: int = 0) -> PackedBatch:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--preset", default="gpt2-seed")
     parser.add_argument("--kernel", default="torch-flash")
     parser.add_argument("--tokens", type=int, default=81920)
     parser.add_argument("--rows", type=int, default=25)
     args = parser.parse_args()
     device = torch.device("cuda")
-    model = build_model(ModelSpec(preset="gpt2-seed"), torch.bfloat16, device, seed=0)
+    model = build_model(ModelSpec(preset=args.preset), torch.bfloat16, device, seed=0)
     kernel = resolve_kernel(args.kernel, PackedBatch, device, torch.bfloat16)
-    batch = kernel.prepare(packed_batch(args.tokens, 30522).to(device))
+    batch = kernel.prepare(packed_batch(args.tokens, model.config.vocab_size).to(device))
     with torch.inference_mode():
         for _ in range(3):
             kernel.forward(model, batch)

@@ -48,7 +48,7 @@ class ModelSpec(BaseModel):
         if isinstance(value, str):
             return {"preset": value} if value in MODEL_PRESETS else {"path": value}
         config = value.get("config") if isinstance(value, dict) else None
-        if isinstance(config, dict) and "model_type" not in config and GPT2_FIELDS <= set(config):
+        if isinstance(config, dict) and "model_type" not in config and set(config) >= GPT2_FIELDS:
             # Specs written when padbench measured GPT-2 only (stored jobs included) name no model type.
             return {**value, "config": {"model_type": "gpt2", **config}}
         return value

@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.spec import StrategySpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable
@@ -166,6 +167,6 @@ def test_a_sliding_window_shorter_than_the_sequences_refuses_every_kernel() -> N
 
 
 def test_grouped_query_attention_is_recorded_as_native_or_expanded() -> None:
-    assert ATTENTION_KERNELS.get("sdpa").gqa_handling == "native"
-    assert ATTENTION_KERNELS.get("eager").gqa_handling == "expanded"
-    assert ATTENTION_KERNELS.get("eager-block-mask").gqa_handling == "expanded"
+    assert ATTENTION_KERNELS.get("sdpa").gqa_handling(CPU, torch.float32) == "native"
+    assert ATTENTION_KERNELS.get("eager").gqa_handling(CPU, torch.float32) == "expanded"
+    assert ATTENTION_KERNELS.get("eager-block-mask").gqa_handling(CPU, torch.float32) == "expanded"

@@ -3,9 +3,12 @@
 A benchmark that packs sequences wrongly (position ids that do not restart, attention leaking across
 sequence boundaries, padding attended to) runs *faster* than a correct one, so throughput alone can never
 vouch for a layout. Before a strategy is timed, a sample of sequences goes through it and its logits at the
-real positions are compared with an unpadded reference: the same model, transformers' eager attention
-(each family's own reference code, with every feature it has — soft-capping, sliding windows — and
-independent of every kernel under test), one sequence per call. The reference is kept on the host so it
+real positions are compared with an unpadded reference: the same model, one sequence per call, on
+transformers' SDPA path pinned to torch's math backend (independent of every kernel under test, and
+accumulating in fp32 as the flash kernels do), or on the family's own eager code where transformers has no
+SDPA path for it (Gemma 2, whose soft-capping SDPA cannot apply). Eager attention multiplies and
+normalises its scores in the model's dtype: on a 32-layer Llama in bf16 it differed from every flash
+layout by 0.56, twice the tolerance, while the layouts agreed with each other. The reference is kept on the host so it
 never inflates a strategy's device memory peak.
 
 Tolerances are relative to the logit scale (the largest |logit| of the reference), because an absolute
@@ -26,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from padbench.contract.spec import Dtype
 from padbench.worker.engine.batches import Batch, PackedBatch
@@ -60,12 +64,14 @@ def gate_sample(lengths: Sequence[int], count: int) -> list[int]:
 
 @contextlib.contextmanager
 def plain_attention(model: torch.nn.Module) -> Iterator[None]:
-    """Run `model` on transformers' eager attention, then restore its attention implementation."""
+    """Run `model` on SDPA's math backend (its eager code where it has no SDPA path), then restore it."""
     config = config_of(model)
     previous = config._attn_implementation
-    model.set_attn_implementation("eager")  # type: ignore[operator]
+    has_sdpa = bool(getattr(model, "_supports_sdpa", False))
+    model.set_attn_implementation("sdpa" if has_sdpa else "eager")  # type: ignore[operator]
     try:
-        yield
+        with sdpa_kernel(SDPBackend.MATH):
+            yield
     finally:
         model.set_attn_implementation(previous)  # type: ignore[operator]
 

@@ -92,8 +92,7 @@ class AttentionKernel(ABC):
         if device.type == "cuda":
             torch.cuda.synchronize(device)  # surface asynchronous launch errors here, not in a measurement
 
-    @property
-    def gqa_handling(self) -> GqaHandling:
+    def gqa_handling(self, device: torch.device, dtype: torch.dtype) -> GqaHandling:
         """How grouped-query attention runs: in the kernel itself, or by repeating K/V heads before it."""
         return "native"
 

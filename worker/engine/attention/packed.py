@@ -53,8 +53,7 @@ class TorchFlashVarlen(VarlenKernel):
     name, family = "torch-flash-varlen", "torch-flash"
     varlen = staticmethod(ops.torch_varlen)
 
-    @property
-    def gqa_handling(self) -> GqaHandling:
+    def gqa_handling(self, device: torch.device, dtype: torch.dtype) -> GqaHandling:
         try:
             return "native" if ops.torch_varlen_takes_gqa() else "expanded"
         except ops.KernelUnavailable:  # no varlen_attn at all: the kernel never runs, nothing to record
@@ -91,7 +90,9 @@ class EagerBlockMask(BlockDiagonalMaskKernel):
     name, family = "eager-block-mask", "eager"
     masked_op = staticmethod(ops.naive_dense)
     applies_softcap = True
-    gqa_handling: GqaHandling = "expanded"  # type: ignore[assignment]
+
+    def gqa_handling(self, device: torch.device, dtype: torch.dtype) -> GqaHandling:
+        return "expanded"  # the materialised scores need one key per query head
 
 
 class FlexDocumentMask(PackedKernel, FlexKernel):

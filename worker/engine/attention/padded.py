@@ -8,6 +8,7 @@ transformers' own padding mask does; their masks are built once per batch in `pr
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -46,9 +47,26 @@ class TorchFlashPadded(PaddedKernel):
         with self.runtime_context():
             super().probe(device, dtype)
 
+    def gqa_handling(self, device: torch.device, dtype: torch.dtype) -> GqaHandling:
+        return "native" if _flash_sdpa_takes_gqa(device, dtype) else "expanded"
+
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float,
                **inputs: Any) -> torch.Tensor:
+        if query.shape[-2] != key.shape[-2] and not _flash_sdpa_takes_gqa(query.device, query.dtype):
+            key, value = ops.expand_kv_heads(query, key, value)
         return ops.sdpa_dense(query, key, value, causal=True, scale=scale)
+
+
+@functools.cache
+def _flash_sdpa_takes_gqa(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether SDPA's flash backend accepts fewer K/V heads here (`enable_gqa`); builds and GPUs differ."""
+    query = torch.zeros(1, 4, 2, 64, device=device, dtype=dtype)
+    try:
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            ops.sdpa_dense(query, query[:, :, :1], query[:, :, :1], causal=True)
+    except RuntimeError:
+        return False
+    return True
 
 
 class FlashAttnPadded(PaddedKernel):
@@ -94,7 +112,9 @@ class EagerPadded(PaddingMaskKernel):
     name = family = "eager"
     masked_op = staticmethod(ops.naive_dense)
     applies_softcap = True
-    gqa_handling: GqaHandling = "expanded"  # type: ignore[assignment]
+
+    def gqa_handling(self, device: torch.device, dtype: torch.dtype) -> GqaHandling:
+        return "expanded"  # the materialised scores need one key per query head
 
 
 class FlexPadded(PaddedKernel, FlexKernel):

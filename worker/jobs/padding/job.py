@@ -133,6 +133,7 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn) -> PaddingResult
     return PaddingResult(
         spec=spec, environment=environment,
         model_parameters=sum(parameter.numel() for parameter in job.model.parameters()),
-        flops_per_token=flops_per_token(job.model, spec.mode), matmul_tflops=job.matmul_flops / 1e12 if job.matmul_flops else None,
+        flops_per_token=flops_per_token(job.model, spec.mode),
+        matmul_tflops=job.matmul_flops / 1e12 if job.matmul_flops else None,
         num_sequences=len(lengths), real_tokens_total=sum(lengths),
         strategies=attach_probe_reports(with_speedups(results), sizes.reports))

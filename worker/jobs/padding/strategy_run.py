@@ -125,7 +125,7 @@ class StrategyRun:
         if reason is not None:
             raise StrategyFailed(f"kernel {kernel.name} cannot run this model: {reason}")
         if features.grouped:
-            self.gqa = kernel.gqa_handling
+            self.gqa = kernel.gqa_handling(self.job.device, self.job.dtype)
 
     def _on_repeat(self, repeat: int) -> None:
         if repeat == 0:  # the warm-up is over: from here on, a new graph means compiling inside the timing

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The causal-LM measurements of docs/benchmarks.md on one GPU: padbench's example specs for each model
+# shape and, in the same run, the plain transformers packed baseline (scripts/plain_packed_baseline.py)
+# on the same packs. Usage: scripts/gpu_llm_runs.sh small|large OUTDIR
+#   small: qwen2.5-0.5b and llama-3.2-1b inference, llama-3.2-1b compiled and in training
+#   large: llama-3.1-8b inference and a profile of its packed forward
+# Expects padbench importable (installed, or the offline wheels on PYTHONPATH; `-P` keeps the checkout's
+# padbench/ folder, which holds only the contract, from shadowing the installed package) and .data/.
+set -uo pipefail
+part=$1 out=$2
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu-$part.txt" 2>&1
+python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__)' >> "$out/gpu-$part.txt"
+run() {  # NAME SPEC: one padbench job, its table and JSON
+  python3 -P -m padbench.cli run "examples/$2" --json "$out/$1.json" > "$out/$1.txt" 2>&1
+}
+plain() {  # PRESET BATCH: the plain baseline on the same packs
+  python3 scripts/plain_packed_baseline.py --preset "$1" --source .data/wikitext/all.raw \
+    --tokenizer .data/bert-base-uncased --batch-size "$2" --json "$out/plain-$1.json" > "$out/plain-$1.txt" 2>&1
+}
+case "$part" in
+  small)
+    run qwen2.5-0.5b gpu-llm-qwen2.5-0.5b.yaml; plain qwen2.5-0.5b 32
+    run llama-3.2-1b gpu-llm-llama-3.2-1b.yaml; plain llama-3.2-1b 32
+    run llama-3.2-1b-training gpu-llm-llama-3.2-1b-training.yaml
+    run llama-3.2-1b-compiled gpu-llm-llama-3.2-1b-compiled.yaml ;;
+  large)
+    run llama-3.1-8b gpu-llm-llama-3.1-8b.yaml; plain llama-3.1-8b 16
+    python3 scripts/profile_forward.py --preset llama-3.1-8b --tokens 16384 > "$out/profile-llama-3.1-8b.txt" 2>&1 ;;
+esac
+tail -n 3 "$out"/*.txt
