@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The causal-LM measurements of docs/benchmarks.md on one GPU: padbench's example specs for each model
 # shape and, in the same run, the plain transformers packed baseline (scripts/plain_packed_baseline.py)
-# on the same packs. Usage: scripts/gpu_llm_runs.sh small|large OUTDIR
-#   small: qwen2.5-0.5b and llama-3.2-1b inference, llama-3.2-1b compiled and in training
-#   large: llama-3.1-8b inference and a profile of its packed forward
+# on the same packs. Usage: scripts/gpu_llm_runs.sh qwen|small|large|profile OUTDIR
+#   qwen: qwen2.5-0.5b inference, eager and compiled
+#   small: llama-3.2-1b inference, eager and compiled, and training
+#   large: llama-3.1-8b inference, eager and compiled;  profile: where llama-3.1-8b's packed forward spends time
 # Expects padbench importable (installed, or the offline wheels on PYTHONPATH; `-P` keeps the checkout's
 # padbench/ folder, which holds only the contract, from shadowing the installed package) and .data/.
 set -uo pipefail
@@ -19,13 +20,17 @@ plain() {  # PRESET BATCH: the plain baseline on the same packs
     --tokenizer .data/bert-base-uncased --batch-size "$2" --json "$out/plain-$1.json" > "$out/plain-$1.txt" 2>&1
 }
 case "$part" in
-  small)
+  qwen)
     run qwen2.5-0.5b gpu-llm-qwen2.5-0.5b.yaml; plain qwen2.5-0.5b 32
+    run qwen2.5-0.5b-compiled gpu-llm-qwen2.5-0.5b-compiled.yaml ;;
+  small)
     run llama-3.2-1b gpu-llm-llama-3.2-1b.yaml; plain llama-3.2-1b 32
     run llama-3.2-1b-training gpu-llm-llama-3.2-1b-training.yaml
     run llama-3.2-1b-compiled gpu-llm-llama-3.2-1b-compiled.yaml ;;
   large)
     run llama-3.1-8b gpu-llm-llama-3.1-8b.yaml; plain llama-3.1-8b 16
-    python3 scripts/profile_forward.py --preset llama-3.1-8b --tokens 16384 > "$out/profile-llama-3.1-8b.txt" 2>&1 ;;
+    run llama-3.1-8b-compiled gpu-llm-llama-3.1-8b-compiled.yaml ;;
+  profile)
+    python3 -P scripts/profile_forward.py --preset llama-3.1-8b --tokens 16384 > "$out/profile-llama-3.1-8b.txt" 2>&1 ;;
 esac
 tail -n 3 "$out"/*.txt

@@ -17,7 +17,7 @@ import torch
 from padbench.contract.results import PaddingResult, StrategyResult
 from padbench.contract.spec import DataSpec, PaddingJobSpec
 from padbench.worker.engine import flops
-from padbench.worker.engine.correctness import gate_sample, reference_logits
+from padbench.worker.engine.correctness import gate_sample, reference_logits, reference_noise_floor
 from padbench.worker.engine.data import SYNTHETIC, load_sequences
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.engine.model import build_model
@@ -48,6 +48,7 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn) -> JobSetup:
     sample = tuple(data.sequences[index] for index in chosen)
     progress(MODEL_SHARE + DATA_SHARE, f"reference logits for {len(sample)} sequences, one at a time")
     references = tuple(reference_logits(model, sample, device))
+    noise_floor = reference_noise_floor(model, sample, device, references)
     peak, peak_source = peak_flops(device, dtype)
     matmul_flops = None
     if device.type == "cuda":  # a CPU has no MFU worth stating: no datasheet peak, and GEMM rates vary with size
@@ -56,7 +57,7 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn) -> JobSetup:
     initial_state = None
     if spec.mode == "training":
         initial_state = {name: tensor.detach().to("cpu", copy=True) for name, tensor in model.state_dict().items()}
-    return JobSetup(spec, device, dtype, model, data, sample, references, peak, peak_source, matmul_flops,
+    return JobSetup(spec, device, dtype, model, data, sample, references, noise_floor, peak, peak_source, matmul_flops,
                     initial_state)
 
 

@@ -55,6 +55,7 @@ class JobSetup:
     data: TokenizedData
     sample: tuple[list[int], ...]  # the correctness gate's sequences
     references: tuple[torch.Tensor, ...]  # their one-at-a-time logits, on the host
+    reference_noise: float  # how far two correct references of the sample differ (the gate's noise floor)
     peak_flops: float | None  # the device's peak FLOP/s in the job's dtype, for MFU; None when unknown
     peak_source: str | None
     matmul_flops: float | None  # the device's GEMM rate in the job's dtype, measured in this job (FLOP/s)
@@ -144,7 +145,7 @@ class StrategyRun:
     def _check_correctness(self, plugin: Strategy, kernel: AttentionKernel) -> GateResult:
         batches = [self._to_device(kernel, batch) for batch in self._build_batches(plugin, list(self.job.sample))]
         return check_layout(lambda batch: kernel.forward(self.job.model, batch), batches, self.job.references,
-                            self.job.spec.dtype)
+                            self.job.spec.dtype, self.job.reference_noise)
 
     def _build_batches(self, plugin: Strategy, sequences: list[list[int]]) -> list[Batch]:
         max_length = self.job.spec.data.max_length
