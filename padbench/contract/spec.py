@@ -17,6 +17,21 @@ StrategyName = Literal["static", "dynamic", "binned", "packed"]
 # the three explicit names pin one. The result always records the kernel that actually ran.
 AttentionName = Literal["flash", "flash-attn", "flash-attn-cute", "torch-flash", "sdpa", "flex", "eager"]
 FLASH_KERNELS: frozenset[str] = frozenset({"flash", "flash-attn", "flash-attn-cute", "torch-flash"})
+# One batch size: rows (for packed, a token budget in units of max_length rows), or `auto` for the OOM probe.
+BatchSize = Annotated[int, Field(ge=1, le=1_048_576)] | Literal["auto"]
+# A list measures every strategy at each size (a batch-size curve); it may include `auto`.
+BatchSizeList = Annotated[list[BatchSize], Field(min_length=1, max_length=16)]
+BatchSizeChoice = BatchSize | BatchSizeList
+
+
+def _distinct_sizes(value: BatchSizeChoice | None) -> BatchSizeChoice | None:
+    if isinstance(value, list) and len(set(value)) != len(value):
+        raise ValueError(f"batch_size lists a size twice: {value}")
+    return value
+
+
+def sizes_of(choice: BatchSizeChoice) -> list[int | Literal["auto"]]:
+    return list(choice) if isinstance(choice, list) else [choice]
 
 
 class StrictModel(BaseModel):
@@ -110,7 +125,7 @@ class StrategySpec(StrictModel):
     name: StrategyName
     n_bins: PositiveInt | None = None
     attention: AttentionName | None = None  # overrides the job-level attention for this strategy
-    batch_size: PositiveInt | Literal["auto"] | None = None  # overrides the job-level batch size
+    batch_size: BatchSizeChoice | None = None  # overrides the job-level batch size (or sizes)
 
     @model_validator(mode="before")
     @classmethod
@@ -124,6 +139,7 @@ class StrategySpec(StrictModel):
     def _bins_only_for_binned(self) -> StrategySpec:
         if self.name != "binned" and self.n_bins is not None:
             raise ValueError(f"n_bins applies only to the binned strategy, not {self.name!r}")
+        _distinct_sizes(self.batch_size)
         return self
 
     @property
@@ -140,7 +156,14 @@ class MeasurementSpec(StrictModel):
     min_batches: PositiveInt = 10
     # Stop after this many measured batches even if the data is not exhausted; None = one full pass.
     max_batches: PositiveInt | None = None
-    repeats: PositiveInt = 1
+    # Whole measured runs per strategy, each lasting min_seconds and min_batches: their spread gives the
+    # row's 95% interval and coefficient of variation (CV).
+    repeats: Annotated[int, Field(ge=1, le=100)] = 3
+    # A row whose repeats vary more than this CV (standard deviation / mean) is marked noisy, not valid.
+    noise_cv: Annotated[float, Field(gt=0, le=1)] = 0.05
+    # Rows timed while another process computed on the same GPU are marked contended and left out of the
+    # verdict; true keeps them in (the marking and the sampled figures stay in the result).
+    allow_contention: bool = False
     # Sequences checked against the one-at-a-time reference before timing.
     correctness_samples: PositiveInt = 8
 
@@ -164,7 +187,7 @@ class PaddingJobSpec(StrictModel):
         StrategySpec(name="binned", n_bins=16), StrategySpec(name="packed"),
     ]
     attention: AttentionName = "flash"
-    batch_size: PositiveInt | Literal["auto"] = 32
+    batch_size: BatchSizeChoice = 32
     dtype: Dtype = "bf16"
     device: Device = "auto"
     mode: Literal["inference", "training"] = "inference"
@@ -183,6 +206,7 @@ class PaddingJobSpec(StrictModel):
             kernel = self.attention_for(strategy)
             if kernel in FLASH_KERNELS and self.dtype == "fp32":
                 raise ValueError(f"attention {kernel!r} ({strategy.label}) needs dtype bf16 or fp16, not fp32")
+        _distinct_sizes(self.batch_size)
         labels = [s.label + ":" + self.attention_for(s) for s in self.strategies]
         if len(set(labels)) != len(labels):
             raise ValueError(f"strategies repeat a (strategy, attention) pair: {labels}")
@@ -191,8 +215,15 @@ class PaddingJobSpec(StrictModel):
     def attention_for(self, strategy: StrategySpec) -> AttentionName:
         return strategy.attention or self.attention
 
+    def batch_sizes_for(self, strategy: StrategySpec) -> list[int | Literal["auto"]]:
+        return sizes_of(strategy.batch_size or self.batch_size)
+
     def batch_size_for(self, strategy: StrategySpec) -> int | Literal["auto"]:
-        return strategy.batch_size or self.batch_size
+        """The one size of a strategy; a job with a list of sizes is expanded (one strategy per size) first."""
+        sizes = self.batch_sizes_for(strategy)
+        if len(sizes) != 1:
+            raise ValueError(f"{strategy.label} has several batch sizes {sizes}: expand the job per size first")
+        return sizes[0]
 
 
 # --- attention sweep --------------------------------------------------------------------------------------

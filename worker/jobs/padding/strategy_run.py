@@ -28,6 +28,7 @@ from padbench.worker.engine.measure import (
     summarize,
 )
 from padbench.worker.engine.model import config_of
+from padbench.worker.engine.spread import repeat_spread
 from padbench.worker.engine.steps import (
     StepFn,
     compiled,
@@ -197,7 +198,8 @@ class StrategyRun:
         mfu = None
         if totals.flops is not None and self.job.peak_flops and totals.seconds > 0:
             mfu = totals.flops / totals.seconds / self.job.peak_flops
+        rates = [rate for rate in totals.repeat_tokens_per_s if rate is not None]
         return self._result(
             status="ok", tokens_per_s=totals.tokens_per_s, median_batch_tokens_per_s=totals.median_batch_tokens_per_s,
-            p90_batch_tokens_per_s=totals.p90_batch_tokens_per_s,
-            repeat_tokens_per_s=list(totals.repeat_tokens_per_s), mfu=mfu, **common)
+            p90_batch_tokens_per_s=totals.p90_batch_tokens_per_s, repeat_tokens_per_s=rates,
+            spread=repeat_spread(rates, self.job.spec.measurement.noise_cv), mfu=mfu, **common)
