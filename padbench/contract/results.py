@@ -73,6 +73,8 @@ class ProbeAttempt(ResultModel):
     peak_reserved_bytes: int | None = None  # CUDA: the caching allocator's peak, what runs out first
     seconds: float
     error: str | None = None
+    # True when this size started a new child (building the model); False when it reused the previous one.
+    new_process: bool | None = None
 
 
 class ProbeReport(ResultModel):

@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, TypeAdapter, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    TypeAdapter,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 
 Dtype = Literal["bf16", "fp16", "fp32"]
 Device = Literal["cuda", "cpu", "auto"]
@@ -17,17 +27,29 @@ StrategyName = Literal["static", "dynamic", "binned", "packed"]
 # the three explicit names pin one. The result always records the kernel that actually ran.
 AttentionName = Literal["flash", "flash-attn", "flash-attn-cute", "torch-flash", "sdpa", "flex", "eager"]
 FLASH_KERNELS: frozenset[str] = frozenset({"flash", "flash-attn", "flash-attn-cute", "torch-flash"})
+MAX_BATCH_SIZE = 1_048_576
+MAX_BATCH_SIZES = 16
 # One batch size: rows (for packed, a token budget in units of max_length rows), or `auto` for the OOM probe.
-BatchSize = Annotated[int, Field(ge=1, le=1_048_576)] | Literal["auto"]
+BatchSize = Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE)] | Literal["auto"]
+
+
+def _one_batch_size_error(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """One clear message for the field, instead of one per member of the union, and no size listed twice."""
+    try:
+        sizes = handler(value)
+    except ValidationError:
+        raise ValueError(f"must be a size from 1 to {MAX_BATCH_SIZE}, 'auto', or a list of up to {MAX_BATCH_SIZES} "
+                         f"of them (e.g. [16, 64, auto]); got {repr(value)[:100]}") from None
+    if isinstance(sizes, list) and len(set(sizes)) != len(sizes):
+        raise ValueError(f"lists a size twice: {sizes}")
+    return sizes
+
+
 # A list measures every strategy at each size (a batch-size curve); it may include `auto`.
-BatchSizeList = Annotated[list[BatchSize], Field(min_length=1, max_length=16)]
-BatchSizeChoice = BatchSize | BatchSizeList
-
-
-def _distinct_sizes(value: BatchSizeChoice | None) -> BatchSizeChoice | None:
-    if isinstance(value, list) and len(set(value)) != len(value):
-        raise ValueError(f"batch_size lists a size twice: {value}")
-    return value
+BatchSizeChoice = Annotated[
+    BatchSize | Annotated[list[BatchSize], Field(min_length=1, max_length=MAX_BATCH_SIZES)],
+    WrapValidator(_one_batch_size_error),
+]
 
 
 def sizes_of(choice: BatchSizeChoice) -> list[int | Literal["auto"]]:
@@ -139,7 +161,6 @@ class StrategySpec(StrictModel):
     def _bins_only_for_binned(self) -> StrategySpec:
         if self.name != "binned" and self.n_bins is not None:
             raise ValueError(f"n_bins applies only to the binned strategy, not {self.name!r}")
-        _distinct_sizes(self.batch_size)
         return self
 
     @property
@@ -206,7 +227,6 @@ class PaddingJobSpec(StrictModel):
             kernel = self.attention_for(strategy)
             if kernel in FLASH_KERNELS and self.dtype == "fp32":
                 raise ValueError(f"attention {kernel!r} ({strategy.label}) needs dtype bf16 or fp16, not fp32")
-        _distinct_sizes(self.batch_size)
         labels = [s.label + ":" + self.attention_for(s) for s in self.strategies]
         if len(set(labels)) != len(labels):
             raise ValueError(f"strategies repeat a (strategy, attention) pair: {labels}")

@@ -13,6 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.contract.spec import MeasurementSpec
+
+DEFAULT_NOISE_CV = MeasurementSpec().noise_cv
 
 
 def compact_rate(rate: float) -> str:
@@ -63,8 +66,10 @@ def _speedup(top: StrategyResult, static: StrategyResult) -> str:
     assert top.tokens_per_s is not None and static.tokens_per_s is not None
     text = f"{top.tokens_per_s / static.tokens_per_s:.2f}× static ({describe(static)})"
     top_interval, static_interval = interval(top), interval(static)
-    if top_interval is None or static_interval is None or static_interval[0] <= 0:
+    if top_interval is None or static_interval is None:
         return text + ", no interval with a single repeat"
+    if static_interval[0] <= 0:
+        return text + ", no upper bound: static's 95% interval reaches zero"
     # Conservative: the ratio's interval spans the worst and best pairings of the two intervals.
     low, high = top_interval[0] / static_interval[1], top_interval[1] / static_interval[0]
     return text + f", 95% interval {low:.2f}–{high:.2f}×"
@@ -128,7 +133,8 @@ def _within_threshold(row: StrategyResult, best: StrategyResult) -> bool:
     """Without intervals, within the noise threshold of the best rate (a single repeat's only yardstick)."""
     if row.spread is not None and best.spread is not None:
         return False
-    threshold = (row.spread or best.spread).cv_threshold if (row.spread or best.spread) else 0.05
+    spread = row.spread or best.spread
+    threshold = spread.cv_threshold if spread is not None else DEFAULT_NOISE_CV
     return (row.tokens_per_s or 0.0) >= (best.tokens_per_s or 0.0) * (1 - threshold)
 
 
@@ -141,7 +147,7 @@ def curves(result: PaddingResult) -> list[Curve]:
 
 
 def _point(row: StrategyResult) -> str:
-    size = f"{row.batch_size}{' (auto)' if row.probe is not None else ''}"
+    size = "auto" if row.batch_size is None else f"{row.batch_size}{' (auto)' if row.probe is not None else ''}"
     rate = compact_rate(row.tokens_per_s) if row.tokens_per_s is not None else row.status
     return f"{size} → {rate}"
 
@@ -157,7 +163,9 @@ def curve_lines(result: PaddingResult) -> list[str]:
         elif plateau is curve.measured[-1]:
             lines.append(f"  still growing at the largest size measured ({plateau.batch_size})")
         else:
-            lines.append(f"  stops growing at batch {plateau.batch_size} (larger sizes within noise)")
+            lines.append(f"  stops growing at batch {plateau.batch_size}: larger sizes are within noise of it")
+        if any(row.spread is not None and row.spread.noisy for row in curve.points):
+            lines.append("  noisy points widen the intervals: more repeats or a longer min_seconds narrow them")
     return lines
 
 

@@ -96,7 +96,7 @@ def test_batch_size_curve_shows_where_throughput_stops_growing() -> None:
             row("packed", [405.0, 415.0, 395.0], batch_size=380, probe=probe)]
     lines = curve_lines(result(*rows))
     assert lines[0] == "packed / flash: 16 → 100 · 64 → 300 · 256 → 400 · 380 (auto) → 405"
-    assert lines[1] == "  stops growing at batch 256 (larger sizes within noise)"
+    assert lines[1] == "  stops growing at batch 256: larger sizes are within noise of it"
     text = render_table(result(*rows))
     assert "fit 400, OOM 410 → 380" in text and "batch-size curves" in text
 
