@@ -194,6 +194,9 @@ class ProbeSpec(StrictModel):
     cap: PositiveInt = 4096
     force: bool = False  # ignore the probe cache and re-probe
     probe_timeout_s: Annotated[float, Field(gt=0)] = 300.0
+    # One child tries a strategy's sizes while they fit, building the model once; false starts a fresh child
+    # for every size (slower, for comparison).
+    reuse_child: bool = True
     # CPU only: the memory budget that stands in for device memory, so the probe path is testable.
     cpu_memory_budget_bytes: PositiveInt | None = None
 

@@ -193,3 +193,10 @@ def test_a_batch_size_list_with_auto_measures_every_strategy_at_each_size(cache:
     assert [fraction for fraction, _ in progress] == sorted(fraction for fraction, _ in progress)
     text = render_table(result)
     assert "static / sdpa: 2 → " in text and "29 (auto) → " in text and "fit 30, OOM 31 → 29" in text
+
+
+def test_a_fresh_child_per_size_when_reuse_is_off_finds_the_same_limit(cache: ProbeCache) -> None:
+    report = find_batch_size(cpu_spec(reuse_child=False), STATIC, "sdpa", quiet, cache=cache,
+                             probe_target=TARGETS + "fake_device")
+    assert all(attempt.new_process for attempt in report.probes)
+    assert (report.largest_fit, report.smallest_oom, report.chosen) == (30, 31, 29)

@@ -31,8 +31,9 @@ from padbench.worker.jobs.padding.probe.cache import CachedLimit, ProbeCache, Pr
 from padbench.worker.jobs.padding.probe.curves import MemoryCurve
 from padbench.worker.jobs.padding.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
 from padbench.worker.jobs.padding.probe.search import Reading, choose_size, search_ceiling, search_limit
+from padbench.worker.runtime.child_session import ChildSession
 from padbench.worker.runtime.environment import flash_attn_cute_version, package_version
-from padbench.worker.runtime.isolation import ChildReport, ChildSession, run_in_child
+from padbench.worker.runtime.isolation import ChildReport, run_in_child
 from padbench.worker.runtime.progress import ProgressFn
 
 PROBE_TARGET = "padbench.worker.jobs.padding.probe.child:probe_size"
@@ -69,7 +70,9 @@ def find_batch_size(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: s
     if cached is not None and _still_valid(cached, ceiling, facts):
         progress(1.0, f"batch size from the probe cache: largest fit {cached.largest_fit}")
         return _report(spec, cached, facts, seconds=time.monotonic() - started, cached=True)
-    with ChildSession(probe_target, env=allocator_environment()) as session:
+    # A spare child with the imports done stands by on a GPU, where the host has cores to spare for it.
+    with ChildSession(probe_target, env=allocator_environment(), reuse=spec.probe.reuse_child,
+                      prestart=facts.device == "cuda") as session:
         oracle = ChildOracle(spec, strategy, kernel_name, facts.device, progress, session)
         result = search_limit(oracle, curve=memory_curve(strategy, kernel_name), ceiling=ceiling)
     if result.largest_fit == 0:
