@@ -6,6 +6,7 @@ Sizes are chosen so that each job takes a few seconds on a shared two-core machi
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -14,8 +15,9 @@ from typing import Any
 import pytest
 import torch
 
-from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.contract.results import GpuActivity, PaddingResult, StrategyResult
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
+from padbench.report.padding import render_table
 from padbench.worker.engine import steps
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
@@ -231,6 +233,22 @@ def test_speedups_compare_with_the_static_row_of_the_same_attention() -> None:
     sizes = with_speedups([_row("static", "flash", 50.0), _row("static", "flash", 100.0),
                            _row("packed", "flash", 300.0)])
     assert [row.speedup_vs_static for row in sizes] == [0.5, 1.0, 3.0]
+
+
+def test_what_the_gpu_sampler_saw_while_timing_goes_into_the_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = GpuActivity(samples=12, interval_s=0.05, other_processes_max=1, contended_share=0.5,
+                       own_process_identified=True, contended=True, contention_allowed=False)
+    windows: list[bool] = []
+
+    @contextlib.contextmanager
+    def sampler(device: torch.device, *, allow_contention: bool) -> Iterator[list[GpuActivity]]:
+        windows.append(allow_contention)
+        yield [seen]
+
+    monkeypatch.setattr(strategy_run, "sample_gpu_activity", sampler)
+    result = run(tiny_spec(strategies=["static", "packed"]))
+    assert windows == [False, False] and all(row.gpu_activity == seen for row in result.strategies)
+    assert "contended [1]" in render_table(result) and "verdict: none" in render_table(result)
 
 
 def test_repeats_give_each_row_its_spread() -> None:
