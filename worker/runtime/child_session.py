@@ -121,8 +121,9 @@ class ChildSession:
     def close(self) -> None:
         self._end_live()
         spare, self._spare = self._spare, None
-        if spare is not None:
-            _stop(spare)
+        if spare is not None:  # it never touched a device and may still be importing: no need to wait for it
+            spare[1].close()
+            kill_group(spare[0])
 
 
 def _stop(child: Child) -> None:
