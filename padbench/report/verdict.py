@@ -86,12 +86,12 @@ def verdict_lines(result: PaddingResult) -> list[str]:
     top = ranked[0]
     assert top.tokens_per_s is not None
     tied = [row for row in ranked[1:] if within_noise(top, row)]
-    headline = f"{describe(top)}: {compact_rate(top.tokens_per_s)} tokens/s"
     if tied:
-        names = "; ".join(f"{describe(row)} {compact_rate(row.tokens_per_s or 0.0)}" for row in tied)
-        lines.append(f"verdict: within noise — {headline} and {names} (95% intervals overlap)")
+        names = ", ".join(f"{describe(row)} ({compact_rate(row.tokens_per_s or 0.0)})" for row in tied)
+        lines.append(f"verdict: within noise — {describe(top)} ({compact_rate(top.tokens_per_s)} tokens/s), "
+                     f"{names}: their 95% intervals overlap")
     else:
-        lines.append(f"verdict: winner {headline}")
+        lines.append(f"verdict: winner {describe(top)}: {compact_rate(top.tokens_per_s)} tokens/s")
     statics = [row for row in ranked if row.strategy == "static"]
     if top.strategy != "static" and statics:
         lines.append(f"  speed-up: {_speedup(top, statics[0])}")
