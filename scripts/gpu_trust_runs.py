@@ -3,6 +3,7 @@
     python3 scripts/gpu_trust_runs.py OUT_DIR                       # every run, in order
     python3 scripts/gpu_trust_runs.py OUT_DIR --runs repeats,curves  # some of them (one per command fits
                                                                      # a 10-minute limit)
+    python3 scripts/gpu_trust_runs.py OUT_DIR --runs probe-reuse,probe-fresh --probe-cases 0
 
 Runs (gpt2-seed, bf16 inference, max_length 640, 20,000 WikiText sequences as in docs/benchmarks.md):
 - repeats:     static, dynamic, binned[16] and packed on flash, 3 repeats: every row's 95% interval and the
@@ -52,6 +53,9 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--data", default=".data/wikitext/all.raw", help="the WikiText file of docs/benchmarks.md")
     parser.add_argument("--tokenizer", default=".data/bert-base-uncased", help="the bert-base-uncased folder")
     parser.add_argument("--python", default=sys.executable, help="the interpreter padbench is installed in")
+    parser.add_argument("--probe-cases", default="0,1,2",
+                        help="probe_gpu_check.py's cases for the probe runs (0 static, 1 binned, 2 packed + flash); "
+                             "one case per command keeps each under 10 minutes")
     arguments = parser.parse_args()
     unknown = set(arguments.runs.split(",")) - set(RUNS)
     if unknown:
@@ -108,11 +112,13 @@ def run_contended(arguments: argparse.Namespace) -> int:
 
 
 def run_probe_check(arguments: argparse.Namespace, run: str) -> int:
-    command = [arguments.python, "scripts/probe_gpu_check.py", "--cases", "0,1,2",
-               "--json", str(arguments.out_dir / f"{run}.json")]
+    suffix = arguments.probe_cases.replace(",", "")
+    name = run if arguments.probe_cases == "0,1,2" else f"{run}-{suffix}"
+    command = [arguments.python, "scripts/probe_gpu_check.py", "--cases", arguments.probe_cases,
+               "--json", str(arguments.out_dir / f"{name}.json")]
     if run == "probe-fresh":
         command.append("--fresh-child-per-size")
-    return run_logged(arguments, run, command)
+    return run_logged(arguments, name, command)
 
 
 def run_one(arguments: argparse.Namespace, run: str) -> int:
@@ -134,7 +140,8 @@ def run_one(arguments: argparse.Namespace, run: str) -> int:
 def main() -> int:
     arguments = parse_arguments()
     arguments.out_dir.mkdir(parents=True, exist_ok=True)
-    for path in (arguments.data, arguments.tokenizer):
+    needs_corpus = any(not run.startswith("probe") for run in arguments.runs.split(","))
+    for path in (arguments.data, arguments.tokenizer) if needs_corpus else ():
         if not Path(path).exists():
             sys.exit(f"{path} is missing: make the local corpus and tokenizer copies docs/benchmarks.md describes")
     lines = []
