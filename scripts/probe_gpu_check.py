@@ -54,6 +54,7 @@ class CaseOutcome:
     largest_fit: int
     predicted_limit: int | None
     probes: int
+    new_processes: int  # probes that started a child (the rest reused the previous one)
     probe_seconds: float
     true_limit: int | None
     scan: dict[int, str]
@@ -80,6 +81,9 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--cases", default="0,1,2,3",
                         help="which of static, binned, packed+flash, packed+mask to run (0-3, comma-separated), "
                              "to split the check over several commands")
+    parser.add_argument("--fresh-child-per-size", action="store_true",
+                        help="probe every size in a new child (probe.reuse_child: false), to time the probe "
+                             "without reusing its child")
     parser.add_argument("--json", dest="json_path", default=None, help="also write the outcomes here")
     return parser.parse_args()
 
@@ -94,7 +98,8 @@ def job_spec(arguments: argparse.Namespace, strategy: str, attention: str) -> Pa
         dtype=arguments.dtype or ("bf16" if arguments.device == "cuda" else "fp32"), device=arguments.device,
         measurement={"warmup_batches": 1, "min_seconds": 0.0, "min_batches": 1, "max_batches": 5,
                      "correctness_samples": 2},
-        probe=ProbeSpec(force=True, cpu_memory_budget_bytes=arguments.budget_bytes))
+        probe=ProbeSpec(force=True, cpu_memory_budget_bytes=arguments.budget_bytes,
+                        reuse_child=not arguments.fresh_child_per_size))
 
 
 def resolved_kernel(spec: PaddingJobSpec) -> str:
@@ -157,7 +162,8 @@ def check_case(arguments: argparse.Namespace, strategy: str, attention: str, cac
     report: ProbeReport = find_batch_size(spec, spec.strategies[0], kernel,
                                           lambda _, message: print("  ", message, flush=True), cache=cache)
     print(f"   chosen {report.chosen} (largest fit {report.largest_fit}, smallest oom {report.smallest_oom}, "
-          f"predicted {report.predicted_limit}) in {len(report.probes)} probes, {report.seconds:.1f} s", flush=True)
+          f"predicted {report.predicted_limit}) in {len(report.probes)} probes, {report.seconds:.1f} s "
+          f"(per probe: {[round(probe.seconds, 1) for probe in report.probes]})", flush=True)
     limit, outcomes = locate_true_limit(spec, kernel, report)
     print(f"   true limit {limit}: {dict(sorted(outcomes.items()))}", flush=True)
     measured = measure_at(spec, report.chosen)
@@ -165,21 +171,22 @@ def check_case(arguments: argparse.Namespace, strategy: str, attention: str, cac
     status = (row.status if row.status != "failed" else f"failed: {row.error}") if row else measured
     return CaseOutcome(
         strategy=spec.strategies[0].label, kernel=kernel, chosen=report.chosen, largest_fit=report.largest_fit,
-        predicted_limit=report.predicted_limit, probes=len(report.probes), probe_seconds=report.seconds,
+        predicted_limit=report.predicted_limit, probes=len(report.probes),
+        new_processes=sum(1 for probe in report.probes if probe.new_process), probe_seconds=report.seconds,
         true_limit=limit, scan=dict(sorted(outcomes.items())), measurement=status,
         tokens_per_s=row.tokens_per_s if row else None,
         peak_reserved_bytes=row.memory.peak_reserved_bytes if row and row.memory else None)
 
 
 def print_table(outcomes: list[CaseOutcome]) -> None:
-    header = (f"{'strategy':<12} {'kernel':<24} {'chosen':>7} {'limit':>6} {'pred.':>6} {'probes':>6} "
+    header = (f"{'strategy':<12} {'kernel':<24} {'chosen':>7} {'limit':>6} {'pred.':>6} {'probes':>6} {'new':>4} "
               f"{'secs':>6} {'true':>6} {'chosen/true':>11} {'measurement':<12} {'tokens/s':>10}")
     print("\n" + header + "\n" + "-" * len(header))
     for o in outcomes:
         ratio = f"{o.chosen / o.true_limit:.3f}" if o.true_limit else "n/a"
         tokens = f"{o.tokens_per_s:,.0f}" if o.tokens_per_s else "-"
         print(f"{o.strategy:<12} {o.kernel:<24} {o.chosen:>7} {o.largest_fit:>6} {o.predicted_limit or '-':>6} "
-              f"{o.probes:>6} {o.probe_seconds:>6.1f} {o.true_limit or '?':>6} {ratio:>11} "
+              f"{o.probes:>6} {o.new_processes:>4} {o.probe_seconds:>6.1f} {o.true_limit or '?':>6} {ratio:>11} "
               f"{o.measurement[:12]:<12} {tokens:>10}")
 
 

@@ -17,6 +17,24 @@ class ResultModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+Rate = Annotated[float, Field(ge=0, le=1e15)]  # tokens per second
+Share = Annotated[float, Field(ge=0, le=1)]
+Megahertz = Annotated[int, Field(ge=0, le=100_000)]
+# NVML's clock-event reasons that slow a measurement down; idle and application-clock settings are not.
+ThrottleReason = Literal["sw_power_cap", "hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake",
+                         "sync_boost", "display_clocks"]
+
+
+class GpuClocks(ResultModel):
+    """One NVML reading of the GPU's state, taken when the job starts and when it ends."""
+
+    sm_mhz: Megahertz | None = None
+    memory_mhz: Megahertz | None = None
+    temperature_c: Annotated[int, Field(ge=-50, le=200)] | None = None
+    power_w: Annotated[float, Field(ge=0, le=10_000)] | None = None
+    throttle_reasons: Annotated[list[ThrottleReason], Field(max_length=8)] = []
+
+
 class Environment(ResultModel):
     """Everything a reader needs to judge whether two results are comparable."""
 
@@ -41,6 +59,10 @@ class Environment(ResultModel):
     peak_tflops: float | None = Field(default=None, validation_alias=AliasChoices("peak_tflops", "peak_bf16_tflops"))
     peak_source: str | None = None
     started_at: str  # ISO 8601, UTC
+    # The GPU's clocks when the job started and when it ended (None on CPU or without NVML): a clock that
+    # fell between the two means the later strategies ran slower than the earlier ones for a reason of the box.
+    clocks_at_start: GpuClocks | None = None
+    clocks_at_end: GpuClocks | None = None
 
 
 class ProbeAttempt(ResultModel):
@@ -51,6 +73,8 @@ class ProbeAttempt(ResultModel):
     peak_reserved_bytes: int | None = None  # CUDA: the caching allocator's peak, what runs out first
     seconds: float
     error: str | None = None
+    # True when this size started a new child (building the model); False when it reused the previous one.
+    new_process: bool | None = None
 
 
 class ProbeReport(ResultModel):
@@ -76,6 +100,43 @@ class MemoryStats(ResultModel):
     source: str | None = None  # which of the above were measured, e.g. "torch-cuda-allocator+nvml"
 
 
+class Spread(ResultModel):
+    """How the headline varied over the repeats: each repeat's Σ real tokens / Σ seconds."""
+
+    repeats: Annotated[int, Field(ge=2, le=100)]
+    min_tokens_per_s: Rate
+    max_tokens_per_s: Rate
+    mean_tokens_per_s: Rate
+    # The 95% confidence interval of the mean repeat rate (Student's t with repeats − 1 degrees of freedom).
+    ci95_low_tokens_per_s: Rate
+    ci95_high_tokens_per_s: Rate
+    cv: Annotated[float, Field(ge=0, le=100)]  # sample standard deviation / mean
+    cv_threshold: Annotated[float, Field(gt=0, le=1)]
+    noisy: bool  # cv > cv_threshold: the row's figure is shown, but it is not a valid measurement
+
+
+class GpuActivity(ResultModel):
+    """What NVML saw on the GPU while a strategy was timed, sampled on a thread beside the measurement."""
+
+    samples: Annotated[int, Field(ge=0, le=10_000_000)]
+    interval_s: Annotated[float, Field(gt=0, le=60)]
+    # Compute processes on this GPU other than the measuring one: the most seen at once, and the share of
+    # samples that saw at least one.
+    other_processes_max: Annotated[int, Field(ge=0, le=4096)]
+    contended_share: Share
+    # False when NVML's process ids are of another PID namespace (a container): then every process beyond
+    # one counts as another, since the measuring process itself holds a context on the GPU.
+    own_process_identified: bool
+    contended: bool
+    contention_allowed: bool  # the spec's measurement.allow_contention
+    utilization_mean_percent: Annotated[float, Field(ge=0, le=100)] | None = None
+    sm_clock_min_mhz: Megahertz | None = None
+    sm_clock_max_mhz: Megahertz | None = None
+    throttled_share: Share = 0.0
+    throttle_reasons: Annotated[list[ThrottleReason], Field(max_length=8)] = []
+    throttled: bool = False
+
+
 class StrategyResult(ResultModel):
     strategy: str  # "static", "dynamic", "binned", "packed"
     n_bins: int | None = None
@@ -93,7 +154,9 @@ class StrategyResult(ResultModel):
     speedup_vs_static: float | None = None
     median_batch_tokens_per_s: float | None = None
     p90_batch_tokens_per_s: float | None = None
-    repeat_tokens_per_s: list[float] | None = None  # the headline figure of each repeat, for its spread
+    repeat_tokens_per_s: Annotated[list[Rate], Field(max_length=100)] | None = None  # each repeat's headline
+    spread: Spread | None = None  # None with a single repeat: one number has no spread
+    gpu_activity: GpuActivity | None = None  # None on CPU or without NVML
     padding_efficiency: float | None = None  # real tokens / computed tokens
     real_tokens: int | None = None
     computed_tokens: int | None = None

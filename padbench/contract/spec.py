@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, TypeAdapter, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    TypeAdapter,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
 
 from padbench.contract.model_spec import ModelSpec
 
@@ -19,6 +29,33 @@ StrategyName = Literal["static", "dynamic", "binned", "packed"]
 # the three explicit names pin one. The result always records the kernel that actually ran.
 AttentionName = Literal["flash", "flash-attn", "flash-attn-cute", "torch-flash", "sdpa", "flex", "eager"]
 FLASH_KERNELS: frozenset[str] = frozenset({"flash", "flash-attn", "flash-attn-cute", "torch-flash"})
+MAX_BATCH_SIZE = 1_048_576
+MAX_BATCH_SIZES = 16
+# One batch size: rows (for packed, a token budget in units of max_length rows), or `auto` for the OOM probe.
+BatchSize = Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE)] | Literal["auto"]
+
+
+def _one_batch_size_error(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """One clear message for the field, instead of one per member of the union, and no size listed twice."""
+    try:
+        sizes = handler(value)
+    except ValidationError:
+        raise ValueError(f"must be a size from 1 to {MAX_BATCH_SIZE}, 'auto', or a list of up to {MAX_BATCH_SIZES} "
+                         f"of them (e.g. [16, 64, auto]); got {repr(value)[:100]}") from None
+    if isinstance(sizes, list) and len(set(sizes)) != len(sizes):
+        raise ValueError(f"lists a size twice: {sizes}")
+    return sizes
+
+
+# A list measures every strategy at each size (a batch-size curve); it may include `auto`.
+BatchSizeChoice = Annotated[
+    BatchSize | Annotated[list[BatchSize], Field(min_length=1, max_length=MAX_BATCH_SIZES)],
+    WrapValidator(_one_batch_size_error),
+]
+
+
+def sizes_of(choice: BatchSizeChoice) -> list[int | Literal["auto"]]:
+    return list(choice) if isinstance(choice, list) else [choice]
 
 
 class StrictModel(BaseModel):
@@ -52,7 +89,7 @@ class StrategySpec(StrictModel):
     name: StrategyName
     n_bins: PositiveInt | None = None
     attention: AttentionName | None = None  # overrides the job-level attention for this strategy
-    batch_size: PositiveInt | Literal["auto"] | None = None  # overrides the job-level batch size
+    batch_size: BatchSizeChoice | None = None  # overrides the job-level batch size (or sizes)
 
     @model_validator(mode="before")
     @classmethod
@@ -82,7 +119,14 @@ class MeasurementSpec(StrictModel):
     min_batches: PositiveInt = 10
     # Stop after this many measured batches even if the data is not exhausted; None = one full pass.
     max_batches: PositiveInt | None = None
-    repeats: PositiveInt = 1
+    # Whole measured runs per strategy, each lasting min_seconds and min_batches: their spread gives the
+    # row's 95% interval and coefficient of variation (CV).
+    repeats: Annotated[int, Field(ge=1, le=100)] = 3
+    # A row whose repeats vary more than this CV (standard deviation / mean) is marked noisy, not valid.
+    noise_cv: Annotated[float, Field(gt=0, le=1)] = 0.05
+    # Rows timed while another process computed on the same GPU are marked contended and left out of the
+    # verdict; true keeps them in (the marking and the sampled figures stay in the result).
+    allow_contention: bool = False
     # Sequences checked against the one-at-a-time reference before timing.
     correctness_samples: PositiveInt = 8
 
@@ -92,6 +136,9 @@ class ProbeSpec(StrictModel):
     cap: PositiveInt = 4096
     force: bool = False  # ignore the probe cache and re-probe
     probe_timeout_s: Annotated[float, Field(gt=0)] = 300.0
+    # One child tries a strategy's sizes while they fit, building the model once; false starts a fresh child
+    # for every size (slower, for comparison).
+    reuse_child: bool = True
     # CPU only: the memory budget that stands in for device memory, so the probe path is testable.
     cpu_memory_budget_bytes: PositiveInt | None = None
 
@@ -106,7 +153,7 @@ class PaddingJobSpec(StrictModel):
         StrategySpec(name="binned", n_bins=16), StrategySpec(name="packed"),
     ]
     attention: AttentionName = "flash"
-    batch_size: PositiveInt | Literal["auto"] = 32
+    batch_size: BatchSizeChoice = 32
     dtype: Dtype = "bf16"
     device: Device = "auto"
     mode: Literal["inference", "training"] = "inference"
@@ -134,8 +181,15 @@ class PaddingJobSpec(StrictModel):
     def attention_for(self, strategy: StrategySpec) -> AttentionName:
         return strategy.attention or self.attention
 
+    def batch_sizes_for(self, strategy: StrategySpec) -> list[int | Literal["auto"]]:
+        return sizes_of(strategy.batch_size or self.batch_size)
+
     def batch_size_for(self, strategy: StrategySpec) -> int | Literal["auto"]:
-        return strategy.batch_size or self.batch_size
+        """The one size of a strategy; a job with a list of sizes is expanded (one strategy per size) first."""
+        sizes = self.batch_sizes_for(strategy)
+        if len(sizes) != 1:
+            raise ValueError(f"{strategy.label} has several batch sizes {sizes}: expand the job per size first")
+        return sizes[0]
 
 
 # --- attention sweep --------------------------------------------------------------------------------------

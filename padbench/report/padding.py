@@ -1,20 +1,25 @@
 """Padding results for people (a table) and tools (CSV rows).
 
 A figure that was not measured prints as "—", never as a number; an invalid or failed row says why in a
-numbered note under the table, so the columns stay readable.
+numbered note under the table, so the columns stay readable. Rows are ranked fastest first with the
+winner starred, and the table ends with the verdict in words and any batch-size curves
+(`padbench.report.verdict`). `table_rows` gives the cells and notes alone, for other renderers.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from padbench.contract.results import MemoryStats, PaddingResult, StrategyResult
+from padbench.contract.results import GpuActivity, MemoryStats, PaddingResult, ProbeReport, StrategyResult
+from padbench.report.verdict import compact_rate, curve_lines, ranked_rows, verdict_lines, winner
 
 MISSING = "—"
+WINNER_MARK = "★ "
 # MFU against the datasheet peak, and against the GEMM rate measured in the same job ("MFU (GEMM)").
-COLUMNS = ("strategy", "kernel", "batch", "tokens/s", "vs static", "padding eff.", "MFU", "MFU (GEMM)",
-           "peak memory", "max logit error", "valid")
-RIGHT_ALIGNED = frozenset({"batch", "tokens/s", "vs static", "padding eff.", "MFU", "MFU (GEMM)", "peak memory"})
+COLUMNS = ("strategy", "kernel", "batch", "tokens/s", "95% interval", "min–max", "CV", "vs static",
+           "padding eff.", "MFU", "MFU (GEMM)", "peak memory", "max logit error", "probe", "valid")
+RIGHT_ALIGNED = frozenset({"batch", "tokens/s", "95% interval", "min–max", "CV", "vs static", "padding eff.",
+                           "MFU", "MFU (GEMM)", "peak memory"})
 
 
 def format_bytes(count: int | None) -> str:
@@ -48,23 +53,76 @@ def _logit_error(row: StrategyResult) -> str:
     return f"{row.max_logit_error:.1e}{tolerance}"
 
 
+def _note(notes: list[str], text: str) -> str:
+    notes.append(text)
+    return f"[{len(notes)}]"
+
+
+def _activity_notes(activity: GpuActivity | None, notes: list[str]) -> list[str]:
+    """`contended` and `throttled` markers, each with a note holding the sampled figures."""
+    if activity is None:
+        return []
+    markers = []
+    if activity.contended:
+        allowed = " (allowed by measurement.allow_contention)" if activity.contention_allowed else \
+            " — left out of the verdict"
+        marker = _note(notes, f"contended: up to {activity.other_processes_max} other process(es) computed on "
+                              f"the GPU in {activity.contended_share:.0%} of {activity.samples} samples{allowed}")
+        markers.append(f"contended {marker}")
+    if activity.throttled:
+        clocks = (f"; SM clock {activity.sm_clock_min_mhz}–{activity.sm_clock_max_mhz} MHz"
+                  if activity.sm_clock_min_mhz is not None else "")
+        reasons = ", ".join(activity.throttle_reasons) or "unspecified"
+        marker = _note(notes, f"throttled ({reasons}) in {activity.throttled_share:.0%} of samples{clocks}")
+        markers.append(f"throttled {marker}")
+    return markers
+
+
 def _validity(row: StrategyResult, notes: list[str]) -> str:
-    if row.status == "ok":
-        return "yes"
-    notes.append(row.invalid_reason or row.error or "no reason recorded")
-    return f"{'no' if row.status == 'invalid' else 'failed'} [{len(notes)}]"
+    if row.status != "ok":
+        marker = _note(notes, row.invalid_reason or row.error or "no reason recorded")
+        return f"{'no' if row.status == 'invalid' else 'failed'} {marker}"
+    markers = []
+    if row.spread is not None and row.spread.noisy:
+        markers.append(f"noisy CV {row.spread.cv:.1%}")
+    markers += _activity_notes(row.gpu_activity, notes)
+    return ", ".join(markers) or "yes"
 
 
-def _cells(row: StrategyResult, notes: list[str]) -> tuple[str, ...]:
+def _spread_cells(row: StrategyResult) -> tuple[str, str, str]:
+    spread = row.spread
+    if spread is None or row.tokens_per_s is None:
+        return MISSING, MISSING, MISSING
+    return (f"{compact_rate(spread.ci95_low_tokens_per_s)}–{compact_rate(spread.ci95_high_tokens_per_s)}",
+            f"{compact_rate(spread.min_tokens_per_s)}–{compact_rate(spread.max_tokens_per_s)}",
+            f"{spread.cv:.1%}")
+
+
+def _probe_cell(probe: ProbeReport | None) -> str:
+    """The OOM probe's bracket: the largest size that fitted, the smallest that ran out, and the size chosen."""
+    if probe is None:
+        return MISSING
+    oom = f"OOM {probe.smallest_oom}" if probe.smallest_oom is not None else f"no OOM ≤ {probe.largest_fit}"
+    return f"fit {probe.largest_fit}, {oom} → {probe.chosen}{' (cached)' if probe.cached else ''}"
+
+
+def _cells(row: StrategyResult, notes: list[str], is_winner: bool = False) -> tuple[str, ...]:
     batch = "—" if row.batch_size is None else str(row.batch_size)  # None: `auto` could not be probed
     # Grouped-query attention that the kernel could only run by repeating K/V heads is said in the kernel cell.
     kernel = f"{row.kernel} (K/V expanded)" if row.gqa == "expanded" else row.kernel
-    return (row.label, kernel, batch, _number(row.tokens_per_s, ",.0f"),
+    return (f"{WINNER_MARK if is_winner else ''}{row.label}", kernel, batch, _number(row.tokens_per_s, ",.0f"),
+            *_spread_cells(row),
             _number(row.speedup_vs_static, ".2f") + ("×" if row.speedup_vs_static is not None else ""),
             _number(row.padding_efficiency, ".2f"), _number(row.mfu, ".2f"), _number(row.mfu_vs_matmul, ".2f"),
-            format_memory(row.memory),
-            _logit_error(row),
+            format_memory(row.memory), _logit_error(row), _probe_cell(row.probe),
             _validity(row, notes))
+
+
+def table_rows(result: PaddingResult) -> tuple[list[tuple[str, ...]], list[str]]:
+    """The table's cells (one tuple per row, in COLUMNS order, fastest first) and its numbered notes."""
+    notes: list[str] = []
+    best = winner(result)
+    return [_cells(row, notes, row is best) for row in ranked_rows(result.strategies)], notes
 
 
 def _align(rows: list[tuple[str, ...]]) -> list[str]:
@@ -97,14 +155,24 @@ def _header(result: PaddingResult) -> list[str]:
 
 def _tflops(value: float | None) -> str:
     return MISSING if value is None else f"{value:,.0f} TFLOP/s" if value >= 10 else f"{value:.2f} TFLOP/s"
+def _clock_line(result: PaddingResult) -> list[str]:
+    start, end = result.environment.clocks_at_start, result.environment.clocks_at_end
+    if start is None or end is None:
+        return []
+    return [f"GPU clocks: SM {start.sm_mhz or MISSING} MHz at the start, {end.sm_mhz or MISSING} MHz at the end; "
+            f"{start.temperature_c if start.temperature_c is not None else MISSING} → "
+            f"{end.temperature_c if end.temperature_c is not None else MISSING} °C"]
 
 
 def render_table(result: PaddingResult) -> str:
-    notes: list[str] = []
-    rows = [COLUMNS, *(_cells(row, notes) for row in result.strategies)]
-    lines = [*_header(result), "", *_align(rows)]
+    rows, notes = table_rows(result)
+    lines = [*_header(result), *_clock_line(result), "", *_align([COLUMNS, *rows])]
     if notes:
         lines += ["", *(f"[{number}] {note}" for number, note in enumerate(notes, start=1))]
+    lines += ["", *verdict_lines(result)]
+    curve = curve_lines(result)
+    if curve:
+        lines += ["", "batch-size curves (tokens/s):", *(f"  {line}" for line in curve)]
     return "\n".join(lines) + "\n"
 
 
@@ -117,6 +185,7 @@ def csv_rows(result: PaddingResult) -> list[dict[str, Any]]:
             "strategy": row.strategy, "n_bins": row.n_bins, "attention": row.attention, "kernel": row.kernel,
             "batch_size": row.batch_size, "status": row.status, "reason": row.invalid_reason or row.error,
             "tokens_per_s": row.tokens_per_s, "speedup_vs_static": row.speedup_vs_static,
+            **_spread_fields(row), **_activity_fields(row.gpu_activity),
             "median_batch_tokens_per_s": row.median_batch_tokens_per_s,
             "p90_batch_tokens_per_s": row.p90_batch_tokens_per_s, "padding_efficiency": row.padding_efficiency,
             "mfu": row.mfu, "mfu_vs_matmul": row.mfu_vs_matmul, "gqa": row.gqa, "real_tokens": row.real_tokens,
@@ -128,3 +197,19 @@ def csv_rows(result: PaddingResult) -> list[dict[str, Any]]:
             "correctness_passed": row.correctness_passed,
         })
     return rows
+
+
+def _spread_fields(row: StrategyResult) -> dict[str, Any]:
+    spread = row.spread
+    return {"repeats": spread.repeats if spread else None,
+            "ci95_low_tokens_per_s": spread.ci95_low_tokens_per_s if spread else None,
+            "ci95_high_tokens_per_s": spread.ci95_high_tokens_per_s if spread else None,
+            "min_repeat_tokens_per_s": spread.min_tokens_per_s if spread else None,
+            "max_repeat_tokens_per_s": spread.max_tokens_per_s if spread else None,
+            "cv": spread.cv if spread else None, "noisy": spread.noisy if spread else None}
+
+
+def _activity_fields(activity: GpuActivity | None) -> dict[str, Any]:
+    return {"contended": activity.contended if activity else None,
+            "contended_share": activity.contended_share if activity else None,
+            "throttled": activity.throttled if activity else None}

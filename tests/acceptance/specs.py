@@ -17,14 +17,15 @@ QUICK: dict[str, Any] = {
     "batch_size": 8,
     "dtype": "fp32",
     "device": "cpu",
-    "measurement": {"warmup_batches": 1, "min_seconds": 0, "min_batches": 1, "max_batches": 3,
+    "measurement": {"warmup_batches": 1, "min_seconds": 0, "min_batches": 1, "max_batches": 3, "repeats": 1,
                     "correctness_samples": 2},
 }
 
 # Runs until it is stopped: the measurement must last five minutes, and nothing caps its batches.
 LONG: dict[str, Any] = QUICK | {
     "name": "acceptance-long",
-    "measurement": {"warmup_batches": 1, "min_seconds": 300, "min_batches": 1, "correctness_samples": 2},
+    "measurement": {"warmup_batches": 1, "min_seconds": 300, "min_batches": 1, "repeats": 1,
+                    "correctness_samples": 2},
 }
 
 # Valid as a spec (a model directory is just a path), but the child cannot load it.

@@ -151,3 +151,52 @@ def test_a_failed_probe_fails_its_strategy_and_the_job_goes_on(cache: ProbeCache
     assert static.status == "failed" and static.batch_size is None and static.tokens_per_s is None
     assert static.error is not None and static.error.startswith("batch_size auto:")
     assert dynamic.status == "ok" and dynamic.batch_size == 4
+
+
+def test_one_child_serves_the_sizes_that_fit_and_a_fresh_one_follows_each_oom(cache: ProbeCache) -> None:
+    report = find_batch_size(cpu_spec(), STATIC, "sdpa", quiet, cache=cache, probe_target=TARGETS + "fake_device")
+    starts = [attempt.new_process for attempt in report.probes]
+    after_oom = [report.probes[i - 1].outcome == "oom" for i in range(1, len(report.probes))]
+    assert starts == [True, *after_oom]  # a new process only first and right after running out
+    assert starts.count(True) < len(report.probes)
+
+
+def test_probe_progress_moves_while_the_probe_runs(cache: ProbeCache) -> None:
+    fractions: list[float] = []
+    find_batch_size(cpu_spec(), STATIC, "sdpa", lambda fraction, _: fractions.append(fraction), cache=cache,
+                    probe_target=TARGETS + "fake_device")
+    assert fractions == sorted(fractions) and fractions[-1] > 0.5 and len(set(fractions)) > 3
+
+
+def test_a_batch_size_list_with_auto_measures_every_strategy_at_each_size(cache: ProbeCache,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from padbench.report.padding import render_table
+    from padbench.worker.jobs.padding import auto_batch
+    from padbench.worker.jobs.padding.job import run_padding_job
+
+    monkeypatch.setattr(auto_batch, "find_batch_size",
+                        functools.partial(find_batch_size, cache=cache, probe_target=TARGETS + "fake_device"))
+    spec = cpu_spec().model_copy(update={
+        "batch_size": [2, 8, "auto"], "strategies": [STATIC, StrategySpec(name="packed", batch_size=[1, 4])],
+        "data": DataSpec(max_length=128, num_samples=32),
+        "measurement": MeasurementSpec(warmup_batches=0, min_seconds=0, min_batches=1, correctness_samples=2,
+                                       repeats=2)})
+    progress: list[tuple[float, str]] = []
+    result = run_padding_job(spec, lambda fraction, message: progress.append((fraction, message)))
+    sizes = [(row.strategy, row.batch_size, row.probe is not None) for row in result.strategies]
+    assert sizes == [("static", 2, False), ("static", 8, False), ("static", 29, True),
+                     ("packed", 1, False), ("packed", 4, False)]
+    assert all(row.status == "ok" and row.padding_efficiency and row.memory and row.spread
+               for row in result.strategies)
+    probe_fractions = [fraction for fraction, message in progress if "probe" in message]
+    assert probe_fractions and probe_fractions[-1] > 0.1  # the bar moves while the probe runs
+    assert [fraction for fraction, _ in progress] == sorted(fraction for fraction, _ in progress)
+    text = render_table(result)
+    assert "static / sdpa: 2 → " in text and "29 (auto) → " in text and "fit 30, OOM 31 → 29" in text
+
+
+def test_a_fresh_child_per_size_when_reuse_is_off_finds_the_same_limit(cache: ProbeCache) -> None:
+    report = find_batch_size(cpu_spec(reuse_child=False), STATIC, "sdpa", quiet, cache=cache,
+                             probe_target=TARGETS + "fake_device")
+    assert all(attempt.new_process for attempt in report.probes)
+    assert (report.largest_fit, report.smallest_oom, report.chosen) == (30, 31, 29)

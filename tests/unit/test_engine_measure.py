@@ -61,7 +61,7 @@ def test_runs_whole_passes_until_both_minima_are_met() -> None:
 
 def test_the_device_is_waited_on_once_per_pass_not_per_batch() -> None:
     device = FakeDevice([0.5] * 4)
-    settings = MeasurementSpec(warmup_batches=0, min_seconds=3.0, min_batches=1)
+    settings = MeasurementSpec(warmup_batches=0, min_seconds=3.0, min_batches=1, repeats=1)
     measure(device.step, 4, settings, device)
     assert device.collects == 1 + 2  # the (empty) warm-up, then two passes of four batches
 
@@ -78,7 +78,7 @@ def test_a_run_capped_below_the_minima_is_invalid_with_its_reason() -> None:
     reason = invalid_reason(measure(device.step, 5, short, device), short)
     assert reason is not None and "shorter than min_seconds=10" in reason and "max_batches=4" in reason
 
-    few = MeasurementSpec(warmup_batches=0, min_seconds=0.0, min_batches=10, max_batches=2)
+    few = MeasurementSpec(warmup_batches=0, min_seconds=0.0, min_batches=10, max_batches=2, repeats=1)
     reason = invalid_reason(measure(device.step, 5, few, device), few)
     assert reason == "measured 2 batches, fewer than min_batches=10"
 

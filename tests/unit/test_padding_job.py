@@ -6,6 +6,7 @@ Sizes are chosen so that each job takes a few seconds on a shared two-core machi
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -14,8 +15,9 @@ from typing import Any
 import pytest
 import torch
 
-from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.contract.results import GpuActivity, PaddingResult, StrategyResult
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
+from padbench.report.padding import render_table
 from padbench.worker.engine import steps
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
@@ -44,7 +46,8 @@ def tiny_spec(**overrides: Any) -> PaddingJobSpec:
         "model": TINY_MODEL,
         "data": {"source": "synthetic", "max_length": 64, "num_samples": 24, "seed": 3},
         "strategies": ALL_STRATEGIES, "attention": "sdpa", "batch_size": 4, "dtype": "fp32", "device": "cpu",
-        "measurement": {"warmup_batches": 1, "min_seconds": 0.0, "min_batches": 2, "correctness_samples": 4},
+        "measurement": {"warmup_batches": 1, "min_seconds": 0.0, "min_batches": 2, "correctness_samples": 4,
+                        "repeats": 1},
     }
     document.update(overrides)
     return PaddingJobSpec.model_validate(document)
@@ -112,9 +115,9 @@ def test_a_run_shorter_than_the_minima_is_invalid_and_has_no_throughput() -> Non
     spec = tiny_spec(strategies=["packed"], measurement={"warmup_batches": 0, "min_seconds": 0.0,
                                                          "min_batches": 50, "max_batches": 3})
     row = run(spec).strategies[0]
-    assert row.status == "invalid" and row.invalid_reason == "measured 3 batches, fewer than min_batches=50"
+    assert row.status == "invalid" and row.invalid_reason == "repeat 1: measured 3 batches, fewer than min_batches=50"
     assert row.tokens_per_s is None and row.median_batch_tokens_per_s is None and row.speedup_vs_static is None
-    assert row.batches == 3 and row.correctness_passed  # what was measured is still recorded
+    assert row.batches == 9 and row.correctness_passed  # 3 per repeat: what was measured is still recorded
 
 
 class PositionsRunOn(AttentionKernel):
@@ -226,6 +229,37 @@ def test_speedups_compare_with_the_static_row_of_the_same_attention() -> None:
                           _row("packed", "flash", 600.0), _row("packed", "eager", 80.0), _row("binned", "sdpa", None)])
     assert [row.speedup_vs_static for row in rows] == [1.0, 1.0, 6.0, 0.8, None]
     assert with_speedups([_row("packed", "flash", 600.0)])[0].speedup_vs_static is None
+    # A batch-size list gives a static row per size: the others compare with the fastest of them.
+    sizes = with_speedups([_row("static", "flash", 50.0), _row("static", "flash", 100.0),
+                           _row("packed", "flash", 300.0)])
+    assert [row.speedup_vs_static for row in sizes] == [0.5, 1.0, 3.0]
+
+
+def test_what_the_gpu_sampler_saw_while_timing_goes_into_the_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = GpuActivity(samples=12, interval_s=0.05, other_processes_max=1, contended_share=0.5,
+                       own_process_identified=True, contended=True, contention_allowed=False)
+    windows: list[bool] = []
+
+    @contextlib.contextmanager
+    def sampler(device: torch.device, *, allow_contention: bool) -> Iterator[list[GpuActivity]]:
+        windows.append(allow_contention)
+        yield [seen]
+
+    monkeypatch.setattr(strategy_run, "sample_gpu_activity", sampler)
+    result = run(tiny_spec(strategies=["static", "packed"]))
+    assert windows == [False, False] and all(row.gpu_activity == seen for row in result.strategies)
+    assert "contended [1]" in render_table(result) and "verdict: none" in render_table(result)
+
+
+def test_repeats_give_each_row_its_spread() -> None:
+    spec = tiny_spec(strategies=["static"], measurement={"warmup_batches": 0, "min_seconds": 0.0, "min_batches": 2,
+                                                         "correctness_samples": 2, "repeats": 3})
+    row = run(spec).strategies[0]
+    assert row.status == "ok" and row.spread is not None and row.spread.repeats == 3
+    assert row.repeat_tokens_per_s is not None and len(row.repeat_tokens_per_s) == 3
+    assert row.spread.min_tokens_per_s == min(row.repeat_tokens_per_s)
+    assert row.spread.ci95_low_tokens_per_s <= row.spread.mean_tokens_per_s <= row.spread.ci95_high_tokens_per_s
+    assert row.spread.noisy == (row.spread.cv > 0.05) and row.gpu_activity is None  # no GPU: nothing sampled
 
 
 def test_training_labels_never_cross_a_sequence_or_predict_padding() -> None:

@@ -8,7 +8,7 @@ import io
 from padbench.contract.results import Environment, MemoryStats, PaddingResult, StrategyResult
 from padbench.contract.spec import PaddingJobSpec
 from padbench.report import render, render_csv
-from padbench.report.padding import COLUMNS, csv_rows, format_bytes, render_table
+from padbench.report.padding import COLUMNS, WINNER_MARK, csv_rows, format_bytes, render_table
 
 GIB = 1 << 30
 
@@ -38,7 +38,8 @@ def sample_result() -> PaddingResult:
 def table_rows(text: str) -> dict[str, str]:
     lines = text.splitlines()
     header = next(index for index, line in enumerate(lines) if line.startswith("strategy"))
-    return {f"{line.split()[0]}:{line.split()[1]}": line for line in lines[header + 1:header + 5]}
+    rows = [line.removeprefix(WINNER_MARK) for line in lines[header + 1:header + 5]]
+    return {f"{line.split()[0]}:{line.split()[1]}": line for line in rows}
 
 
 def test_table_shows_measured_figures() -> None:

@@ -6,7 +6,8 @@ spawned (never forked: forking after CUDA initialisation is unsafe), becomes its
 leader so a kill reaches anything it started (compile workers), applies the environment it was given
 *before* importing the target (so `PYTORCH_CUDA_ALLOC_CONF` and `CUDA_VISIBLE_DEVICES` take effect), and
 reports progress and its result over a pipe. The parent blocks on the pipe and the process sentinel
-together: no busy-wait, no files left in /tmp.
+together: no busy-wait, no files left in /tmp. `padbench.worker.runtime.child_session` keeps one such
+child for several calls, on the same helpers.
 """
 
 from __future__ import annotations
@@ -66,31 +67,39 @@ def classify_exception(error: BaseException) -> Outcome:
     return "error"
 
 
-def _resolve(target: str) -> Callable[..., Any]:
+def resolve_target(target: str) -> Callable[..., Any]:
     module_name, _, attribute = target.partition(":")
     return getattr(importlib.import_module(module_name), attribute)
 
 
-def _child_main(connection: Connection, target: str, args: tuple[Any, ...], env: Mapping[str, str]) -> None:
+def send_error(connection: Connection, error: BaseException) -> None:
+    detail = f"{type(error).__name__}: {error}"
+    outcome = classify_exception(error)
+    # Drop the frame references before sending, so a failed allocation's tensors can be freed.
+    formatted = traceback.format_exc()
+    del error
+    connection.send(("error", (outcome, detail, formatted)))
+    connection.close()
+
+
+def enter_child(env: Mapping[str, str]) -> None:
     os.setsid()  # own process group: the parent's killpg reaches our descendants too
     die_with_parent()
     os.environ.update(env)
+
+
+def _child_main(connection: Connection, target: str, args: tuple[Any, ...], env: Mapping[str, str]) -> None:
+    enter_child(env)
     try:
-        value = _resolve(target)(ChildContext(connection), *args)
+        value = resolve_target(target)(ChildContext(connection), *args)
     except BaseException as error:  # report everything, including KeyboardInterrupt and MemoryError
-        detail = f"{type(error).__name__}: {error}"
-        outcome = classify_exception(error)
-        # Drop the frame references before sending, so a failed allocation's tensors can be freed.
-        formatted = traceback.format_exc()
-        del error
-        connection.send(("error", (outcome, detail, formatted)))
-        connection.close()
+        send_error(connection, error)
         sys.exit(1)
     connection.send(("result", value))
     connection.close()
 
 
-def _kill_group(process: multiprocessing.process.BaseProcess) -> None:
+def kill_group(process: multiprocessing.process.BaseProcess) -> None:
     if process.pid is None:
         return
     for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -107,6 +116,45 @@ def _describe_exit(code: int | None) -> str:
     if code is not None and code < 0:
         return f"child killed by signal {signal.Signals(-code).name}"
     return f"child exited with code {code} without a result"
+
+
+def await_reply(receiver: Connection, process: multiprocessing.process.BaseProcess, started: float, *,
+                 timeout_s: float | None, on_progress: ProgressFn | None, should_stop: Callable[[], bool] | None,
+                 poll_s: float, join_on_result: bool) -> ChildReport:
+    """Wait for the child's result or error, forwarding its progress; kill it past the deadline or on stop."""
+    deadline = None if timeout_s is None else started + timeout_s
+
+    def report(outcome: Outcome, **fields: Any) -> ChildReport:
+        return ChildReport(outcome=outcome, seconds=time.monotonic() - started, **fields)
+
+    while True:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            kill_group(process)
+            return report("timeout", error=f"child ran past its {timeout_s:.0f} s limit")
+        if should_stop is not None and should_stop():
+            kill_group(process)
+            return report("cancelled", error="stopped by the parent")
+        ready = wait([receiver, process.sentinel], timeout=min(poll_s, remaining or poll_s))
+        if receiver in ready:
+            try:
+                kind, payload = receiver.recv()
+            except EOFError:
+                process.join(timeout=5)
+                return report("crash", error=_describe_exit(process.exitcode), exit_code=process.exitcode)
+            if kind == "progress" and on_progress is not None:
+                on_progress(*payload)
+            elif kind == "result":
+                if join_on_result:
+                    process.join(timeout=30)
+                return report("ok", value=payload, exit_code=process.exitcode)
+            elif kind == "error":
+                outcome, detail, formatted = payload
+                process.join(timeout=30)
+                return report(outcome, error=detail, traceback=formatted, exit_code=process.exitcode)
+        elif process.sentinel in ready and not receiver.poll():
+            process.join(timeout=5)
+            return report("crash", error=_describe_exit(process.exitcode), exit_code=process.exitcode)
 
 
 def run_in_child(
@@ -129,40 +177,10 @@ def run_in_child(
     started = time.monotonic()
     process.start()
     sender.close()  # so the parent sees EOF when the child dies
-    deadline = None if timeout_s is None else started + timeout_s
-
-    def report(outcome: Outcome, **fields: Any) -> ChildReport:
-        return ChildReport(outcome=outcome, seconds=time.monotonic() - started, **fields)
-
     try:
-        while True:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                _kill_group(process)
-                return report("timeout", error=f"child ran past its {timeout_s:.0f} s limit")
-            if should_stop is not None and should_stop():
-                _kill_group(process)
-                return report("cancelled", error="stopped by the parent")
-            ready = wait([receiver, process.sentinel], timeout=min(poll_s, remaining or poll_s))
-            if receiver in ready:
-                try:
-                    kind, payload = receiver.recv()
-                except EOFError:
-                    process.join(timeout=5)
-                    return report("crash", error=_describe_exit(process.exitcode), exit_code=process.exitcode)
-                if kind == "progress" and on_progress is not None:
-                    on_progress(*payload)
-                elif kind == "result":
-                    process.join(timeout=30)
-                    return report("ok", value=payload, exit_code=process.exitcode)
-                elif kind == "error":
-                    outcome, detail, formatted = payload
-                    process.join(timeout=30)
-                    return report(outcome, error=detail, traceback=formatted, exit_code=process.exitcode)
-            elif process.sentinel in ready and not receiver.poll():
-                process.join(timeout=5)
-                return report("crash", error=_describe_exit(process.exitcode), exit_code=process.exitcode)
+        return await_reply(receiver, process, started, timeout_s=timeout_s, on_progress=on_progress,
+                            should_stop=should_stop, poll_s=poll_s, join_on_result=True)
     finally:
         if process.is_alive():
-            _kill_group(process)
+            kill_group(process)
         receiver.close()

@@ -19,7 +19,7 @@ from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES
 from padbench.worker.jobs.padding.probe.trials import ProbeFailed, find_batch_size
 from padbench.worker.runtime.device import torch_dtype
-from padbench.worker.runtime.progress import ProgressFn
+from padbench.worker.runtime.progress import ProgressFn, progress_span
 
 
 @dataclass(frozen=True)
@@ -31,17 +31,34 @@ class AutoSizes:
     failures: dict[int, str] = field(default_factory=dict)  # by strategy position: why no size was found
 
 
+def expand_batch_sizes(spec: PaddingJobSpec) -> PaddingJobSpec:
+    """One strategy per batch size, in the order the spec lists them: a list measures a batch-size curve.
+
+    The copy is not validated again: its (strategy, attention) pairs repeat on purpose, one per size.
+    """
+    expanded = [strategy.model_copy(update={"batch_size": size})
+                for strategy in spec.strategies for size in spec.batch_sizes_for(strategy)]
+    return spec.model_copy(update={"strategies": expanded})
+
+
+def needs_probe(spec: PaddingJobSpec) -> bool:
+    return any(spec.batch_size_for(strategy) == "auto" for strategy in spec.strategies)
+
+
 def probe_auto_batch_sizes(spec: PaddingJobSpec, device: torch.device, progress: ProgressFn) -> AutoSizes:
-    """Probe every `auto` strategy. A probe that fails (a crash, a sticky CUDA error, even size 1 out of
-    memory, an unavailable kernel) fails that strategy only: the job's other strategies are still measured.
+    """Probe every `auto` strategy of an expanded spec (one size per strategy), the bar advancing per probe.
+
+    A probe that fails (a crash, a sticky CUDA error, even size 1 out of memory, an unavailable kernel)
+    fails that strategy only: the job's other strategies are still measured.
     """
     sizes = AutoSizes(spec)
     strategies = list(spec.strategies)
-    for position, strategy in enumerate(spec.strategies):
-        if spec.batch_size_for(strategy) != "auto":
-            continue
+    probed = [position for position, strategy in enumerate(spec.strategies) if spec.batch_size_for(strategy) == "auto"]
+    for number, position in enumerate(probed):
+        strategy = spec.strategies[position]
+        span = progress_span(progress, number / len(probed), (number + 1) / len(probed))
         try:
-            report = _probe(spec, strategy, device, progress)
+            report = _probe(spec, strategy, device, span)
         except (ProbeFailed, KernelUnavailable) as error:
             sizes.failures[position] = f"batch_size auto: {error}"
             continue
@@ -71,5 +88,4 @@ def attach_probe_reports(results: list[StrategyResult], reports: dict[int, Probe
 
 
 def _labelled(progress: ProgressFn, prefix: str) -> ProgressFn:
-    # The probe runs before the job's own progress starts: its messages show, the bar stays at zero.
-    return lambda _fraction, message: progress(0.0, prefix + message)
+    return lambda fraction, message: progress(fraction, prefix + message)

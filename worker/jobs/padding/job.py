@@ -21,11 +21,18 @@ from padbench.worker.engine.correctness import gate_sample, reference_logits, re
 from padbench.worker.engine.data import SYNTHETIC, load_sequences
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.engine.model import build_model
-from padbench.worker.jobs.padding.auto_batch import attach_probe_reports, probe_auto_batch_sizes, unprobed_result
+from padbench.worker.jobs.padding.auto_batch import (
+    attach_probe_reports,
+    expand_batch_sizes,
+    needs_probe,
+    probe_auto_batch_sizes,
+    unprobed_result,
+)
 from padbench.worker.jobs.padding.fit import check_model_fits
 from padbench.worker.jobs.padding.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
 from padbench.worker.runtime.device import resolve_device, torch_dtype
 from padbench.worker.runtime.environment import collect_environment
+from padbench.worker.runtime.gpu_activity import read_gpu_clocks
 from padbench.worker.runtime.peaks import peak_flops
 from padbench.worker.runtime.progress import ProgressFn, progress_span
 
@@ -33,6 +40,8 @@ from padbench.worker.runtime.progress import ProgressFn, progress_span
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt")
 # Shares of the progress bar: the rest is split evenly between the strategies.
 MODEL_SHARE, DATA_SHARE, REFERENCE_SHARE = 0.02, 0.10, 0.03
+# The OOM probe's share of the whole bar when the job has `auto` sizes (it runs before everything else).
+PROBE_SHARE = 0.3
 
 
 def prepare_job(spec: PaddingJobSpec, progress: ProgressFn) -> JobSetup:
@@ -90,10 +99,13 @@ def release_device_memory(device: torch.device) -> None:
 def with_speedups(results: Sequence[StrategyResult]) -> list[StrategyResult]:
     """Speed-up vs static, only where a valid static measurement exists in the same job.
 
-    With several static rows (one per attention choice), a row compares with the static row of the same
-    requested attention when there is one, else with the fastest valid static row.
+    With several static rows (one per attention choice or batch size), a row compares with the fastest static
+    row of the same requested attention when there is one, else with the fastest valid static row.
     """
-    statics = {r.attention: r.tokens_per_s for r in results if r.strategy == "static" and r.tokens_per_s}
+    statics: dict[str, float] = {}
+    for row in results:  # with a list of batch sizes, a static row per size: compare with the fastest
+        if row.strategy == "static" and row.tokens_per_s:
+            statics[row.attention] = max(row.tokens_per_s, statics.get(row.attention, 0.0))
     if not statics:
         return list(results)
     fastest = max(statics.values())
@@ -109,17 +121,22 @@ def flops_per_token(model: torch.nn.Module, mode: str) -> float:
 
 
 def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn) -> PaddingResult:
-    # `batch_size: auto` is probed first, in child processes, before this job's model is on the device;
-    # `sizes.spec` has the probed sizes; reports go beside their results, failed probes fail their row only.
+    # A list of batch sizes becomes one strategy per size. `batch_size: auto` is probed first, in child
+    # processes, before this job's model is on the device; `sizes.spec` has the probed sizes; reports go
+    # beside their results, failed probes fail their row only. A model that cannot fit fails before all that.
     check_model_fits(spec, resolve_device(spec.device))
-    sizes = probe_auto_batch_sizes(spec, resolve_device(spec.device), progress)
+    expanded = expand_batch_sizes(spec)
+    probe_end = PROBE_SHARE if needs_probe(expanded) else 0.0
+    sizes = probe_auto_batch_sizes(expanded, resolve_device(spec.device), progress_span(progress, 0.0, probe_end))
     measured = sizes.spec
+    progress = progress_span(progress, probe_end, 1.0)
     setup_end = MODEL_SHARE + DATA_SHARE + REFERENCE_SHARE
     job = prepare_job(measured, progress)
+    clocks_at_start = read_gpu_clocks(job.device)
     environment = collect_environment(
         job.device, dataset_digest=job.data.digest, peak_flops=job.peak_flops, peak_source=job.peak_source,
         seeds={"data": spec.data.seed, "model_init": spec.data.seed, "strategy_order": spec.data.seed})
-    share = (1.0 - setup_end) / len(spec.strategies)
+    share = (1.0 - setup_end) / len(measured.strategies)
     results = []
     for number, strategy in enumerate(measured.strategies):
         restore_weights(job)
@@ -131,8 +148,9 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn) -> PaddingResult
         release_device_memory(job.device)
     progress(1.0, "done")
     lengths = [len(sequence) for sequence in job.data.sequences]
+    clocks = {"clocks_at_start": clocks_at_start, "clocks_at_end": read_gpu_clocks(job.device)}
     return PaddingResult(
-        spec=spec, environment=environment,
+        spec=spec, environment=environment.model_copy(update=clocks),
         model_parameters=sum(parameter.numel() for parameter in job.model.parameters()),
         flops_per_token=flops_per_token(job.model, spec.mode),
         matmul_tflops=job.matmul_flops / 1e12 if job.matmul_flops else None,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
-from padbench.contract.results import MemoryStats, StrategyResult
+from padbench.contract.results import GpuActivity, MemoryStats, StrategyResult
 from padbench.contract.spec import MeasurementSpec, PaddingJobSpec, StrategySpec
 from padbench.worker.engine import flops
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
@@ -28,6 +28,7 @@ from padbench.worker.engine.measure import (
     measure,
     summarize,
 )
+from padbench.worker.engine.spread import repeat_spread
 from padbench.worker.engine.steps import (
     StepFn,
     compiled,
@@ -37,6 +38,7 @@ from padbench.worker.engine.steps import (
     next_token_labels,
     training_step,
 )
+from padbench.worker.runtime.gpu_activity import sample_gpu_activity
 from padbench.worker.runtime.memory import track_peak_memory
 from padbench.worker.runtime.progress import ProgressFn
 
@@ -113,11 +115,12 @@ class StrategyRun:
             device_batches = [self._to_device(kernel, batch) for batch in host_batches]
             step = self._step(kernel, host_batches, device_batches)
             self.say(0.2, f"warm-up ({settings.warmup_batches} batches)")
-            measurement = measure(step, len(device_batches), settings, clock_for(self.job.device),
-                                  on_repeat=self._on_repeat)
+            with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
+                measurement = measure(step, len(device_batches), settings, clock_for(self.job.device),
+                                      on_repeat=self._on_repeat)
             del device_batches, step
         self.job.model.eval()
-        return self._measured_result(measurement, host_batches, memory[0])
+        return self._measured_result(measurement, host_batches, memory[0], activity[0] if activity else None)
 
     def _check_model_features(self, kernel: AttentionKernel) -> None:
         features = AttentionFeatures.of(self.job.model.config)
@@ -193,7 +196,8 @@ class StrategyRun:
             max_logit_error=gate.max_error if gate else None, logit_tolerance=gate.tolerance if gate else None,
             correctness_passed=gate.passed if gate else None, **fields)  # type: ignore[arg-type]
 
-    def _measured_result(self, measurement: Measurement, batches: list[Batch], memory: MemoryStats) -> StrategyResult:
+    def _measured_result(self, measurement: Measurement, batches: list[Batch], memory: MemoryStats,
+                         activity: GpuActivity | None) -> StrategyResult:
         shape = flops.ModelShape.of(self.job.model)
         passes = TRAINING_FLOP_FACTOR if self.job.spec.mode == "training" else 1
         counted = [float(passes * flops.batch_flops(shape, batch).total) for batch in batches]
@@ -203,6 +207,7 @@ class StrategyRun:
             "real_tokens": totals.real_tokens, "computed_tokens": totals.computed_tokens,
             "padding_efficiency": totals.real_tokens / totals.computed_tokens, "batches": totals.batches,
             "measured_seconds": totals.seconds, "warmup_seconds": measurement.warmup_seconds, "memory": memory,
+            "gpu_activity": activity,
         }
         reason = invalid_reason(measurement, self.job.spec.measurement) or self._recompile_reason()
         if reason is not None:
@@ -212,7 +217,9 @@ class StrategyRun:
             achieved = totals.flops / totals.seconds
             mfu = achieved / self.job.peak_flops if self.job.peak_flops else None
             mfu_vs_matmul = achieved / self.job.matmul_flops if self.job.matmul_flops else None
+        rates = [rate for rate in totals.repeat_tokens_per_s if rate is not None]
         return self._result(
             status="ok", tokens_per_s=totals.tokens_per_s, median_batch_tokens_per_s=totals.median_batch_tokens_per_s,
-            p90_batch_tokens_per_s=totals.p90_batch_tokens_per_s,
-            repeat_tokens_per_s=list(totals.repeat_tokens_per_s), mfu=mfu, mfu_vs_matmul=mfu_vs_matmul, **common)
+            p90_batch_tokens_per_s=totals.p90_batch_tokens_per_s, repeat_tokens_per_s=rates,
+            spread=repeat_spread(rates, self.job.spec.measurement.noise_cv), mfu=mfu, mfu_vs_matmul=mfu_vs_matmul,
+            **common)

@@ -10,14 +10,22 @@ costs only this child.
 On CPU the device's memory is replaced by a budget: after the model is built the address space is
 capped at baseline + budget (RLIMIT_AS), so an over-budget size fails its allocation exactly as a GPU
 runs out, and the peak is read from the kernel's VmPeak for this process.
+
+The probe keeps one child while sizes fit (`ChildSession`), so the model built for the first size serves
+the next ones: building it is most of a probe's cost. Between sizes everything of the last one is released
+(on CUDA the allocator's cache too, and its peak statistics reset), so each size starts from the model
+alone, as in a fresh process. Within one child the sizes only grow — the search probes above the largest
+fit until something runs out, and running out ends the child — so on CPU the address space's high-water
+mark is always the current size's own peak.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import torch
@@ -47,9 +55,25 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _MMAP_THRESHOLD_BYTES = 64 * 1024
 
 
-def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
-    started = time.monotonic()
-    device = torch.device(request.device)
+@dataclass
+class _Built:
+    """This child's model for one set of probe settings, reused by the next size of the same settings."""
+
+    settings: ProbeRequest  # the request with size zeroed: what the model was built for
+    kernel: AttentionKernel
+    model: torch.nn.Module
+    cpu_frame: _MemoryFrame | None  # the CPU budget's frame, fixed once the address space is capped
+
+
+_BUILT: dict[str, _Built] = {}
+
+
+def _built(request: ProbeRequest, device: torch.device) -> _Built:
+    settings = replace(request, size=0)
+    built = _BUILT.get("model")
+    if built is not None and built.settings == settings:
+        return built
+    _BUILT.clear()
     if device.type == "cpu":
         torch.set_num_threads(1)  # no new thread stacks once the address space is capped
     kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
@@ -57,7 +81,27 @@ def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
                                          init="on_device")
     if request.compile:
         model = compiled(model)
-    frame = _start_budget(device, request.cpu_memory_budget_bytes)
+    cpu_frame = None if device.type == "cuda" else _start_budget(device, request.cpu_memory_budget_bytes)
+    _BUILT["model"] = _Built(settings, kernel, model, cpu_frame)
+    return _BUILT["model"]
+
+
+def _size_frame(device: torch.device, built: _Built) -> _MemoryFrame:
+    """Release what the previous size left (gradients, cycles, cached blocks), then read the frame."""
+    built.model.zero_grad(set_to_none=True)
+    gc.collect()
+    if built.cpu_frame is not None:
+        return built.cpu_frame
+    torch.cuda.empty_cache()
+    return _start_budget(device, None)
+
+
+def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
+    started = time.monotonic()
+    device = torch.device(request.device)
+    built = _built(request, device)
+    kernel, model = built.kernel, built.model
+    frame = _size_frame(device, built)
     # Everything from here on counts towards the peak: the batch, masks a kernel precomputes,
     # activations, and in training the gradients and optimizer state.
     batch = kernel.prepare(_worst_case_batch(request, config_of(model).vocab_size).to(device))

@@ -5,10 +5,12 @@
 
 Reads the device (and what other processes hold on it) first, answers from the probe cache when the
 same device, software and model were probed before, and otherwise runs the search policy of
-`probe.search` with one spawned child per size. Only "fits" and "out of memory" steer the search;
-any other end of a child (sticky CUDA error, crash, timeout, plain error) stops the probe with
-`ProbeFailed`, which carries the child's log. Call it before the job's own model is on the device: memory
-the calling process holds counts, to the children, as held by others.
+`probe.search` in spawned children. Only "fits" and "out of memory" steer the search; any other end
+of a child (sticky CUDA error, crash, timeout, plain error) stops the probe with `ProbeFailed`, which
+carries the child's log. One child serves the sizes of a strategy while they fit (between two
+out-of-memory results the search only moves upward), so its model is built once; a size that runs out
+of memory ends that child, and the next size starts in a fresh one. Call it before the job's own model
+is on the device: memory the calling process holds counts, to the children, as held by others.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from padbench.worker.jobs.padding.probe.cache import CachedLimit, ProbeCache, Pr
 from padbench.worker.jobs.padding.probe.curves import MemoryCurve
 from padbench.worker.jobs.padding.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
 from padbench.worker.jobs.padding.probe.search import Reading, choose_size, search_ceiling, search_limit
+from padbench.worker.runtime.child_session import ChildSession
 from padbench.worker.runtime.environment import flash_attn_cute_version, package_version
 from padbench.worker.runtime.isolation import ChildReport, run_in_child
 from padbench.worker.runtime.progress import ProgressFn
@@ -67,8 +70,11 @@ def find_batch_size(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: s
     if cached is not None and _still_valid(cached, ceiling, facts):
         progress(1.0, f"batch size from the probe cache: largest fit {cached.largest_fit}")
         return _report(spec, cached, facts, seconds=time.monotonic() - started, cached=True)
-    oracle = ChildOracle(spec, strategy, kernel_name, facts.device, progress, probe_target)
-    result = search_limit(oracle, curve=memory_curve(strategy, kernel_name), ceiling=ceiling)
+    # A spare child with the imports done stands by on a GPU, where the host has cores to spare for it.
+    with ChildSession(probe_target, env=allocator_environment(), reuse=spec.probe.reuse_child,
+                      prestart=facts.device == "cuda") as session:
+        oracle = ChildOracle(spec, strategy, kernel_name, facts.device, progress, session)
+        result = search_limit(oracle, curve=memory_curve(strategy, kernel_name), ceiling=ceiling)
     if result.largest_fit == 0:
         raise ProbeFailed(f"{strategy.label} with {kernel_name}: even size 1 runs out of memory",
                           oracle.attempts, oracle.last_oom_log)
@@ -105,21 +111,21 @@ def _still_valid(cached: CachedLimit, ceiling: int, facts: DeviceFacts) -> bool:
 
 
 class ChildOracle:
-    """The search's `probe(size)`: one spawned child per size, every attempt logged for the report."""
+    """The search's `probe(size)`: each size a call in the session's child, every attempt logged for the report."""
 
     def __init__(self, spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, device: Literal["cuda", "cpu"],
-                 progress: ProgressFn, target: str) -> None:
+                 progress: ProgressFn, session: ChildSession) -> None:
         self.spec, self.strategy, self.kernel_name, self.device = spec, strategy, kernel_name, device
-        self.progress, self.target = progress, target
+        self.progress, self.session = progress, session
         self.attempts: list[ProbeAttempt] = []
         self.last_oom_log: str | None = None
 
     def __call__(self, size: int) -> Reading:
         number = len(self.attempts) + 1
         self.progress(min(0.95, (number - 1) / EXPECTED_PROBES), f"probe {number}: trying size {size}")
-        child = run_in_child(self.target, self._request(size), timeout_s=self.spec.probe.probe_timeout_s,
-                             env=allocator_environment())
-        attempt = _attempt(size, child)
+        starts = self.session.starts
+        child = self.session.call(self._request(size), timeout_s=self.spec.probe.probe_timeout_s)
+        attempt = _attempt(size, child).model_copy(update={"new_process": self.session.starts > starts})
         self.attempts.append(attempt)
         self.progress(min(0.95, number / EXPECTED_PROBES), f"probe {number}: size {size} {describe(attempt)}")
         if child.outcome == "oom":

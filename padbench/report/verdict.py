@@ -1,0 +1,174 @@
+"""The answer a padding table exists for, in words: which layout won, by how much over static, at what batch
+size — or that the top rows are within noise of each other — and where each strategy's throughput stops
+growing with the batch size.
+
+Computed from the stored rows alone (their spreads and GPU activity), so results stored before the verdict
+existed get one too. A row the measurement does not vouch for takes no part: failed and invalid rows, and
+rows timed while another process computed on the GPU unless the spec allowed contention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.contract.spec import MeasurementSpec
+
+DEFAULT_NOISE_CV = MeasurementSpec().noise_cv
+
+
+def compact_rate(rate: float) -> str:
+    """Three significant figures with a k/M suffix: 1.28M, 210k, 3.41k, 950."""
+    for suffix, scale in (("M", 1e6), ("k", 1e3)):
+        if rate >= scale:
+            return f"{rate / scale:.3g}{suffix}"
+    return f"{rate:.3g}"
+
+
+def interval(row: StrategyResult) -> tuple[float, float] | None:
+    if row.spread is None:
+        return None
+    return row.spread.ci95_low_tokens_per_s, row.spread.ci95_high_tokens_per_s
+
+
+def within_noise(a: StrategyResult, b: StrategyResult) -> bool:
+    """True when the two rows' 95% intervals overlap; rows without an interval are never within noise."""
+    first, second = interval(a), interval(b)
+    if first is None or second is None:
+        return False
+    return first[0] <= second[1] and second[0] <= first[1]
+
+
+def is_excluded(row: StrategyResult) -> bool:
+    activity = row.gpu_activity
+    return activity is not None and activity.contended and not activity.contention_allowed
+
+
+def candidates(result: PaddingResult) -> list[StrategyResult]:
+    """Rows that may win, fastest first."""
+    rows = [row for row in result.strategies
+            if row.status == "ok" and row.tokens_per_s is not None and not is_excluded(row)]
+    return sorted(rows, key=lambda row: row.tokens_per_s or 0.0, reverse=True)
+
+
+def winner(result: PaddingResult) -> StrategyResult | None:
+    ranked = candidates(result)
+    return ranked[0] if ranked else None
+
+
+def describe(row: StrategyResult) -> str:
+    size = "auto-probed " if row.probe is not None else ""
+    return f"{row.label} / {row.kernel} at {size}batch {row.batch_size}"
+
+
+def _speedup(top: StrategyResult, static: StrategyResult) -> str:
+    assert top.tokens_per_s is not None and static.tokens_per_s is not None
+    text = f"{top.tokens_per_s / static.tokens_per_s:.2f}× static ({describe(static)})"
+    top_interval, static_interval = interval(top), interval(static)
+    if top_interval is None or static_interval is None:
+        return text + ", no interval with a single repeat"
+    if static_interval[0] <= 0:
+        return text + ", no upper bound: static's 95% interval reaches zero"
+    # Conservative: the ratio's interval spans the worst and best pairings of the two intervals.
+    low, high = top_interval[0] / static_interval[1], top_interval[1] / static_interval[0]
+    return text + f", 95% interval {low:.2f}–{high:.2f}×"
+
+
+def verdict_lines(result: PaddingResult) -> list[str]:
+    ranked = candidates(result)
+    excluded = sum(1 for row in result.strategies if is_excluded(row))
+    lines = []
+    if not ranked:
+        lines.append("verdict: none — no row was validly measured" + (
+            f" ({excluded} contended row(s) left out)" if excluded else ""))
+        return lines
+    top = ranked[0]
+    assert top.tokens_per_s is not None
+    tied = [row for row in ranked[1:] if within_noise(top, row)]
+    if tied:
+        names = ", ".join(f"{describe(row)} ({compact_rate(row.tokens_per_s or 0.0)})" for row in tied)
+        lines.append(f"verdict: within noise — {describe(top)} ({compact_rate(top.tokens_per_s)} tokens/s), "
+                     f"{names}: their 95% intervals overlap")
+    else:
+        lines.append(f"verdict: winner {describe(top)}: {compact_rate(top.tokens_per_s)} tokens/s")
+    statics = [row for row in ranked if row.strategy == "static"]
+    if top.strategy != "static" and statics:
+        lines.append(f"  speed-up: {_speedup(top, statics[0])}")
+    elif top.strategy != "static":
+        lines.append("  speed-up: no valid static row to compare with")
+    if top.spread is None:
+        lines.append("  one repeat per row: no interval; measurement.repeats ≥ 2 gives one")
+    elif top.spread.noisy:
+        lines.append(f"  the winner's repeats are noisy (CV {top.spread.cv:.1%} > {top.spread.cv_threshold:.0%})")
+    if excluded:
+        lines.append(f"  {excluded} contended row(s) left out (measurement.allow_contention is false)")
+    return lines
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One strategy and kernel measured at several batch sizes, smallest first."""
+
+    name: str
+    points: tuple[StrategyResult, ...]
+
+    @property
+    def measured(self) -> list[StrategyResult]:
+        return [row for row in self.points if row.status == "ok" and row.tokens_per_s is not None]
+
+    def plateau(self) -> StrategyResult | None:
+        """The smallest size whose throughput is within noise of the best: where it stops growing."""
+        measured = self.measured
+        if not measured:
+            return None
+        best = max(measured, key=lambda row: row.tokens_per_s or 0.0)
+        for row in measured:
+            if row is best or within_noise(row, best) or _within_threshold(row, best):
+                return row
+        return best
+
+
+def _within_threshold(row: StrategyResult, best: StrategyResult) -> bool:
+    """Without intervals, within the noise threshold of the best rate (a single repeat's only yardstick)."""
+    if row.spread is not None and best.spread is not None:
+        return False
+    spread = row.spread or best.spread
+    threshold = spread.cv_threshold if spread is not None else DEFAULT_NOISE_CV
+    return (row.tokens_per_s or 0.0) >= (best.tokens_per_s or 0.0) * (1 - threshold)
+
+
+def curves(result: PaddingResult) -> list[Curve]:
+    groups: dict[str, list[StrategyResult]] = {}
+    for row in result.strategies:
+        groups.setdefault(f"{row.label} / {row.attention}", []).append(row)
+    return [Curve(name, tuple(sorted(rows, key=lambda row: row.batch_size or 0)))
+            for name, rows in groups.items() if len({row.batch_size for row in rows}) > 1]
+
+
+def _point(row: StrategyResult) -> str:
+    size = "auto" if row.batch_size is None else f"{row.batch_size}{' (auto)' if row.probe is not None else ''}"
+    rate = compact_rate(row.tokens_per_s) if row.tokens_per_s is not None else row.status
+    return f"{size} → {rate}"
+
+
+def curve_lines(result: PaddingResult) -> list[str]:
+    lines = []
+    for curve in curves(result):
+        points = " · ".join(_point(row) for row in curve.points)
+        plateau = curve.plateau()
+        lines.append(f"{curve.name}: {points}")
+        if plateau is None:
+            lines.append("  no size was validly measured")
+        elif plateau is curve.measured[-1]:
+            lines.append(f"  still growing at the largest size measured ({plateau.batch_size})")
+        else:
+            lines.append(f"  stops growing at batch {plateau.batch_size}: larger sizes are within noise of it")
+        if any(row.spread is not None and row.spread.noisy for row in curve.points):
+            lines.append("  noisy points widen the intervals: more repeats or a longer min_seconds narrow them")
+    return lines
+
+
+def ranked_rows(rows: Sequence[StrategyResult]) -> list[StrategyResult]:
+    """Measured rows fastest first, then the rest in their job order: the answer is at the top."""
+    return sorted(rows, key=lambda row: (row.tokens_per_s is None, -(row.tokens_per_s or 0.0)))

@@ -1,0 +1,112 @@
+"""The verdict under the padding table, the spread columns, noisy/contended marking and batch-size curves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from padbench.contract.results import (
+    JOB_RESULT_ADAPTER,
+    Environment,
+    GpuActivity,
+    PaddingResult,
+    ProbeAttempt,
+    ProbeReport,
+    StrategyResult,
+)
+from padbench.contract.spec import PaddingJobSpec
+from padbench.report.padding import WINNER_MARK, csv_rows, render_table, table_rows
+from padbench.report.verdict import curve_lines, verdict_lines
+from padbench.worker.engine.spread import repeat_spread, t_quantile_975
+
+ENVIRONMENT = Environment(hostname="box", device="cuda", gpu_name="NVIDIA H100", python="3.12", torch="2.13.0",
+                          started_at="2026-11-23T04:00:00+00:00")
+
+
+def row(strategy: str, repeats: list[float], batch_size: int = 64, **fields: Any) -> StrategyResult:
+    rate = sum(repeats) / len(repeats)
+    return StrategyResult(strategy=strategy, n_bins=4 if strategy == "binned" else None, attention="flash",
+                          kernel="torch-flash", batch_size=batch_size, status="ok", tokens_per_s=rate,
+                          repeat_tokens_per_s=repeats, spread=repeat_spread(repeats, 0.05), **fields)
+
+
+def result(*rows: StrategyResult) -> PaddingResult:
+    return PaddingResult(spec=PaddingJobSpec(), environment=ENVIRONMENT, model_parameters=1_000_000,
+                         flops_per_token=2e6, num_sequences=100, real_tokens_total=10_000, strategies=list(rows))
+
+
+def test_spread_uses_students_t_for_the_interval() -> None:
+    spread = repeat_spread([100.0, 110.0, 120.0], 0.05)
+    assert spread is not None
+    # mean 110, s = 10, t(0.975, 2) = 4.303: half-width 4.303 · 10 / √3 = 24.84
+    assert abs(spread.ci95_low_tokens_per_s - 85.16) < 0.01 and abs(spread.ci95_high_tokens_per_s - 134.84) < 0.01
+    assert spread.min_tokens_per_s == 100 and spread.max_tokens_per_s == 120
+    assert abs(spread.cv - 10 / 110) < 1e-9 and spread.noisy
+    assert repeat_spread([100.0], 0.05) is None
+    assert t_quantile_975(1) == 12.706 and t_quantile_975(200) == 1.96
+
+
+def test_verdict_names_the_winner_its_speedup_interval_and_batch_size() -> None:
+    static = row("static", [100.0, 101.0, 99.0])
+    packed = row("packed", [500.0, 505.0, 495.0], batch_size=128)
+    lines = verdict_lines(result(static, packed))
+    assert lines[0] == "verdict: winner packed / torch-flash at batch 128: 500 tokens/s"
+    assert "5.00× static (static / torch-flash at batch 64), 95% interval" in lines[1]
+    low, high = (float(x) for x in lines[1].rsplit("interval ", 1)[1].rstrip("×").split("–"))
+    assert low < 5.0 < high
+    text = render_table(result(static, packed))
+    table = text.splitlines()
+    first_row = next(i for i, line in enumerate(table) if line.startswith("strategy")) + 1
+    assert table[first_row].startswith(WINNER_MARK + "packed")  # sorted fastest first, and starred
+
+
+def test_identical_rows_are_within_noise() -> None:
+    lines = verdict_lines(result(row("static", [100.0, 102.0, 98.0]), row("dynamic", [100.0, 102.0, 98.0])))
+    assert lines[0].startswith("verdict: within noise") and "95% intervals overlap" in lines[0]
+
+
+def test_noisy_row_shows_its_figure_and_cv_instead_of_valid() -> None:
+    noisy = row("binned", [100.0, 150.0, 60.0])
+    cells, _notes = table_rows(result(row("static", [50.0, 50.5, 49.5]), noisy))
+    binned = next(cells_ for cells_ in cells if "binned[4]" in cells_[0])
+    assert binned[3] == "103" and binned[-1].startswith("noisy CV ") and binned[6].endswith("%")
+    assert csv_rows(result(noisy))[0]["noisy"] is True
+
+
+def test_contended_rows_are_marked_and_left_out_of_the_verdict() -> None:
+    activity = GpuActivity(samples=40, interval_s=0.05, other_processes_max=1, contended_share=0.75,
+                           own_process_identified=True, contended=True, contention_allowed=False,
+                           throttled=True, throttled_share=0.5, throttle_reasons=["sw_power_cap"],
+                           sm_clock_min_mhz=1400, sm_clock_max_mhz=1980)
+    fast_but_contended = row("packed", [900.0, 901.0, 899.0], gpu_activity=activity)
+    text = render_table(result(row("static", [100.0, 101.0, 99.0]), fast_but_contended))
+    assert "contended [1]" in text and "throttled [2]" in text
+    assert "1 other process(es) computed on the GPU in 75% of 40 samples" in text
+    assert "sw_power_cap" in text and "1400–1980 MHz" in text
+    assert "verdict: winner static" in text and "1 contended row(s) left out" in text
+    allowed = fast_but_contended.model_copy(update={"gpu_activity": activity.model_copy(
+        update={"contention_allowed": True})})
+    assert verdict_lines(result(row("static", [100.0, 101.0, 99.0]), allowed))[0].startswith("verdict: winner packed")
+
+
+def test_batch_size_curve_shows_where_throughput_stops_growing() -> None:
+    probe = ProbeReport(chosen=380, largest_fit=400, smallest_oom=410, predicted_limit=405, margin=0.05, cap=4096,
+                        probes=[ProbeAttempt(size=400, outcome="fits", seconds=2.0)], seconds=6.0)
+    rows = [row("packed", [100.0, 101.0, 99.0], batch_size=16), row("packed", [300.0, 303.0, 297.0], batch_size=64),
+            row("packed", [400.0, 410.0, 390.0], batch_size=256),
+            row("packed", [405.0, 415.0, 395.0], batch_size=380, probe=probe)]
+    lines = curve_lines(result(*rows))
+    assert lines[0] == "packed / flash: 16 → 100 · 64 → 300 · 256 → 400 · 380 (auto) → 405"
+    assert lines[1] == "  stops growing at batch 256: larger sizes are within noise of it"
+    text = render_table(result(*rows))
+    assert "fit 400, OOM 410 → 380" in text and "batch-size curves" in text
+
+
+def test_results_stored_before_spreads_still_parse() -> None:
+    stored = result(row("static", [100.0])).model_dump(mode="json")
+    for strategy in stored["strategies"]:
+        del strategy["spread"], strategy["gpu_activity"]
+    del stored["environment"]["clocks_at_start"], stored["environment"]["clocks_at_end"]
+    stored["spec"]["measurement"] = {"repeats": 1}
+    parsed = JOB_RESULT_ADAPTER.validate_python(stored)
+    assert isinstance(parsed, PaddingResult) and parsed.strategies[0].spread is None
+    assert "one repeat per row: no interval" in render_table(parsed)
