@@ -1,9 +1,21 @@
-"""A job progress bar on stderr: redrawn in place on a terminal, one line per change otherwise (logs, CI)."""
+"""A job progress bar on stderr: a rich bar with elapsed time and ETA on a terminal, one plain line per
+change otherwise (logs, CI), so a log file never fills with redraw characters."""
 
 from __future__ import annotations
 
 import sys
 from typing import TextIO
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskID,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from padbench.contract.api import JobOut
 
@@ -25,27 +37,43 @@ def describe_progress(job: JobOut) -> str:
     return f"job {job.id} {line}"
 
 
+def _status_text(job: JobOut) -> str:
+    text = job.status.value + (f" on {job.worker}" if job.worker and job.status.value == "running" else "")
+    if job.progress_message and not job.status.is_final:
+        text += f": {job.progress_message}"
+    return text
+
+
 class ProgressBar:
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream or sys.stderr
-        self._interactive = self._stream.isatty()
         self._last = ""
-        self._width = 0
+        self._rich: Progress | None = None
+        self._task: TaskID | None = None
+        if self._stream.isatty():
+            self._rich = Progress(
+                TextColumn("job {task.fields[job]}"), BarColumn(), TaskProgressColumn(),
+                TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                TextColumn("{task.description}"), console=Console(file=self._stream),
+            )
 
     def update(self, job: JobOut) -> None:
-        line = describe_progress(job)
-        if line == self._last:
+        if self._rich is not None:
+            self._update_rich(self._rich, job)
             return
-        self._last = line
-        if self._interactive:
-            # Pad with spaces so a shorter line fully covers the previous one.
-            self._stream.write("\r" + line.ljust(self._width))
-            self._width = max(self._width, len(line))
-        else:
+        line = describe_progress(job)
+        if line != self._last:
+            self._last = line
             self._stream.write(line + "\n")
-        self._stream.flush()
+            self._stream.flush()
+
+    def _update_rich(self, progress: Progress, job: JobOut) -> None:
+        if self._task is None:
+            progress.start()
+            self._task = progress.add_task(_status_text(job), total=1.0, job=job.id)
+        completed = 1.0 if job.status.value == "succeeded" else job.progress or 0.0
+        progress.update(self._task, completed=completed, description=_status_text(job))
 
     def finish(self) -> None:
-        if self._interactive and self._last:
-            self._stream.write("\n")
-            self._stream.flush()
+        if self._rich is not None and self._task is not None:
+            self._rich.stop()

@@ -8,9 +8,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, TypeAdapter, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveInt, TypeAdapter, model_validator
 
-Dtype = Literal["bf16", "fp16", "fp32"]
+# torch's own names are accepted too and stored as the short name, so `dtype: bfloat16` and `dtype: bf16` are
+# the same job (and the same row when results are compared).
+DTYPE_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}
+
+
+def _dtype_alias(value: Any) -> Any:
+    return DTYPE_ALIASES.get(value, value) if isinstance(value, str) else value
+
+
+Dtype = Annotated[Literal["bf16", "fp16", "fp32"], BeforeValidator(_dtype_alias)]
 Device = Literal["cuda", "cpu", "auto"]
 StrategyName = Literal["static", "dynamic", "binned", "packed"]
 # `flash` resolves to the best flash implementation present (flash-attn-cute > flash-attn > torch-flash);

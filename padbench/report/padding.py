@@ -89,9 +89,19 @@ def _header(result: PaddingResult) -> list[str]:
     ]
 
 
-def render_table(result: PaddingResult) -> str:
+def header_lines(result: PaddingResult) -> list[str]:
+    return _header(result)
+
+
+def table_rows(result: PaddingResult) -> tuple[list[tuple[str, ...]], list[str]]:
+    """The table's cells, one tuple per strategy in COLUMNS order, and the numbered notes they refer to."""
     notes: list[str] = []
-    rows = [COLUMNS, *(_cells(row, notes) for row in result.strategies)]
+    return [_cells(row, notes) for row in result.strategies], notes
+
+
+def render_table(result: PaddingResult) -> str:
+    cells, notes = table_rows(result)
+    rows = [COLUMNS, *cells]
     lines = [*_header(result), "", *_align(rows)]
     if notes:
         lines += ["", *(f"[{number}] {note}" for number, note in enumerate(notes, start=1))]

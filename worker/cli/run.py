@@ -14,6 +14,7 @@ from typing import TextIO
 
 from padbench.contract.results import JOB_RESULT_ADAPTER
 from padbench.report import render_json, render_table
+from padbench.report.terminal import write_table
 from padbench.specfile import SpecError, load_spec
 from padbench.worker.runtime.isolation import ChildReport, run_in_child
 
@@ -91,5 +92,5 @@ def run_spec_command(args: argparse.Namespace) -> int:
             print(f"padbench run: cannot write --json {args.json}: {error.strerror}", file=sys.stderr)
             print(render_table(result))
             return EXIT_FAILED
-    print(render_table(result), end="")
+    write_table(result, sys.stdout)
     return 0
