@@ -60,4 +60,5 @@ def test_csv_has_one_row_per_cell_with_the_configuration() -> None:
     assert oom["median_ms"] is None and oom["speedup_vs_naive"] is None
     header = render_csv(result(), job_id=9).splitlines()[0]
     assert header.startswith("job_id,model,gpu,dtype,mode,date,batch,heads")
-    assert render_csv(result(), job_id=9).splitlines()[1].startswith("9,attention B8 H32 D64,NVIDIA H200,bf16,forward,2026-11-01,")
+    first = render_csv(result(), job_id=9).splitlines()[1]
+    assert first.startswith("9,attention B8 H32 D64,NVIDIA H200,bf16,forward,2026-11-01,")
