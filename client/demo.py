@@ -64,13 +64,15 @@ class Tokens:
     submitter: str
     worker: str
     admin: str
+    viewer: str  # read-only: the dashboard's token
 
     @classmethod
     def generate(cls) -> Tokens:
-        return cls(*(secrets.token_urlsafe(32) for _ in range(3)))
+        return cls(*(secrets.token_urlsafe(32) for _ in range(4)))
 
     def write(self, path: Path) -> None:
-        lines = [f"submitter:demo:{self.submitter}", f"worker:demo-worker:{self.worker}", f"admin:demo:{self.admin}"]
+        lines = [f"submitter:demo:{self.submitter}", f"worker:demo-worker:{self.worker}", f"admin:demo:{self.admin}",
+                 f"viewer:dashboard:{self.viewer}"]
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         path.chmod(0o600)
 
