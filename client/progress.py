@@ -6,18 +6,8 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    TaskID,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-
 from padbench.contract.api import JobOut
+from padbench.report.progress import TerminalProgress
 
 BAR_WIDTH = 30
 
@@ -48,18 +38,12 @@ class ProgressBar:
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream or sys.stderr
         self._last = ""
-        self._rich: Progress | None = None
-        self._task: TaskID | None = None
-        if self._stream.isatty():
-            self._rich = Progress(
-                TextColumn("job {task.fields[job]}"), BarColumn(), TaskProgressColumn(),
-                TextColumn("elapsed"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                TextColumn("{task.description}"), console=Console(file=self._stream),
-            )
+        self._terminal: TerminalProgress | None = None
 
     def update(self, job: JobOut) -> None:
-        if self._rich is not None:
-            self._update_rich(self._rich, job)
+        if self._stream.isatty():
+            self._terminal = self._terminal or TerminalProgress(self._stream, f"job {job.id}")
+            self._terminal.update(1.0 if job.status.value == "succeeded" else job.progress or 0.0, _status_text(job))
             return
         line = describe_progress(job)
         if line != self._last:
@@ -67,13 +51,6 @@ class ProgressBar:
             self._stream.write(line + "\n")
             self._stream.flush()
 
-    def _update_rich(self, progress: Progress, job: JobOut) -> None:
-        if self._task is None:
-            progress.start()
-            self._task = progress.add_task(_status_text(job), total=1.0, job=job.id)
-        completed = 1.0 if job.status.value == "succeeded" else job.progress or 0.0
-        progress.update(self._task, completed=completed, description=_status_text(job))
-
     def finish(self) -> None:
-        if self._rich is not None and self._task is not None:
-            self._rich.stop()
+        if self._terminal is not None:
+            self._terminal.stop()

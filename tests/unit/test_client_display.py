@@ -37,6 +37,21 @@ def test_a_non_terminal_stream_gets_one_line_per_change() -> None:
     assert stream.getvalue().count("\n") == 2
 
 
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_a_rich_bar_with_elapsed_time_and_eta() -> None:
+    stream = Terminal()
+    bar = ProgressBar(stream)
+    bar.update(job(progress=0.25, progress_message="static: batch 3/12", worker="box-gpu0"))
+    bar.update(job(status="succeeded", progress=1.0))
+    bar.finish()
+    text = stream.getvalue()
+    assert "job 4" in text and "elapsed" in text and "ETA" in text and "100%" in text and "succeeded" in text
+
+
 def test_status_shows_the_error_and_attempts() -> None:
     text = format_status(job(status="failed", error="oom: CUDA out of memory", attempts=3))
     assert "attempts   3 of 3" in text
