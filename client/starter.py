@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from padbench.client.spec_reference import render_reference
 from padbench.contract.spec import JOB_SPEC_ADAPTER
 
 STARTER_SPEC = """\
@@ -54,8 +55,10 @@ measurement:
 
 
 def print_schema(args: argparse.Namespace) -> int:
-    schema = JOB_SPEC_ADAPTER.json_schema()
-    sys.stdout.write(json.dumps(schema, indent=2) + "\n")
+    if args.format == "markdown":
+        sys.stdout.write(render_reference())
+    else:
+        sys.stdout.write(json.dumps(JOB_SPEC_ADAPTER.json_schema(), indent=2) + "\n")
     return 0
 
 
@@ -78,6 +81,8 @@ def register_starter(subparsers: argparse._SubParsersAction) -> None:
         "schema", help="print the JSON Schema of a job spec",
         description="Print the JSON Schema every job spec is checked against (padding jobs and attention "
                     "sweeps), e.g. for an editor's YAML completion.")
+    schema.add_argument("--format", choices=("json", "markdown"), default="json",
+                        help="json: the JSON Schema (default); markdown: a reference table per section")
     schema.set_defaults(handler=print_schema)
     init = subparsers.add_parser(
         "init", help="write a commented starter job spec",
