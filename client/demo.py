@@ -31,7 +31,7 @@ from padbench.client.api import PadbenchClient
 from padbench.client.progress import ProgressBar
 from padbench.contract.api import JobOut, JobStatus, WorkerOut
 from padbench.http import ApiError
-from padbench.report import render
+from padbench.report.terminal import write_table
 from padbench.specfile import SpecError, load_spec
 
 # The example specs ship inside the package (padbench.examples), so the demo runs from any install.
@@ -185,7 +185,7 @@ def run_job(url: str, token: str, spec_path: Path, worker: subprocess.Popen[byte
             bar.finish()
         if job.status is not JobStatus.succeeded:
             raise DemoError(f"job {job.id} {job.status.value}: {job.error or 'no error recorded'}")
-        print(render(client.results(created.id), "table"))
+        write_table(client.results(created.id), sys.stdout)
     return 0
 
 
@@ -220,6 +220,7 @@ def _run_demo(spec: Path | None, gpu: str | None) -> int:
                 worker_command += ["--gpu", gpu]
             with background(worker_command, worker_log, env | {"PADBENCH_TOKEN": tokens.worker}) as worker:
                 print(f"server {url} and worker pid {worker.pid} started (logs in {workdir})", file=sys.stderr)
+                print(f"dashboard {url}/ while the demo runs; its read-only token: {tokens.viewer}", file=sys.stderr)
                 try:
                     with PadbenchClient(url, tokens.admin) as admin:
                         registered = wait_for_worker(admin, worker, worker_log)
