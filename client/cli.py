@@ -14,8 +14,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from rich.console import Console
+
 from padbench.client.api import PadbenchClient
-from padbench.client.display import format_page, format_status
+from padbench.client.display import format_page, format_status, page_table
 from padbench.client.progress import ProgressBar
 from padbench.contract.api import JobOut, JobStatus
 from padbench.http import ApiError
@@ -136,7 +138,11 @@ def list_jobs(client: PadbenchClient, args: argparse.Namespace) -> int:
     if args.limit < 1 or args.offset < 0:
         raise UsageError("--limit must be at least 1 and --offset not negative")
     status = JobStatus(args.status) if args.status else None
-    print(format_page(client.jobs(status=status, limit=args.limit, offset=args.offset)))
+    page = client.jobs(status=status, limit=args.limit, offset=args.offset)
+    if sys.stdout.isatty():
+        Console().print(page_table(page))
+    else:
+        print(format_page(page))
     return 0
 
 

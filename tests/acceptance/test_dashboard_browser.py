@@ -107,3 +107,14 @@ def test_without_a_token_no_data_is_shown(live_server: LiveServer, browser_page:
     browser_page.goto(f"{live_server.url}/jobs/{job_id}")
     assert browser_page.is_visible("#token-form") and not browser_page.is_visible("#content")
     assert "dashboard-cpu" not in browser_page.content()
+
+
+@pytest.mark.parametrize(("path", "title_selector"), [("/docs", ".swagger-ui .info .title"), ("/redoc", "h1")])
+def test_api_docs_render_from_the_servers_own_assets(live_server: LiveServer, browser_page: Any, path: str,
+                                                     title_selector: str) -> None:
+    requested: list[str] = []
+    browser_page.on("request", lambda request: requested.append(request.url))
+    browser_page.goto(live_server.url + path)
+    browser_page.wait_for_function(
+        f"[...document.querySelectorAll({title_selector!r})].some(e => e.textContent.includes('padbench'))")
+    assert all(url.startswith((live_server.url, "blob:", "data:")) for url in requested), requested

@@ -6,7 +6,9 @@ import io
 from datetime import datetime, timezone
 from typing import Any
 
-from padbench.client.display import format_page, format_status
+from rich.console import Console
+
+from padbench.client.display import format_page, format_status, page_table
 from padbench.client.progress import ProgressBar, describe_progress
 from padbench.contract.api import JobOut, JobPage
 
@@ -64,3 +66,13 @@ def test_the_list_is_aligned_and_says_how_many_there_are() -> None:
     assert lines[0].split() == ["ID", "STATUS", "KIND", "NAME", "PROGRESS", "WORKER", "CREATED"]
     assert lines[1].split()[:4] == ["12", "running", "padding", "seed"]
     assert lines[-1] == "(2 shown, 1-2 of 40)"
+
+
+def test_on_a_terminal_the_list_is_a_rich_table_coloured_by_status() -> None:
+    page = JobPage(items=[job(id=12, name="seed", status="failed"), job(id=3, status="queued")], total=2, limit=2,
+                   offset=0)
+    table = page_table(page)
+    assert [row.style for row in table.rows] == ["red", None]
+    console = Console(file=io.StringIO(), width=120)
+    console.print(table)
+    assert "seed" in console.file.getvalue() and "(2 shown, 1-2 of 2)" in console.file.getvalue()
