@@ -31,7 +31,9 @@ def winner_index(strategies: list[StrategyResult]) -> int | None:
 
 
 def is_doubtful(row: StrategyResult) -> bool:
-    return row.status != "ok" or any(bool(getattr(row, flag, False)) for flag in DOUBT_FLAGS)
+    """Invalid or failed, or marked noisy or contended (as a flag of that name or in a list of marks)."""
+    marks = getattr(row, "marks", None) or ()
+    return row.status != "ok" or any(bool(getattr(row, flag, False)) or flag in marks for flag in DOUBT_FLAGS)
 
 
 def padding_table(result: PaddingResult) -> Table:

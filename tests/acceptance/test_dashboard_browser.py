@@ -65,6 +65,9 @@ def test_jobs_run_and_their_pages_render_in_a_browser(live_server: LiveServer, b
     page = browser_page
     requested: list[str] = []
     page.on("request", lambda request: requested.append(request.url))
+    problems: list[str] = []  # script errors and console errors (a CSP violation is reported there)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
     page.goto(live_server.url + "/")
     page.fill("#token-input", live_server.tokens.viewer)
     page.click("#token-entry button")
@@ -99,6 +102,7 @@ def test_jobs_run_and_their_pages_render_in_a_browser(live_server: LiveServer, b
     page.screenshot(path=screenshots / "dashboard-compare.png", full_page=True)
 
     assert requested and all(url.startswith(live_server.url) for url in requested), requested
+    assert problems == []
 
 
 def test_without_a_token_no_data_is_shown(live_server: LiveServer, browser_page: Any) -> None:
