@@ -28,6 +28,11 @@ CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
 DASHBOARD_SPEC: dict[str, Any] = QUICK | {"name": "dashboard-cpu",
                                           "strategies": ["static", "dynamic", {"name": "binned", "n_bins": 4},
                                                          "packed"]}
+# A few seconds of kernels on a CPU: enough for the sweep's log-axis charts.
+ATTENTION_SPEC: dict[str, Any] = {"kind": "attention", "name": "dashboard-attention", "batch": 1, "heads": 2,
+                                  "head_dim": 16, "seq_lens": [64, 128, 256, 512], "causal": True, "dtype": "fp32",
+                                  "kernels": ["naive", "sdpa-math", "sdpa-flash"], "device": "cpu", "warmup": 1,
+                                  "repeats": 3}
 TIMEOUT_MS = 120_000
 
 
@@ -73,9 +78,10 @@ def test_jobs_run_and_their_pages_render_in_a_browser(live_server: LiveServer, b
     page.click("#token-entry button")
     with live_server.client() as client:
         first, second = (client.submit(DASHBOARD_SPEC).id for _ in range(2))
+        sweep = client.submit(ATTENTION_SPEC).id
     page.wait_for_selector(f'tr[data-job-id="{first}"]')  # the list picks up new jobs on its own
     with running_worker(live_server, "browser-cpu"):
-        for job_id in (first, second):
+        for job_id in (first, second, sweep):
             page.wait_for_selector(f'tr[data-job-id="{job_id}"][data-status="succeeded"]')
     page.wait_for_function(f'document.querySelector(\'tr[data-job-id="{first}"]\').textContent.includes("tok/s")')
     page.screenshot(path=screenshots / "dashboard-jobs.png", full_page=True)
@@ -89,6 +95,15 @@ def test_jobs_run_and_their_pages_render_in_a_browser(live_server: LiveServer, b
     assert drawn == 4
     assert "sdpa" in page.inner_text("#spec") and page.inner_text("#environment")
     page.screenshot(path=screenshots / "dashboard-job.png", full_page=True)
+
+    page.goto(f"{live_server.url}/jobs/{sweep}")  # an attention sweep: time and memory against length, log axes
+    page.wait_for_selector("table.results tbody tr")
+    assert page.locator("table.results tbody tr").count() == 4
+    page.wait_for_function("Chart.getChart(document.querySelector('#charts canvas')) !== undefined")
+    axes = page.evaluate("Chart.getChart(document.querySelector('#charts canvas')).options.scales.x.type")
+    assert axes == "logarithmic"
+    assert page.evaluate("Chart.getChart(document.querySelector('#charts canvas')).data.datasets.length") == 3
+    page.screenshot(path=screenshots / "dashboard-attention.png", full_page=True)
 
     page.goto(live_server.url + "/")
     for job_id in (first, second):
