@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -22,7 +23,8 @@ from padbench.server.web.docs import docs_router
 
 HERE = Path(__file__).parent
 CONTENT_SECURITY_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'"
-MAX_COMPARED = 8
+MAX_COMPARED = 8  # jobs in one compare view: beyond that neither the table nor the chart stays readable
+COMPARE_IDS = rf"^\d+(,\d+){{1,{MAX_COMPARED - 1}}}$"
 
 templates = Jinja2Templates(directory=HERE / "templates")
 router = APIRouter(include_in_schema=False)
@@ -44,12 +46,12 @@ def job_list(request: Request) -> HTMLResponse:
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
-def job_page(request: Request, job_id: int) -> HTMLResponse:
+def job_page(request: Request, job_id: Annotated[int, PathParam(ge=1, le=2**63 - 1)]) -> HTMLResponse:
     return _page(request, "job.html", title=f"job {job_id}", job_id=job_id)
 
 
 @router.get("/compare", response_class=HTMLResponse)
-def compare_page(request: Request, ids: Annotated[str, Query(pattern=r"^\d+(,\d+){1,7}$")]) -> HTMLResponse:
+def compare_page(request: Request, ids: Annotated[str, Query(pattern=COMPARE_IDS, max_length=200)]) -> HTMLResponse:
     """`/compare?ids=3,4`: two to eight jobs side by side (the first is the baseline of every ratio)."""
     return _page(request, "compare.html", title=f"compare {ids.replace(',', ', ')}", ids=ids)
 

@@ -27,6 +27,9 @@ def test_compare_needs_two_to_eight_job_ids(live_server: LiveServer) -> None:
     with live_server.client() as anonymous:
         assert anonymous.get("/compare?ids=3").status_code == 422
         assert anonymous.get("/compare?ids=3,x").status_code == 422
+        assert anonymous.get("/compare?ids=" + ",".join(map(str, range(1, 10)))).status_code == 422
+        assert anonymous.get("/compare?ids=" + ",".join(map(str, range(1, 9)))).status_code == 200
+        assert anonymous.get("/jobs/0").status_code == 422
 
 
 @pytest.mark.parametrize("path", ["/static/common.js", "/static/charts.js", "/static/pages.js",
