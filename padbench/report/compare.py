@@ -44,7 +44,13 @@ class Comparison:
 
 
 def _padding_figures(result: PaddingResult) -> dict[tuple[str, str], float | None]:
-    return {(row.label, row.kernel): row.tokens_per_s if row.status == "ok" else None for row in result.strategies}
+    """Keyed by strategy and kernel; a layout measured at several batch sizes has a row per size."""
+    pairs = [(row.label, row.kernel) for row in result.strategies]
+    figures: dict[tuple[str, str], float | None] = {}
+    for row, pair in zip(result.strategies, pairs, strict=True):
+        strategy = f"{row.label} @ {row.batch_size}" if pairs.count(pair) > 1 else row.label
+        figures[(strategy, row.kernel)] = row.tokens_per_s if row.status == "ok" else None
+    return figures
 
 
 def _attention_figures(result: AttentionResult) -> dict[tuple[str, str], float | None]:

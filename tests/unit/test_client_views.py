@@ -48,12 +48,15 @@ def test_attention_sweeps_plot_time_and_memory(tmp_path: Path) -> None:
     assert "median time per call" in text and "peak memory above the inputs" in text
 
 
-def test_batch_size_curves_only_where_a_layout_ran_at_several_sizes() -> None:
+def test_batch_size_curves_only_where_a_layout_ran_at_several_sizes(tmp_path: Path) -> None:
     result = sample_result()
     assert batch_curves(result) == {}
     bigger = result.strategies[2].model_copy(update={"batch_size": 256, "tokens_per_s": 1_200_000.0})
-    curves = batch_curves(result.model_copy(update={"strategies": [*result.strategies, bigger]}))
-    assert curves == {"packed · torch-flash-varlen": [(128, 1_062_000.0), (256, 1_200_000.0)]}
+    swept = result.model_copy(update={"strategies": [*result.strategies, bigger]})
+    assert batch_curves(swept) == {"packed · torch-flash-varlen": [(128, 1_062_000.0), (256, 1_200_000.0)]}
+    output = tmp_path / "swept.svg"
+    save_plot([(1, swept)], output)
+    assert "tokens/s against batch size" in output.read_text(encoding="utf-8")
 
 
 def test_plot_refuses_other_extensions_and_mixed_kinds(tmp_path: Path) -> None:

@@ -68,3 +68,12 @@ def test_jobs_of_different_kinds_or_a_single_job_are_refused() -> None:
         compare([(1, sample_result()), (2, attention_result())])
     with pytest.raises(CompareError, match="at least two"):
         compare([(1, sample_result())])
+
+
+def test_a_layout_measured_at_several_batch_sizes_has_a_row_per_size() -> None:
+    result = sample_result()
+    bigger = result.strategies[2].model_copy(update={"batch_size": 256, "tokens_per_s": 1_200_000.0})
+    swept = result.model_copy(update={"strategies": [*result.strategies, bigger]})
+    keys = [row.key for row in compare([(1, swept), (2, swept)]).rows]
+    assert ("packed @ 128", "torch-flash-varlen") in keys and ("packed @ 256", "torch-flash-varlen") in keys
+    assert ("static", "torch-flash") in keys

@@ -150,8 +150,13 @@ async function startJob() {
 function figuresOf(result) {
   const figures = new Map();
   if (result.kind === "padding") {
-    for (const row of result.strategies) figures.set(JSON.stringify([strategyLabel(row), row.kernel]),
-                                                     row.status === "ok" ? row.tokens_per_s : null);
+    // Keyed by strategy and kernel; a layout measured at several batch sizes has a row per size.
+    const pairs = result.strategies.map((row) => `${strategyLabel(row)}|${row.kernel}`);
+    result.strategies.forEach((row, index) => {
+      const repeated = pairs.filter((pair) => pair === pairs[index]).length > 1;
+      const strategy = repeated ? `${strategyLabel(row)} @ ${row.batch_size}` : strategyLabel(row);
+      figures.set(JSON.stringify([strategy, row.kernel]), row.status === "ok" ? row.tokens_per_s : null);
+    });
   } else {
     for (const cell of result.cells) figures.set(JSON.stringify([cell.kernel, String(cell.seq_len)]),
                                                  cell.status === "ok" ? cell.median_ms : null);
