@@ -24,15 +24,15 @@ kind: padding
 name: my-first-benchmark
 
 # A preset (tiny | gpt2 | gpt2-seed), a local Hugging Face model directory, or {{config: {{n_layer: …}}}}.
-model: gpt2-seed
+model: {model}
 
 data:
   # `synthetic` draws lengths from a fitted distribution and needs no download; for real text give
   # hf:NAME[:CONFIG[:SPLIT]] or a local .txt/.jsonl/.parquet/.csv file, plus `tokenizer`.
   source: synthetic
   distribution: wikitext103-bert
-  max_length: 640           # longer sequences are truncated
-  num_samples: 2000         # sequences measured per layout
+  max_length: {max_length:<13} # longer sequences are truncated
+  num_samples: {num_samples:<12} # sequences measured per layout
 
 # The layouts to compare; each may override `attention` and `batch_size`.
 strategies:
@@ -41,17 +41,25 @@ strategies:
   - {{name: binned, n_bins: 16}}  # group similar lengths, then pad
   - packed                  # concatenate sequences, no padding (varlen kernels on a GPU)
 
-attention: flash            # the best flash kernel present; or sdpa, eager, flex, torch-flash, …
-batch_size: 32              # or `auto`: the largest batch that fits, found by an OOM probe
-dtype: bf16                 # bf16 | fp16 | fp32 (also bfloat16, float16, float32); flash needs bf16/fp16
-device: auto                # cuda when present; on a CPU use `device: cpu`, `dtype: fp32`, `attention: sdpa`
+attention: {attention:<16} # flash: the best flash kernel present; or sdpa, eager, flex, torch-flash, …
+batch_size: {batch_size:<15} # or `auto`: the largest batch that fits, found by an OOM probe
+dtype: {dtype:<20} # bf16 | fp16 | fp32 (also bfloat16, float16, float32); flash needs bf16/fp16
+device: {device:<19} # auto: cuda when present (`padbench init --cpu` writes a spec sized for a CPU)
 mode: inference             # or training: forward, backward and an AdamW step
 
 measurement:
-  min_seconds: 5.0          # a layout measured for less time, or fewer batches, is marked invalid
+  min_seconds: {min_seconds:<12} # a layout measured for less time, or fewer batches, is marked invalid
   min_batches: 10
   repeats: 1                # >1 repeats each measurement to show its spread
 """
+
+# What the starter measures on a GPU, and a CPU-sized version that finishes in well under a minute (a small
+# GPT-2 with a small vocabulary, fp32 and SDPA: flash kernels need a GPU and bf16/fp16).
+GPU_VALUES = {"model": "gpt2-seed", "max_length": 640, "num_samples": 2000, "attention": "flash", "batch_size": 32,
+              "dtype": "bf16", "device": "auto", "min_seconds": 5.0}
+CPU_VALUES = {"model": "{config: {n_layer: 2, n_embd: 64, n_head: 4, vocab_size: 2048, n_positions: 512}}",
+              "max_length": 512, "num_samples": 128, "attention": "sdpa", "batch_size": 8, "dtype": "fp32",
+              "device": "cpu", "min_seconds": 0.5}
 
 
 def print_schema(args: argparse.Namespace) -> int:
@@ -68,7 +76,8 @@ def write_starter(args: argparse.Namespace) -> int:
         print(f"padbench init: {path} exists; pass --force to overwrite it", file=sys.stderr)
         return 2
     try:
-        path.write_text(STARTER_SPEC.format(name=path), encoding="utf-8")
+        values = CPU_VALUES if args.cpu else GPU_VALUES
+        path.write_text(STARTER_SPEC.format(name=path, **values), encoding="utf-8")
     except OSError as error:
         print(f"padbench init: cannot write {path}: {error.strerror}", file=sys.stderr)
         return 2
@@ -90,4 +99,5 @@ def register_starter(subparsers: argparse._SubParsersAction) -> None:
     init.add_argument("path", type=Path, nargs="?", default=Path("padbench.yaml"), metavar="FILE",
                       help="where to write it (default: padbench.yaml)")
     init.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    init.add_argument("--cpu", action="store_true", help="a spec sized for a CPU: runs in well under a minute")
     init.set_defaults(handler=write_starter)

@@ -110,6 +110,9 @@ def test_init_writes_a_spec_that_validates_and_keeps_an_existing_file(tmp_path: 
     assert "# " in path.read_text(encoding="utf-8") and load_spec(path).kind == "padding"
     assert main(["init", str(path)]) == 2
     assert main(["init", str(path), "--force"]) == 0
+    assert main(["init", str(path), "--force", "--cpu"]) == 0
+    spec = load_spec(path)
+    assert (spec.device, spec.dtype, spec.attention) == ("cpu", "fp32", "sdpa")
 
 
 def test_dtype_aliases_store_the_short_name() -> None:
