@@ -35,5 +35,7 @@ setup(
         "padbench.migrations": ["*.py", "*.mako"],
         "padbench.migrations.versions": ["*.py"],
         "padbench.examples": ["*.yaml"],
+        # The dashboard's templates, scripts, styles and vendored libraries (Chart.js, Swagger UI, ReDoc).
+        "padbench.server.web": ["templates/*.html", "static/*.js", "static/*.css", "static/vendor/*/*"],
     },
 )

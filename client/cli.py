@@ -1,4 +1,4 @@
-"""Client subcommands: submit, status, wait, results, list, cancel (and `demo`, from padbench.client.demo).
+"""Client subcommands: submit, status, wait, results, list, cancel, compare, plot, schema, init (and `demo`).
 
 Every command takes `--server`/`PADBENCH_SERVER` and `--token`/`PADBENCH_TOKEN`. A failure prints one
 line on stderr — the server's own reason when it gave one (e.g. a 422's field and message) — and exits
@@ -14,12 +14,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from rich.console import Console
+
 from padbench.client.api import PadbenchClient
-from padbench.client.display import format_page, format_status
+from padbench.client.display import format_page, format_status, page_table
 from padbench.client.progress import ProgressBar
 from padbench.contract.api import JobOut, JobStatus
 from padbench.http import ApiError
 from padbench.report import render
+from padbench.report.terminal import write_table
 from padbench.specfile import SpecError, load_spec
 
 EXIT_FAILED = 1
@@ -33,10 +36,10 @@ class UsageError(Exception):
 
 def _connection_options() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("--server", default=os.environ.get("PADBENCH_SERVER"),
-                        help="server base URL (default: $PADBENCH_SERVER)")
+    parent.add_argument("--server", default=os.environ.get("PADBENCH_SERVER"), metavar="URL",
+                        help="the padbench service, e.g. http://gpu-box:8000 (default: $PADBENCH_SERVER)")
     parent.add_argument("--token", default=os.environ.get("PADBENCH_TOKEN"),
-                        help="bearer token (default: $PADBENCH_TOKEN; write --token=T if T starts with -)")
+                        help="your access token (default: $PADBENCH_TOKEN; write --token=T if T starts with -)")
     return parent
 
 
@@ -49,25 +52,32 @@ def _command(subparsers: argparse._SubParsersAction, name: str, handler: Callabl
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from padbench.client.demo import add_demo_command
+    from padbench.client.starter import register_starter
+    from padbench.client.views import register_views
 
-    submit = _command(subparsers, "submit", submit_job, "validate a job spec (YAML/JSON) and queue it")
-    submit.add_argument("spec", type=Path, help="job spec file")
-    submit.add_argument("--wait", action="store_true", help="wait for the job and print its results table")
-    status = _command(subparsers, "status", show_status, "show one job's status")
+    submit = _command(subparsers, "submit", submit_job,
+                      "check a job spec (YAML or JSON) and queue it on the service")
+    submit.add_argument("spec", type=Path, metavar="SPEC", help="the job spec file (`padbench init` writes one)")
+    submit.add_argument("--wait", action="store_true", help="stay until the job ends, then print its results table")
+    status = _command(subparsers, "status", show_status, "show where a job is: status, progress, worker, errors")
     status.add_argument("job_id", type=int, metavar="ID")
-    wait = _command(subparsers, "wait", wait_job, "wait for a job to finish, with a progress bar on stderr")
+    wait = _command(subparsers, "wait", wait_job, "follow a job until it ends, with a progress bar")
     wait.add_argument("job_id", type=int, metavar="ID")
     wait.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="give up after this long")
     results = _command(subparsers, "results", show_results, "print a finished job's results")
     results.add_argument("job_id", type=int, metavar="ID")
-    results.add_argument("--format", choices=FORMATS, default="table")
+    results.add_argument("--format", choices=FORMATS, default="table",
+                         help="table for people (default); json (everything measured) or csv for tools")
     results.add_argument("--output", type=Path, default=None, metavar="PATH", help="write to a file, not stdout")
-    listing = _command(subparsers, "list", list_jobs, "list jobs, newest first")
-    listing.add_argument("--status", choices=[status.value for status in JobStatus], default=None)
-    listing.add_argument("--limit", type=int, default=20)
-    listing.add_argument("--offset", type=int, default=0)
-    cancel = _command(subparsers, "cancel", cancel_job, "cancel a queued or running job")
+    listing = _command(subparsers, "list", list_jobs, "list your jobs, newest first")
+    listing.add_argument("--status", choices=[status.value for status in JobStatus], default=None,
+                         help="only jobs in this state")
+    listing.add_argument("--limit", type=int, default=20, help="how many to show (default 20)")
+    listing.add_argument("--offset", type=int, default=0, help="skip this many of the newest first")
+    cancel = _command(subparsers, "cancel", cancel_job, "stop a queued or running job")
     cancel.add_argument("job_id", type=int, metavar="ID")
+    register_views(subparsers, _connection_options())
+    register_starter(subparsers)
     add_demo_command(subparsers)
 
 
@@ -108,7 +118,11 @@ def wait_job(client: PadbenchClient, args: argparse.Namespace) -> int:
 
 
 def show_results(client: PadbenchClient, args: argparse.Namespace) -> int:
-    text = render(client.results(args.job_id), args.format)
+    result = client.results(args.job_id)
+    if args.output is None and args.format == "table":
+        write_table(result, sys.stdout)
+        return 0
+    text = render(result, args.format, job_id=args.job_id)
     if args.output is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return 0
@@ -124,7 +138,11 @@ def list_jobs(client: PadbenchClient, args: argparse.Namespace) -> int:
     if args.limit < 1 or args.offset < 0:
         raise UsageError("--limit must be at least 1 and --offset not negative")
     status = JobStatus(args.status) if args.status else None
-    print(format_page(client.jobs(status=status, limit=args.limit, offset=args.offset)))
+    page = client.jobs(status=status, limit=args.limit, offset=args.offset)
+    if sys.stdout.isatty():
+        Console().print(page_table(page))
+    else:
+        print(format_page(page))
     return 0
 
 
@@ -157,5 +175,5 @@ def _wait_and_print(client: PadbenchClient, job_id: int, timeout_s: float | None
     job = wait_with_progress(client, job_id, timeout_s)
     if job.status is not JobStatus.succeeded:
         return _final_exit(job)
-    print(render(client.results(job_id), "table"))
+    write_table(client.results(job_id), sys.stdout)
     return 0

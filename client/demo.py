@@ -31,7 +31,7 @@ from padbench.client.api import PadbenchClient
 from padbench.client.progress import ProgressBar
 from padbench.contract.api import JobOut, JobStatus, WorkerOut
 from padbench.http import ApiError
-from padbench.report import render
+from padbench.report.terminal import write_table
 from padbench.specfile import SpecError, load_spec
 
 # The example specs ship inside the package (padbench.examples), so the demo runs from any install.
@@ -64,13 +64,15 @@ class Tokens:
     submitter: str
     worker: str
     admin: str
+    viewer: str  # read-only: the dashboard's token
 
     @classmethod
     def generate(cls) -> Tokens:
-        return cls(*(secrets.token_urlsafe(32) for _ in range(3)))
+        return cls(*(secrets.token_urlsafe(32) for _ in range(4)))
 
     def write(self, path: Path) -> None:
-        lines = [f"submitter:demo:{self.submitter}", f"worker:demo-worker:{self.worker}", f"admin:demo:{self.admin}"]
+        lines = [f"submitter:demo:{self.submitter}", f"worker:demo-worker:{self.worker}", f"admin:demo:{self.admin}",
+                 f"viewer:dashboard:{self.viewer}"]
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         path.chmod(0o600)
 
@@ -183,7 +185,7 @@ def run_job(url: str, token: str, spec_path: Path, worker: subprocess.Popen[byte
             bar.finish()
         if job.status is not JobStatus.succeeded:
             raise DemoError(f"job {job.id} {job.status.value}: {job.error or 'no error recorded'}")
-        print(render(client.results(created.id), "table"))
+        write_table(client.results(created.id), sys.stdout)
     return 0
 
 
@@ -218,6 +220,7 @@ def _run_demo(spec: Path | None, gpu: str | None) -> int:
                 worker_command += ["--gpu", gpu]
             with background(worker_command, worker_log, env | {"PADBENCH_TOKEN": tokens.worker}) as worker:
                 print(f"server {url} and worker pid {worker.pid} started (logs in {workdir})", file=sys.stderr)
+                print(f"dashboard {url}/ while the demo runs; its read-only token: {tokens.viewer}", file=sys.stderr)
                 try:
                     with PadbenchClient(url, tokens.admin) as admin:
                         registered = wait_for_worker(admin, worker, worker_log)

@@ -1,10 +1,15 @@
-"""Plain-text views of jobs for the client CLI: one job's status, and a page of jobs as a table."""
+"""Views of jobs for the client CLI: one job's status, and a page of jobs as a table (plain text, or drawn
+with rich on a terminal)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from rich.table import Table
+
 from padbench.contract.api import JobOut, JobPage
+
+STATUS_STYLES = {"succeeded": "green", "failed": "red", "running": "yellow", "cancelled": "dim", "queued": ""}
 
 
 def _when(moment: datetime | None) -> str:
@@ -38,14 +43,26 @@ def format_status(job: JobOut) -> str:
 LIST_COLUMNS = ("ID", "STATUS", "KIND", "NAME", "PROGRESS", "WORKER", "CREATED")
 
 
+def _list_row(job: JobOut) -> tuple[str, ...]:
+    return (str(job.id), job.status.value, job.kind, job.name or "-", _progress(job), job.worker or "-",
+            _when(job.created_at))
+
+
+def _shown(page: JobPage) -> str:
+    shown_to = page.offset + len(page.items)
+    return f"({len(page.items)} shown, {page.offset + 1 if page.items else 0}-{shown_to} of {page.total})"
+
+
+def page_table(page: JobPage) -> Table:
+    table = Table(*LIST_COLUMNS, show_edge=False, header_style="bold", pad_edge=False, caption=_shown(page))
+    for job in page.items:
+        table.add_row(*_list_row(job), style=STATUS_STYLES.get(job.status.value) or None)
+    return table
+
+
 def format_page(page: JobPage) -> str:
-    rows = [LIST_COLUMNS] + [
-        (str(job.id), job.status.value, job.kind, job.name or "-", _progress(job), job.worker or "-",
-         _when(job.created_at))
-        for job in page.items
-    ]
+    rows = [LIST_COLUMNS] + [_list_row(job) for job in page.items]
     widths = [max(len(row[column]) for row in rows) for column in range(len(LIST_COLUMNS))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
-    shown_to = page.offset + len(page.items)
-    lines.append(f"({len(page.items)} shown, {page.offset + 1 if page.items else 0}-{shown_to} of {page.total})")
+    lines.append(_shown(page))
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""A job progress bar on stderr: redrawn in place on a terminal, one line per change otherwise (logs, CI)."""
+"""A job progress bar on stderr: a rich bar with elapsed time and ETA on a terminal, one plain line per
+change otherwise (logs, CI), so a log file never fills with redraw characters."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import sys
 from typing import TextIO
 
 from padbench.contract.api import JobOut
+from padbench.report.progress import TerminalProgress
 
 BAR_WIDTH = 30
 
@@ -25,27 +27,30 @@ def describe_progress(job: JobOut) -> str:
     return f"job {job.id} {line}"
 
 
+def _status_text(job: JobOut) -> str:
+    text = job.status.value + (f" on {job.worker}" if job.worker and job.status.value == "running" else "")
+    if job.progress_message and not job.status.is_final:
+        text += f": {job.progress_message}"
+    return text
+
+
 class ProgressBar:
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream or sys.stderr
-        self._interactive = self._stream.isatty()
         self._last = ""
-        self._width = 0
+        self._terminal: TerminalProgress | None = None
 
     def update(self, job: JobOut) -> None:
-        line = describe_progress(job)
-        if line == self._last:
+        if self._stream.isatty():
+            self._terminal = self._terminal or TerminalProgress(self._stream, f"job {job.id}")
+            self._terminal.update(1.0 if job.status.value == "succeeded" else job.progress or 0.0, _status_text(job))
             return
-        self._last = line
-        if self._interactive:
-            # Pad with spaces so a shorter line fully covers the previous one.
-            self._stream.write("\r" + line.ljust(self._width))
-            self._width = max(self._width, len(line))
-        else:
+        line = describe_progress(job)
+        if line != self._last:
+            self._last = line
             self._stream.write(line + "\n")
-        self._stream.flush()
+            self._stream.flush()
 
     def finish(self) -> None:
-        if self._interactive and self._last:
-            self._stream.write("\n")
-            self._stream.flush()
+        if self._terminal is not None:
+            self._terminal.stop()

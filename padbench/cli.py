@@ -26,7 +26,8 @@ class Role:
 ROLES: tuple[Role, ...] = (
     Role("padbench.worker.cli", "worker", ("run", "worker")),
     Role("padbench.server.cli", "server", ("server", "db")),
-    Role("padbench.client.cli", None, ("submit", "status", "wait", "results", "list", "cancel", "demo")),
+    Role("padbench.client.cli", None, ("submit", "status", "wait", "results", "list", "cancel", "compare", "plot",
+                                       "schema", "init", "demo")),
 )
 
 
@@ -59,7 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="padbench",
         description="Which batching layout and attention kernel gives the most tokens per second for your "
-                    "model, data and GPU — at what batch size, and by how much.")
+                    "model, data and GPU — at what batch size, and by how much.",
+        epilog="Start with `padbench init my.yaml`, then `padbench run my.yaml` (this machine) or "
+               "`padbench submit my.yaml --wait` (the service). `padbench COMMAND --help` explains each command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"padbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for role in ROLES:

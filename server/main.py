@@ -25,6 +25,8 @@ from padbench.server.core.config import Settings
 from padbench.server.core.security import TokenFileError, TokenStore, read_token_file
 from padbench.server.db.engine import Database
 from padbench.server.db.migrate import upgrade_to_head
+from padbench.server.metrics import install_metrics
+from padbench.server.web.pages import install_web
 
 log = logging.getLogger("padbench.server")
 
@@ -33,7 +35,7 @@ def load_tokens(settings: Settings) -> TokenStore:
     if settings.tokens_file is None:
         raise TokenFileError(
             "PADBENCH_TOKENS_FILE is not set: point it at a file with one `role:name:token` line per token "
-            "(roles: submitter, worker, admin), or run `padbench server --dev` for generated tokens"
+            "(roles: submitter, worker, admin, viewer), or run `padbench server --dev` for generated tokens"
         )
     return read_token_file(settings.tokens_file)
 
@@ -80,6 +82,9 @@ def create_app(settings: Settings, tokens: TokenStore | None = None) -> FastAPI:
         version=padbench.__version__,
         description="Queue GPU batching benchmarks and read their results.",
         lifespan=build_lifespan(settings),
+        # Served by install_web from the server's own copies of Swagger UI and ReDoc (no CDN).
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.tokens = tokens if tokens is not None else load_tokens(settings)
@@ -90,4 +95,6 @@ def create_app(settings: Settings, tokens: TokenStore | None = None) -> FastAPI:
     for resource in (jobs, workers, leases):
         v1.include_router(resource.router)
     app.include_router(v1)
+    install_metrics(app, settings.lease_seconds)
+    install_web(app)
     return app

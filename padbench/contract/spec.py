@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PositiveInt,
@@ -22,7 +23,16 @@ from pydantic import (
 
 from padbench.contract.model_spec import ModelSpec
 
-Dtype = Literal["bf16", "fp16", "fp32"]
+# torch's own names are accepted too and stored as the short name, so `dtype: bfloat16` and `dtype: bf16` are
+# the same job (and the same row when results are compared).
+DTYPE_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32"}
+
+
+def _dtype_alias(value: Any) -> Any:
+    return DTYPE_ALIASES.get(value, value) if isinstance(value, str) else value
+
+
+Dtype = Annotated[Literal["bf16", "fp16", "fp32"], BeforeValidator(_dtype_alias)]
 Device = Literal["cuda", "cpu", "auto"]
 StrategyName = Literal["static", "dynamic", "binned", "packed"]
 # `flash` resolves to the best flash implementation present (flash-attn-cute > flash-attn > torch-flash);

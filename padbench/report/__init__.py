@@ -11,6 +11,7 @@ from typing import Any
 
 from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
 from padbench.report import attention, padding
+from padbench.report.identity import identity
 
 
 def render_table(result: PaddingResult | AttentionResult) -> str:
@@ -29,8 +30,10 @@ def render_json(result: PaddingResult | AttentionResult) -> str:
     return JOB_RESULT_ADAPTER.dump_json(result, indent=2).decode()
 
 
-def render_csv(result: PaddingResult | AttentionResult) -> str:
-    rows = _csv_rows(result)
+def render_csv(result: PaddingResult | AttentionResult, job_id: int | None = None) -> str:
+    """One row per strategy (or attention cell), led by the job's identity columns (job id, model, GPU,
+    dtype, mode, date), so the CSVs of several jobs concatenate into one table."""
+    rows = [{**identity(result, job_id), **row} for row in _csv_rows(result)]
     buffer = io.StringIO()
     if rows:
         writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
@@ -39,8 +42,10 @@ def render_csv(result: PaddingResult | AttentionResult) -> str:
     return buffer.getvalue()
 
 
-def render(result: PaddingResult | AttentionResult, fmt: str) -> str:
-    renderers = {"table": render_table, "json": render_json, "csv": render_csv}
+def render(result: PaddingResult | AttentionResult, fmt: str, job_id: int | None = None) -> str:
+    if fmt == "csv":
+        return render_csv(result, job_id)
+    renderers = {"table": render_table, "json": render_json}
     if fmt not in renderers:
         raise ValueError(f"unknown format {fmt!r} (choose table, json or csv)")
     return renderers[fmt](result)

@@ -155,6 +155,8 @@ def _header(result: PaddingResult) -> list[str]:
 
 def _tflops(value: float | None) -> str:
     return MISSING if value is None else f"{value:,.0f} TFLOP/s" if value >= 10 else f"{value:.2f} TFLOP/s"
+
+
 def _clock_line(result: PaddingResult) -> list[str]:
     start, end = result.environment.clocks_at_start, result.environment.clocks_at_end
     if start is None or end is None:
@@ -164,9 +166,13 @@ def _clock_line(result: PaddingResult) -> list[str]:
             f"{end.temperature_c if end.temperature_c is not None else MISSING} °C"]
 
 
+def header_lines(result: PaddingResult) -> list[str]:
+    return [*_header(result), *_clock_line(result)]
+
+
 def render_table(result: PaddingResult) -> str:
     rows, notes = table_rows(result)
-    lines = [*_header(result), *_clock_line(result), "", *_align([COLUMNS, *rows])]
+    lines = [*header_lines(result), "", *_align([COLUMNS, *rows])]
     if notes:
         lines += ["", *(f"[{number}] {note}" for number, note in enumerate(notes, start=1))]
     lines += ["", *verdict_lines(result)]

@@ -58,13 +58,17 @@ CurrentPrincipal = Annotated[Principal, Depends(get_current_principal)]
 
 def require_role(role: Role) -> Callable[[Principal], Principal]:
     """A dependency admitting `role` and admins; anyone else authenticated gets 403."""
+    return require_any_role(role)
+
+
+def require_any_role(*roles: Role) -> Callable[[Principal], Principal]:
+    """A dependency admitting any of `roles` and admins; anyone else authenticated gets 403."""
 
     def check(principal: CurrentPrincipal) -> Principal:
-        if principal.role is not role and not principal.is_admin:
-            raise HTTPException(
-                status.HTTP_403_FORBIDDEN,
-                f"this endpoint needs a {role.value} token; {principal.role.value}:{principal.name} is not one",
-            )
+        if principal.role not in roles and not principal.is_admin:
+            needed = " or ".join(role.value for role in roles)
+            caller = f"{principal.role.value}:{principal.name}"
+            raise HTTPException(status.HTTP_403_FORBIDDEN, f"this endpoint needs a {needed} token; {caller} is not one")
         return principal
 
     return check
@@ -76,3 +80,6 @@ ReadSessionDep = Annotated[Session, Depends(get_read_session, scope="function")]
 SubmitterAuth = Annotated[Principal, Depends(require_role(Role.submitter))]
 WorkerAuth = Annotated[Principal, Depends(require_role(Role.worker))]
 AdminAuth = Annotated[Principal, Depends(require_role(Role.admin))]
+# Reading jobs and results: submitters (their own jobs), viewers and admins (every job).
+ReaderAuth = Annotated[Principal, Depends(require_any_role(Role.submitter, Role.viewer))]
+ViewerAuth = Annotated[Principal, Depends(require_role(Role.viewer))]

@@ -14,6 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
+from padbench.specfile import did_you_mean
 
 # Top-level body fields holding a job-kind union (JobCreate.spec, LeaseComplete.result) and the tags
 # pydantic puts right after them in an error location.
@@ -35,7 +36,13 @@ def clean_location(location: tuple[Any, ...] | list[Any]) -> list[Any]:
 
 
 def describe_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"loc": clean_location(error["loc"]), "msg": error["msg"], "type": error["type"]} for error in errors]
+    described = []
+    for error in errors:
+        location = clean_location(error["loc"])
+        # Spec keys and choices get a suggestion, as the CLI gives them (other bodies are written by programs).
+        hint = did_you_mean(error) if location[:1] == ["spec"] else ""
+        described.append({"loc": location, "msg": error["msg"] + hint, "type": error["type"]})
+    return described
 
 
 async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:

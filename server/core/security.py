@@ -24,6 +24,8 @@ class Role(str, Enum):
     submitter = "submitter"
     worker = "worker"
     admin = "admin"
+    # Reads every job, result and the metrics and changes nothing: the token for a dashboard or Prometheus.
+    viewer = "viewer"
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,10 @@ class Principal:
     @property
     def is_admin(self) -> bool:
         return self.role is Role.admin
+
+    @property
+    def reads_everything(self) -> bool:
+        return self.role in (Role.admin, Role.viewer)
 
 
 class TokenFileError(ValueError):

@@ -47,6 +47,7 @@ PRINCIPALS: dict[str, tuple[str, str]] = {
     "worker": ("worker", "gpu-box-1"),
     "worker2": ("worker", "gpu-box-2"),
     "admin": ("admin", "root"),
+    "viewer": ("viewer", "dashboard"),
 }
 TABLES = "job_results, job_requirements, jobs, workers"
 

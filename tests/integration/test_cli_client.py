@@ -6,6 +6,8 @@ contract-valid result: what the engine measures is not under test here, the comm
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import threading
 import time
@@ -16,8 +18,11 @@ import yaml
 
 from padbench.cli import main
 from padbench.contract.api import Capabilities, LeaseOut
+from padbench.contract.results import JOB_RESULT_ADAPTER
 from padbench.worker.supervisor.api import WorkerApi
 from tests.integration.conftest import LiveServer, result_document
+from tests.unit.test_report_compare import faster_copy
+from tests.unit.test_report_padding import sample_result
 
 SPEC = {"kind": "padding", "name": "cli-test", "device": "cpu", "dtype": "fp32", "attention": "sdpa",
         "strategies": ["static", "packed"]}
@@ -111,3 +116,37 @@ def test_errors_are_one_line_and_non_zero(cli, tmp_path: Path, monkeypatch: pyte
     monkeypatch.delenv("PADBENCH_SERVER")
     code, _, err = cli("list")
     assert code == 2 and "--server" in err
+
+
+# --- results by job ID: CSV identity columns, compare and plot ---------------------------------------
+
+def finished_jobs(cli, live_server: LiveServer, spec_file: Path) -> list[str]:
+    """Two jobs completed with measured results: the same run on an H200, then 1.5× faster on an H100."""
+    ids = [cli("submit", str(spec_file))[1].split()[1] for _ in range(2)]
+    for result in (sample_result(), faster_copy(1.5)):
+        api, lease = claim_one(live_server)
+        api.complete(lease.job.id, lease.lease_token, JOB_RESULT_ADAPTER.dump_python(result, mode="json"))
+    return ids
+
+
+def test_results_csv_compare_and_plot_by_job_id(cli, live_server: LiveServer, spec_file: Path,
+                                                tmp_path: Path) -> None:
+    first, second = finished_jobs(cli, live_server, spec_file)
+    code, out, _ = cli("results", first, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and {row["job_id"] for row in rows} == {first} and rows[0]["gpu"] == "NVIDIA H200"
+    code, out, _ = cli("compare", first, second, "--format", "json")
+    document = json.loads(out)
+    assert code == 0 and [job["job_id"] for job in document["jobs"]] == [int(first), int(second)]
+    packed = next(row for row in document["rows"] if row["kernel"] == "torch-flash-varlen")
+    assert packed["ratios_vs_first"] == [1.0, 1.5]
+    code, out, _ = cli("compare", first, second)
+    assert code == 0 and f"× job {first}" in out and "1.50×" in out
+    code, _, _ = cli("plot", first, second, "-o", str(tmp_path / "both.svg"))
+    assert code == 0 and "NVIDIA H100" in (tmp_path / "both.svg").read_text(encoding="utf-8")
+
+
+def test_compare_names_a_job_without_results(cli, spec_file: Path) -> None:
+    queued = cli("submit", str(spec_file))[1].split()[1]
+    code, _, err = cli("compare", queued, queued)
+    assert code == 1 and f"job {queued} has no results" in err

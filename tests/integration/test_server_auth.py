@@ -1,5 +1,6 @@
 """Every endpoint's authentication and authorisation: 401 without or with a bad token, 403 for the wrong
-role, and through for the right one (admins may do everything). `/healthz` needs no token.
+role, and through for the right one (admins may do everything; viewers read jobs, results and metrics and
+change nothing). `/healthz` needs no token.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from tests.integration.conftest import PRINCIPALS, LiveServer
 
 SUBMITTERS = {"submitter", "submitter2", "admin"}
 WORKERS = {"worker", "worker2", "admin"}
+READERS = SUBMITTERS | {"viewer"}
 LEASE_BODY = {"lease_token": "not-a-real-lease-token"}
 # (method, path, body, principals allowed through)
 ENDPOINTS: list[tuple[str, str, dict[str, Any] | None, set[str]]] = [
     ("POST", "/v1/jobs", {"spec": {"device": "cpu", "dtype": "fp32", "attention": "sdpa"}}, SUBMITTERS),
-    ("GET", "/v1/jobs", None, SUBMITTERS),
-    ("GET", "/v1/jobs/1", None, SUBMITTERS),
-    ("GET", "/v1/jobs/1/results", None, SUBMITTERS),
+    ("GET", "/v1/jobs", None, READERS),
+    ("GET", "/v1/jobs/1", None, READERS),
+    ("GET", "/v1/jobs/1/results", None, READERS),
     ("POST", "/v1/jobs/1/cancel", None, SUBMITTERS),
     ("POST", "/v1/workers", {"name": "w", "capabilities": {"device": "cpu"}}, WORKERS),
     ("GET", "/v1/workers", None, {"admin"}),
@@ -27,6 +29,7 @@ ENDPOINTS: list[tuple[str, str, dict[str, Any] | None, set[str]]] = [
     ("POST", "/v1/leases/1/complete", {**LEASE_BODY, "result": {"kind": "attention"}}, WORKERS),
     ("POST", "/v1/leases/1/fail", {**LEASE_BODY, "error": "boom"}, WORKERS),
     ("POST", "/v1/leases/1/release", LEASE_BODY, WORKERS),
+    ("GET", "/metrics", None, {"viewer", "admin"}),
 ]
 
 

@@ -61,3 +61,12 @@ def test_body_over_the_limit_is_413_declared_or_streamed(small_body_server: Live
         assert streamed.status_code == 413
         assert user.post("/v1/jobs", json={"spec": {"name": "small"}}).status_code == 201
         assert user.get("/v1/jobs").json()["total"] == 1
+
+
+def test_a_mistyped_spec_key_or_value_gets_a_suggestion(live_server: LiveServer) -> None:
+    with live_server.client("submitter") as alice:
+        response = alice.post("/v1/jobs", json={"spec": {"dtyp": "bf16", "mode": "trainin"}})
+    assert response.status_code == 422
+    messages = {".".join(map(str, error["loc"])): error["msg"] for error in response.json()["detail"]}
+    assert messages["spec.dtyp"].endswith("(did you mean 'dtype'?)")
+    assert messages["spec.mode"].endswith("(did you mean 'training'?)")

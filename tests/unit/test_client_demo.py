@@ -15,9 +15,9 @@ def test_generated_tokens_are_accepted_by_the_server_and_private(tmp_path: Path)
     tokens.write(path)
     parsed = [parse_token_line(line, f"{path}:{n}") for n, line in enumerate(path.read_text().splitlines(), 1)]
     assert {(principal.role.value, token) for principal, token in filter(None, parsed)} == {
-        ("submitter", tokens.submitter), ("worker", tokens.worker), ("admin", tokens.admin)}
+        ("submitter", tokens.submitter), ("worker", tokens.worker), ("admin", tokens.admin), ("viewer", tokens.viewer)}
     assert path.stat().st_mode & 0o077 == 0
-    assert len({tokens.submitter, tokens.worker, tokens.admin}) == 3
+    assert len({tokens.submitter, tokens.worker, tokens.admin, tokens.viewer}) == 4
 
 
 def test_a_free_port_is_on_loopback_and_usable() -> None:

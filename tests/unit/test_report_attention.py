@@ -58,4 +58,7 @@ def test_csv_has_one_row_per_cell_with_the_configuration() -> None:
     assert flash_4k["batch"] == 8 and flash_4k["matmul_tflops"] == 787.0
     oom = next(r for r in rows if r["status"] == "oom")
     assert oom["median_ms"] is None and oom["speedup_vs_naive"] is None
-    assert render_csv(result()).splitlines()[0].startswith("batch,heads")
+    header = render_csv(result(), job_id=9).splitlines()[0]
+    assert header.startswith("job_id,model,gpu,dtype,mode,date,batch,heads")
+    first = render_csv(result(), job_id=9).splitlines()[1]
+    assert first.startswith("9,attention B8 H32 D64,NVIDIA H200,bf16,forward,2026-11-01,")

@@ -71,6 +71,13 @@ def test_csv_rows_carry_every_figure_in_plain_units() -> None:
     assert len(parsed) == 4 and parsed[1]["tokens_per_s"] == "" and parsed[2]["kernel"] == "torch-flash-varlen"
 
 
+def test_csv_starts_with_the_jobs_identity_so_several_jobs_concatenate() -> None:
+    parsed = list(csv.DictReader(io.StringIO(render(sample_result(), "csv", job_id=7))))
+    assert list(parsed[0])[:7] == ["job_id", "model", "gpu", "dtype", "mode", "date", "strategy"]
+    assert {(row["job_id"], row["model"], row["gpu"], row["dtype"], row["mode"], row["date"]) for row in parsed} == {
+        ("7", "gpt2-seed", "NVIDIA H200", "bf16", "inference", "2026-11-21")}
+
+
 def test_render_dispatches_padding_results() -> None:
     assert render(sample_result(), "table") == render_table(sample_result())
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from padbench.cli import main
 from padbench.contract.results import JOB_RESULT_ADAPTER, PaddingResult
+from padbench.worker.cli.run import ProgressPrinter
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CPU_DEMO = REPO_ROOT / "examples" / "cpu-demo.yaml"
@@ -68,3 +70,18 @@ def test_a_job_that_cannot_start_exits_1_with_the_reason(tmp_path: Path,
     assert main(["run", str(spec)]) == 1
     error = capsys.readouterr().err
     assert "the job ended with error" in error and "data." in error and str(missing) in error
+
+
+def test_run_progress_on_a_terminal_is_a_rich_bar_and_plain_lines_elsewhere() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal, pipe = Terminal(), io.StringIO()
+    for stream in (terminal, pipe):
+        printer = ProgressPrinter(stream)
+        printer(0.5, "packed: batch 3/6")
+        printer(0.5, "packed: batch 3/6")
+        printer.finish()
+    assert "elapsed" in terminal.getvalue() and "ETA" in terminal.getvalue() and "50%" in terminal.getvalue()
+    assert pipe.getvalue() == "[ 50%] packed: batch 3/6\n"

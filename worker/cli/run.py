@@ -14,6 +14,8 @@ from typing import TextIO
 
 from padbench.contract.results import JOB_RESULT_ADAPTER
 from padbench.report import render_json, render_table
+from padbench.report.progress import TerminalProgress
+from padbench.report.terminal import write_table
 from padbench.specfile import SpecError, load_spec
 from padbench.worker.runtime.isolation import ChildReport, run_in_child
 
@@ -36,26 +38,24 @@ def add_run_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 class ProgressPrinter:
-    """One line per new message; on a terminal, one line rewritten in place."""
+    """A rich progress bar with elapsed time and ETA on a terminal; one line per new message otherwise."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
-        self.in_place = stream.isatty()
+        self.terminal = TerminalProgress(stream, "run") if stream.isatty() else None
         self.last_message: str | None = None
 
     def __call__(self, fraction: float, message: str) -> None:
-        line = f"[{fraction:4.0%}] {message}"
-        if self.in_place:
-            self.stream.write(f"\r\x1b[2K{line}")
+        if self.terminal is not None:
+            self.terminal.update(fraction, message)
         elif message != self.last_message:
-            self.stream.write(line + "\n")
+            self.stream.write(f"[{fraction:4.0%}] {message}\n")
+            self.stream.flush()
         self.last_message = message
-        self.stream.flush()
 
     def finish(self) -> None:
-        if self.in_place and self.last_message is not None:
-            self.stream.write("\n")
-            self.stream.flush()
+        if self.terminal is not None:
+            self.terminal.stop()
 
 
 def describe_failure(report: ChildReport, show_traceback: bool) -> str:
@@ -91,5 +91,5 @@ def run_spec_command(args: argparse.Namespace) -> int:
             print(f"padbench run: cannot write --json {args.json}: {error.strerror}", file=sys.stderr)
             print(render_table(result))
             return EXIT_FAILED
-    print(render_table(result), end="")
+    write_table(result, sys.stdout)
     return 0

@@ -13,7 +13,7 @@ from padbench.contract.api import JobCreate, JobCreated, JobOut, JobPage, JobSta
 from padbench.contract.results import JobResult
 from padbench.contract.spec import JOB_SPEC_ADAPTER
 from padbench.server import queue
-from padbench.server.api.deps import ReadSessionDep, SessionDep, SettingsDep, SubmitterAuth
+from padbench.server.api.deps import ReaderAuth, ReadSessionDep, SessionDep, SettingsDep, SubmitterAuth
 from padbench.server.api.views import job_out
 from padbench.server.core.security import Principal
 from padbench.server.db import reads
@@ -23,7 +23,7 @@ router = APIRouter(prefix="/jobs", tags=["jobs"])
 
 
 def owner_filter(principal: Principal) -> str | None:
-    return None if principal.is_admin else principal.name
+    return None if principal.reads_everything else principal.name
 
 
 def not_found(job_id: int) -> HTTPException:
@@ -48,7 +48,7 @@ def submit_job(body: JobCreate, session: SessionDep, settings: SettingsDep, prin
 @router.get("")
 def list_jobs(
     session: ReadSessionDep,
-    principal: SubmitterAuth,
+    principal: ReaderAuth,
     job_status: Annotated[JobStatus | None, Query(alias="status")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
@@ -61,7 +61,7 @@ def list_jobs(
 
 
 @router.get("/{job_id}")
-def get_job(job_id: int, session: ReadSessionDep, principal: SubmitterAuth) -> JobOut:
+def get_job(job_id: int, session: ReadSessionDep, principal: ReaderAuth) -> JobOut:
     row = reads.find_job(session, job_id, submitter=owner_filter(principal))
     if row is None:
         raise not_found(job_id)
@@ -69,7 +69,7 @@ def get_job(job_id: int, session: ReadSessionDep, principal: SubmitterAuth) -> J
 
 
 @router.get("/{job_id}/results", response_model=JobResult)
-def get_results(job_id: int, session: ReadSessionDep, principal: SubmitterAuth) -> JSONResponse:
+def get_results(job_id: int, session: ReadSessionDep, principal: ReaderAuth) -> JSONResponse:
     """The stored result document (the contract's PaddingResult or AttentionResult); 404 until there is one."""
     row = reads.find_job(session, job_id, submitter=owner_filter(principal))
     if row is None:
@@ -84,7 +84,7 @@ def get_results(job_id: int, session: ReadSessionDep, principal: SubmitterAuth) 
 @router.post("/{job_id}/cancel")
 def cancel_job(job_id: int, session: SessionDep, principal: SubmitterAuth) -> JobOut:
     """Queued: cancelled at once. Running: cancel requested; the worker stops it and reports."""
-    owner = owner_filter(principal)
+    owner = None if principal.is_admin else principal.name
     changed = queue.request_cancel(session, job_id, submitter=owner)
     row = reads.find_job(session, job_id, submitter=owner)
     if row is None:

@@ -1,0 +1,166 @@
+"""`padbench plot`: the results as a picture (PNG or SVG), drawn with matplotlib.
+
+Padding jobs: tokens/s per strategy × kernel as bars (one colour per job), each labelled with its
+padding efficiency; when a job measured a layout at several batch sizes, a second panel draws tokens/s
+against batch size. Attention sweeps: time per call and peak memory against sequence length, log axes,
+one line per kernel. Rows without a valid figure are left out of the picture, never drawn as zero.
+
+matplotlib is imported only here, when a plot is drawn, so the rest of the client works without it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from padbench.contract.results import AttentionResult, PaddingResult, StrategyResult
+from padbench.report.identity import title
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+Result = PaddingResult | AttentionResult
+Labelled = tuple[int | None, Result]
+FORMATS = (".png", ".svg")
+MISSING_EXTRA = "padbench plot needs matplotlib: pip install 'padbench[plot]'"
+
+
+class PlotError(ValueError):
+    """The plot cannot be drawn as asked (mixed kinds, an unknown file type, matplotlib missing)."""
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ModuleNotFoundError as error:
+        raise PlotError(MISSING_EXTRA) from error
+    matplotlib.use("Agg")  # files only: never needs a display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _name(job_id: int | None, result: Result, several: bool) -> str:
+    return title(result, job_id) if several else (f"job {job_id}" if job_id is not None else "this run")
+
+
+def _valid_rows(result: PaddingResult) -> list[StrategyResult]:
+    return [row for row in result.strategies if row.status == "ok" and row.tokens_per_s is not None]
+
+
+def batch_curves(result: PaddingResult) -> dict[str, list[tuple[int, float]]]:
+    """tokens/s against batch size for each strategy × kernel measured at two or more batch sizes."""
+    curves: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for row in _valid_rows(result):
+        if row.batch_size is not None:
+            curves[f"{row.label} · {row.kernel}"].append((row.batch_size, row.tokens_per_s or 0.0))
+    return {key: sorted(points) for key, points in curves.items() if len({size for size, _ in points}) > 1}
+
+
+def _tokens_per_s_tick(value: float, _: float) -> str:
+    if value >= 1e6:
+        return f"{value / 1e6:.1f}M"
+    return f"{value / 1e3:,.0f}k" if value >= 1e3 else f"{value:,.0f}"
+
+
+def _bar_key(row: StrategyResult) -> str:
+    return f"{row.label}\n{row.kernel}"
+
+
+def _bars(axes: Axes, jobs: list[Labelled]) -> None:
+    padding_jobs = [(job_id, result) for job_id, result in jobs if isinstance(result, PaddingResult)]
+    keys = list(dict.fromkeys(_bar_key(row) for _, result in padding_jobs for row in _valid_rows(result)))
+    width = 0.8 / len(jobs)
+    for position, (job_id, result) in enumerate(padding_jobs):
+        best: dict[str, StrategyResult] = {}
+        for row in _valid_rows(result):  # a layout measured at several batch sizes shows its fastest
+            if _bar_key(row) not in best or (row.tokens_per_s or 0) > (best[_bar_key(row)].tokens_per_s or 0):
+                best[_bar_key(row)] = row
+        xs = [index + (position - (len(jobs) - 1) / 2) * width for index, key in enumerate(keys) if key in best]
+        rows = [best[key] for key in keys if key in best]
+        bars = axes.bar(xs, [row.tokens_per_s or 0.0 for row in rows], width,
+                        label=_name(job_id, result, len(jobs) > 1))
+        labels = [f"{row.padding_efficiency:.0%} eff." if row.padding_efficiency is not None else "" for row in rows]
+        axes.bar_label(bars, labels=labels, fontsize=8, padding=2)
+    axes.set_xticks(range(len(keys)), keys, fontsize=9)
+    axes.set_ylabel("tokens/s (real tokens, higher is better)")
+    axes.yaxis.set_major_formatter(_tokens_per_s_tick)
+    axes.grid(axis="y", alpha=0.3)
+    axes.set_title("throughput per layout (label: padding efficiency)", fontsize=10)
+    if len(jobs) > 1:
+        axes.legend(fontsize=8)
+
+
+def _curves(axes: Axes, jobs: list[Labelled]) -> None:
+    for job_id, result in jobs:
+        assert isinstance(result, PaddingResult)
+        for key, points in batch_curves(result).items():
+            prefix = f"{_name(job_id, result, False)} · " if len(jobs) > 1 else ""
+            axes.plot([size for size, _ in points], [tps for _, tps in points], marker="o", label=prefix + key)
+    axes.set_xscale("log", base=2)
+    axes.set_xlabel("batch size")
+    axes.set_ylabel("tokens/s")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    axes.set_title("tokens/s against batch size", fontsize=10)
+
+
+def _sweep(axes: Axes, jobs: list[Labelled], metric: str, label: str) -> None:
+    for job_id, result in jobs:
+        assert isinstance(result, AttentionResult)
+        lines: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        for cell in result.cells:
+            value = getattr(cell, metric)
+            if cell.status == "ok" and value is not None and value > 0:
+                lines[cell.kernel].append((cell.seq_len, value / (1 << 20) if metric == "peak_memory_bytes" else value))
+        for kernel, points in lines.items():
+            points.sort()
+            prefix = f"{_name(job_id, result, False)} · " if len(jobs) > 1 else ""
+            axes.plot([n for n, _ in points], [v for _, v in points], marker="o", label=prefix + kernel)
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log")
+    axes.set_xlabel("sequence length")
+    axes.set_ylabel(label)
+    axes.grid(alpha=0.3, which="both")
+    axes.legend(fontsize=8)
+
+
+def _figure_title(jobs: list[Labelled]) -> str:
+    if len(jobs) == 1:
+        return title(jobs[0][1], jobs[0][0])
+    return "\n".join(title(result, job_id) for job_id, result in jobs)
+
+
+def draw(jobs: list[Labelled]) -> Figure:
+    kinds = {result.kind for _, result in jobs}
+    if len(kinds) != 1:
+        raise PlotError("plot jobs of one kind at a time: padding jobs or attention sweeps")
+    plt = _pyplot()
+    if kinds == {"attention"}:
+        figure, (time_axes, memory_axes) = plt.subplots(1, 2, figsize=(13, 5.5))
+        _sweep(time_axes, jobs, "median_ms", "median time per call, ms")
+        _sweep(memory_axes, jobs, "peak_memory_bytes", "peak memory above the inputs, MiB")
+    else:
+        with_curves = any(batch_curves(result) for _, result in jobs if isinstance(result, PaddingResult))
+        figure, panels = plt.subplots(1, 2 if with_curves else 1, figsize=(13 if with_curves else 9, 5.5),
+                                      squeeze=False)
+        _bars(panels[0][0], jobs)
+        if with_curves:
+            _curves(panels[0][1], jobs)
+    figure.suptitle(_figure_title(jobs), fontsize=11)
+    figure.tight_layout()
+    return figure
+
+
+def save_plot(jobs: list[Labelled], output: Path) -> None:
+    if output.suffix.lower() not in FORMATS:
+        raise PlotError(f"-o {output}: write a .png or .svg file")
+    figure = draw(jobs)
+    try:
+        figure.savefig(output, dpi=150)
+    except OSError as error:
+        raise PlotError(f"cannot write {output}: {error.strerror}") from error
+    finally:
+        _pyplot().close(figure)

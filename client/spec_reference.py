@@ -1,0 +1,77 @@
+"""The job-spec reference in Markdown, generated from the contract's JSON Schema (`padbench schema
+--format markdown`), so the documented keys, types, defaults and bounds are always the ones enforced.
+
+docs/spec-reference.md is this output; a test fails when the two differ.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from padbench.contract.spec import JOB_SPEC_ADAPTER
+
+# Sections in reading order: the two job kinds, then the parts they refer to.
+ORDER = ("PaddingJobSpec", "AttentionJobSpec", "ModelSpec", "GPT2Fields", "DataSpec", "StrategySpec",
+         "MeasurementSpec", "ProbeSpec", "VarlenLayout")
+BOUNDS = (("minimum", "≥ {}"), ("exclusiveMinimum", "> {}"), ("maximum", "≤ {}"), ("exclusiveMaximum", "< {}"),
+          ("minLength", "≥ {} characters"), ("maxLength", "≤ {} characters"),
+          ("minItems", "≥ {} items"), ("maxItems", "≤ {} items"))
+
+
+def _anchor(name: str) -> str:
+    return name.lower()
+
+
+def describe_type(schema: dict[str, Any]) -> str:
+    """`integer > 0`, `"auto"`, one of `bf16`, `fp16`, …, a link to a section, or a union of those."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return f"[{name}](#{_anchor(name)})"
+    if "anyOf" in schema:
+        return " or ".join(describe_type(option) for option in schema["anyOf"])
+    if "const" in schema:
+        return f"`{json.dumps(schema['const'])}`"
+    if "enum" in schema:
+        return "one of " + ", ".join(f"`{value}`" for value in schema["enum"])
+    kind = schema.get("type", "any")
+    if kind == "array":
+        kind = f"list of {describe_type(schema.get('items', {}))}"
+    elif kind == "object" and "additionalProperties" in schema and isinstance(schema["additionalProperties"], dict):
+        kind = f"mapping to {describe_type(schema['additionalProperties'])}"
+    bounds = [template.format(schema[key]) for key, template in BOUNDS if key in schema]
+    return kind + (f" ({', '.join(bounds)})" if bounds else "")
+
+
+def _default(field: dict[str, Any], required: bool) -> str:
+    if required:
+        return "required"
+    if "default" not in field:
+        return ""
+    value = field["default"]
+    if isinstance(value, (dict, list)) and len(json.dumps(value)) > 40:
+        return "see its section" if isinstance(value, dict) else f"{len(value)} items"
+    return f"`{json.dumps(value)}`"
+
+
+def section(name: str, schema: dict[str, Any]) -> list[str]:
+    lines = [f"## {name}", ""]
+    if schema.get("description"):
+        lines += [" ".join(schema["description"].split()), ""]
+    lines += ["| key | type | default |", "|---|---|---|"]
+    required = set(schema.get("required", ()))
+    for key, field in schema.get("properties", {}).items():
+        lines.append(f"| `{key}` | {describe_type(field)} | {_default(field, key in required)} |")
+    return [*lines, ""]
+
+
+def render_reference() -> str:
+    definitions = JOB_SPEC_ADAPTER.json_schema()["$defs"]
+    names = [name for name in ORDER if name in definitions] + sorted(set(definitions) - set(ORDER))
+    lines = ["# Job spec reference", "",
+             "Generated from the JSON Schema every spec is checked against (`padbench schema --format markdown`); "
+             "`padbench schema` prints the schema itself. Unknown keys are errors. A spec without `kind` is a "
+             "padding job. `dtype` also accepts `bfloat16`, `float16` and `float32`.", ""]
+    for name in names:
+        lines += section(name, definitions[name])
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,148 @@
+"""Several jobs side by side: the same rows (strategy × kernel for padding jobs, kernel × sequence length
+for attention sweeps), each job's figure, and its ratio to the first job's.
+
+Ratios always read "how many times faster than the first job": tokens/s divided by the first job's, or
+for attention sweeps the first job's time divided by this one's. A figure that was not measured (an
+invalid row, an OOM cell, a row the other job lacks) has no ratio.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+
+from padbench.contract.results import AttentionResult, PaddingResult
+from padbench.report.identity import identity, title
+
+Result = PaddingResult | AttentionResult
+FORMATS = ("table", "json", "csv")
+
+
+class CompareError(ValueError):
+    """Results that cannot be compared (a padding job beside an attention sweep, fewer than two)."""
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    key: tuple[str, str]  # (strategy, kernel) or (kernel, sequence length)
+    values: list[float | None]  # one per job, in the jobs' order
+    ratios: list[float | None]  # value relative to the first job's, "× faster"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    kind: str  # "padding" or "attention"
+    key_names: tuple[str, str]
+    metric: str  # "tokens_per_s" or "median_ms"
+    jobs: list[tuple[int | None, Result]]
+    rows: list[CompareRow]
+
+
+def _padding_figures(result: PaddingResult) -> dict[tuple[str, str], float | None]:
+    """Keyed by strategy and kernel; a layout measured at several batch sizes has a row per size."""
+    pairs = [(row.label, row.kernel) for row in result.strategies]
+    figures: dict[tuple[str, str], float | None] = {}
+    for row, pair in zip(result.strategies, pairs, strict=True):
+        strategy = f"{row.label} @ {row.batch_size}" if pairs.count(pair) > 1 else row.label
+        figures[(strategy, row.kernel)] = row.tokens_per_s if row.status == "ok" else None
+    return figures
+
+
+def _attention_figures(result: AttentionResult) -> dict[tuple[str, str], float | None]:
+    return {(cell.kernel, str(cell.seq_len)): cell.median_ms if cell.status == "ok" else None
+            for cell in result.cells}
+
+
+def _ratio(value: float | None, baseline: float | None, higher_is_faster: bool) -> float | None:
+    if value is None or baseline is None or value <= 0 or baseline <= 0:
+        return None
+    return value / baseline if higher_is_faster else baseline / value
+
+
+def compare(jobs: list[tuple[int | None, Result]]) -> Comparison:
+    if len(jobs) < 2:
+        raise CompareError("compare needs at least two jobs")
+    kinds = {result.kind for _, result in jobs}
+    if len(kinds) > 1:
+        raise CompareError("cannot compare a padding job with an attention sweep: compare jobs of one kind")
+    padding = kinds == {"padding"}
+    figures = [_padding_figures(r) if isinstance(r, PaddingResult) else _attention_figures(r) for _, r in jobs]
+    keys = list(dict.fromkeys(key for job_figures in figures for key in job_figures))
+    if not padding:
+        keys.sort(key=lambda key: (key[0], int(key[1])))
+    rows = []
+    for key in keys:
+        values = [job_figures.get(key) for job_figures in figures]
+        rows.append(CompareRow(key, values, [_ratio(value, values[0], padding) for value in values]))
+    return Comparison(kind="padding" if padding else "attention",
+                      key_names=("strategy", "kernel") if padding else ("kernel", "seq_len"),
+                      metric="tokens_per_s" if padding else "median_ms", jobs=jobs, rows=rows)
+
+
+def _figure(value: float | None, metric: str) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if metric == "tokens_per_s" else f"{value:.3g} ms"
+
+
+def _job_label(index: int, job_id: int | None) -> str:
+    return f"job {job_id}" if job_id is not None else f"result {index + 1}"
+
+
+def comparison_table(comparison: Comparison) -> Table:
+    table = Table(show_edge=False, header_style="bold", pad_edge=False, title_justify="left")
+    for name in comparison.key_names:
+        table.add_column(name.replace("_", " "), no_wrap=True)
+    for index, (job_id, _) in enumerate(comparison.jobs):
+        table.add_column(_job_label(index, job_id), justify="right", no_wrap=True)
+        if index:
+            table.add_column(f"× {_job_label(0, comparison.jobs[0][0])}", justify="right", no_wrap=True)
+    for row in comparison.rows:
+        cells = list(row.key)
+        for index, (value, ratio) in enumerate(zip(row.values, row.ratios, strict=True)):
+            cells.append(_figure(value, comparison.metric))
+            if index:
+                cells.append("—" if ratio is None else f"{ratio:.2f}×")
+        table.add_row(*cells)
+    return table
+
+
+def render_compare_table(comparison: Comparison, console: Console) -> None:
+    for index, (job_id, result) in enumerate(comparison.jobs):
+        console.print(f"{_job_label(index, job_id)}: {title(result)}", highlight=False)
+    what = "tokens/s" if comparison.metric == "tokens_per_s" else "median time per call"
+    console.print(f"{what}; ratios: times faster than {_job_label(0, comparison.jobs[0][0])}", highlight=False)
+    console.print()
+    console.print(comparison_table(comparison))
+
+
+def render_compare_json(comparison: Comparison) -> str:
+    document = {
+        "kind": comparison.kind,
+        "metric": comparison.metric,
+        "jobs": [identity(result, job_id) for job_id, result in comparison.jobs],
+        "rows": [{comparison.key_names[0]: row.key[0], comparison.key_names[1]: row.key[1],
+                  "values": row.values, "ratios_vs_first": row.ratios} for row in comparison.rows],
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+def render_compare_csv(comparison: Comparison) -> str:
+    """Long format, one line per job and row, led by the job's identity columns."""
+    buffer = io.StringIO()
+    writer: csv.DictWriter[str] | None = None
+    for position, (job_id, result) in enumerate(comparison.jobs):
+        for row in comparison.rows:
+            line = {**identity(result, job_id), comparison.key_names[0]: row.key[0],
+                    comparison.key_names[1]: row.key[1], comparison.metric: row.values[position],
+                    "ratio_vs_first": row.ratios[position]}
+            if writer is None:
+                writer = csv.DictWriter(buffer, fieldnames=list(line))
+                writer.writeheader()
+            writer.writerow(line)
+    return buffer.getvalue()

@@ -1,0 +1,72 @@
+"""Results on a terminal: the padding table drawn with rich, the fastest valid row highlighted and rows
+whose figure should not be trusted (invalid, failed, noisy, contended) dimmed.
+
+The cells are the plain table's own (`padding.table_rows`), so both views always agree; only the
+drawing differs. When the output is not a terminal (a pipe, a file, CI logs) the plain text table is
+written instead, so scripts that read it see exactly what they always did.
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from padbench.contract.results import AttentionResult, PaddingResult, StrategyResult
+from padbench.report import padding, render_table
+from padbench.report.verdict import curve_lines, ranked_rows, verdict_lines, winner
+
+WINNER_STYLE = "bold green"
+UNTRUSTED_STYLE = "dim"
+
+
+def is_doubtful(row: StrategyResult) -> bool:
+    """A row not to rank by: invalid or failed, or its repeats noisy, or timed beside another GPU process."""
+    noisy = row.spread is not None and row.spread.noisy
+    contended = row.gpu_activity is not None and row.gpu_activity.contended
+    return row.status != "ok" or noisy or contended
+
+
+def padding_table(result: PaddingResult) -> Table:
+    cells, _ = padding.table_rows(result)
+    table = Table(show_edge=False, header_style="bold", pad_edge=False)
+    for column in padding.COLUMNS:
+        table.add_column(column, justify="right" if column in padding.RIGHT_ALIGNED else "left", no_wrap=True)
+    best = winner(result)
+    for row, values in zip(ranked_rows(result.strategies), cells, strict=True):  # table_rows ranks them too
+        style = WINNER_STYLE if row is best else UNTRUSTED_STYLE if is_doubtful(row) else None
+        table.add_row(*values, style=style)
+    return table
+
+
+def print_rich(result: PaddingResult | AttentionResult, console: Console) -> None:
+    if isinstance(result, AttentionResult):
+        console.print(Text(render_table(result)), end="")
+        return
+    _, notes = padding.table_rows(result)
+    for line in padding.header_lines(result):
+        console.print(Text(line))
+    console.print()
+    console.print(padding_table(result))
+    if notes:
+        console.print()
+        for number, note in enumerate(notes, start=1):
+            console.print(Text(f"[{number}] {note}", style=UNTRUSTED_STYLE))
+    console.print()
+    for number, line in enumerate(verdict_lines(result)):
+        console.print(Text(line, style=WINNER_STYLE if number == 0 and winner(result) else ""))
+    curve = curve_lines(result)
+    if curve:
+        console.print(Text("\nbatch-size curves (tokens/s):"))
+        for line in curve:
+            console.print(Text(f"  {line}"))
+
+
+def write_table(result: PaddingResult | AttentionResult, stream: TextIO) -> None:
+    """The results table on `stream`: drawn with rich on a terminal, the plain text table otherwise."""
+    if stream.isatty():
+        print_rich(result, Console(file=stream))
+    else:
+        stream.write(render_table(result))

@@ -1,0 +1,163 @@
+"""`GET /metrics` in the Prometheus text format, for viewer and admin tokens.
+
+Every figure is read from the database when Prometheus scrapes, not counted in this process: several
+server processes behind one database report the same numbers, and a restart loses nothing. What the
+database does not record is not invented (a worker's last contact is the latest moment the queue saw
+it: registration, a claim, a heartbeat or a finished job).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector
+from pydantic import ValidationError
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from padbench.contract.api import JobStatus
+from padbench.contract.results import JOB_RESULT_ADAPTER, PaddingResult
+from padbench.report.identity import device_name, model_name
+from padbench.server.api.deps import ViewerAuth
+from padbench.server.db.clock import db_now
+from padbench.server.db.engine import Database
+from padbench.server.db.models import Job, JobResult, Worker
+from padbench.server.queue import LEASE_EXPIRED_ERROR
+
+router = APIRouter(tags=["metrics"])
+# Queue waits run from seconds (an idle fleet) to days (a busy one); runs from a minute to hours.
+DURATION_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 24 * 3600.0)
+# The child-process outcomes a worker reports as `outcome: detail` (see the worker's isolation module).
+CHILD_OUTCOMES = ("oom", "cuda_error", "timeout", "crash", "error")
+# Newest succeeded jobs read for the last tokens/s per (GPU, model, strategy, kernel).
+RECENT_RESULTS = 200
+
+
+def failure_reason(error: str | None) -> str:
+    """A failed job's reason as one of a few fixed labels, so the metric's label set stays small."""
+    text = error or ""
+    if text == LEASE_EXPIRED_ERROR:
+        return "lease_expired"
+    prefix = text.split(":", 1)[0].strip()
+    if prefix in CHILD_OUTCOMES:
+        return prefix
+    if text.startswith("the job's result does not match"):
+        return "invalid_result"
+    if text.startswith("the server rejected"):
+        return "rejected_result"
+    return "other"
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float | None:
+    return None if start is None or end is None else max(0.0, (end - start).total_seconds())
+
+
+def _histogram(name: str, documentation: str, values: list[float]) -> HistogramMetricFamily:
+    buckets = [(str(bound), float(sum(value <= bound for value in values))) for bound in DURATION_BUCKETS]
+    buckets.append(("+Inf", float(len(values))))
+    return HistogramMetricFamily(name, documentation, buckets=buckets, sum_value=sum(values))
+
+
+class QueueCollector(Collector):
+    """Reads the app's database (opened at start-up, after this collector is registered) on each scrape."""
+
+    def __init__(self, app_state: Any, lease_seconds: float) -> None:
+        self.app_state = app_state
+        self.lease_seconds = lease_seconds
+
+    def collect(self) -> Iterator[Any]:
+        database: Database = self.app_state.database
+        with database.read() as session:
+            now = session.scalar(select(db_now()))
+            assert now is not None
+            yield from self._jobs(session)
+            yield from self._durations(session)
+            yield from self._workers(session, now)
+            yield self._throughput(session)
+
+    def _jobs(self, session: Session) -> Iterator[Any]:
+        by_status = dict(session.execute(select(Job.status, func.count()).group_by(Job.status)).all())
+        jobs = GaugeMetricFamily("padbench_jobs", "Jobs in each status", labels=["status"])
+        for job_status in JobStatus:
+            jobs.add_metric([job_status.value], by_status.get(job_status.value, 0))
+        yield jobs
+        claims = session.scalar(select(func.coalesce(func.sum(Job.attempts), 0)))
+        yield CounterMetricFamily("padbench_job_claims", "Claims of jobs by workers (attempts started)",
+                                  value=float(claims or 0))
+        failures = CounterMetricFamily("padbench_job_failures", "Failed jobs by reason", labels=["reason"])
+        counts: dict[str, int] = {}
+        for error in session.scalars(select(Job.error).where(Job.status == JobStatus.failed.value)):
+            counts[failure_reason(error)] = counts.get(failure_reason(error), 0) + 1
+        for reason, count in sorted(counts.items()):
+            failures.add_metric([reason], count)
+        yield failures
+
+    def _durations(self, session: Session) -> Iterator[Any]:
+        rows = session.execute(select(Job.created_at, Job.started_at, Job.finished_at)).all()
+        waits = [wait for created, started, _ in rows if (wait := _seconds(created, started)) is not None]
+        runs = [run for _, started, finished in rows if (run := _seconds(started, finished)) is not None]
+        yield _histogram("padbench_job_queue_wait_seconds", "Seconds from submission to the latest claim", waits)
+        yield _histogram("padbench_job_run_seconds", "Seconds from the latest claim to the end, finished jobs", runs)
+
+    def _workers(self, session: Session, now: datetime) -> Iterator[Any]:
+        last_job_contact = dict(session.execute(
+            select(Job.worker_id, func.max(func.coalesce(Job.finished_at, Job.started_at)))
+            .where(Job.worker_id.is_not(None)).group_by(Job.worker_id)).all())
+        # A running job's lease deadline is its last heartbeat plus the lease length.
+        heartbeats = dict(session.execute(
+            select(Job.worker_id, func.max(Job.lease_expires_at))
+            .where(Job.status == JobStatus.running.value).group_by(Job.worker_id)).all())
+        age = GaugeMetricFamily("padbench_worker_last_seen_age_seconds",
+                                "Seconds since the worker's last heartbeat, claim, finished job or registration",
+                                labels=["worker", "device", "gpu"])
+        for worker in session.scalars(select(Worker)):
+            moments = [worker.registered_at, last_job_contact.get(worker.id)]
+            deadline = heartbeats.get(worker.id)
+            if deadline is not None:
+                moments.append(deadline - timedelta(seconds=self.lease_seconds))
+            latest = max(moment for moment in moments if moment is not None)
+            capabilities = worker.capabilities or {}
+            age.add_metric([worker.name, str(capabilities.get("device", "")), str(capabilities.get("gpu_name") or "")],
+                           _seconds(latest, now) or 0.0)
+        yield age
+
+    def _throughput(self, session: Session) -> GaugeMetricFamily:
+        gauge = GaugeMetricFamily("padbench_last_tokens_per_second",
+                                  "tokens/s of the newest valid measurement per GPU, model, strategy and kernel",
+                                  labels=["gpu", "model", "dtype", "strategy", "kernel"])
+        seen: set[tuple[str, ...]] = set()
+        documents = session.scalars(
+            select(JobResult.result).join(Job, Job.id == JobResult.job_id)
+            .where(Job.kind == "padding").order_by(JobResult.job_id.desc()).limit(RECENT_RESULTS))
+        for document in documents:
+            try:
+                result = JOB_RESULT_ADAPTER.validate_python(document)
+            except ValidationError:  # stored under an older contract: skipped, not guessed at
+                continue
+            if not isinstance(result, PaddingResult):
+                continue
+            for row in result.strategies:
+                labels = (device_name(result), model_name(result), result.spec.dtype, row.label, row.kernel)
+                if row.status == "ok" and row.tokens_per_s is not None and labels not in seen:
+                    seen.add(labels)
+                    gauge.add_metric(list(labels), row.tokens_per_s)
+        return gauge
+
+
+@router.get("/metrics", response_class=Response, summary="Prometheus metrics (viewer or admin token)")
+def metrics(request: Request, principal: ViewerAuth) -> Response:
+    registry: CollectorRegistry = request.app.state.metrics_registry
+    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+
+def install_metrics(app: FastAPI, lease_seconds: float) -> None:
+    """Add `/metrics` with a registry of the app's own (two apps in one process never share figures)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(QueueCollector(app.state, lease_seconds))
+    app.state.metrics_registry = registry
+    app.include_router(router)

@@ -1,0 +1,63 @@
+"""The dashboard: server-rendered page shells (Jinja2) whose data the browser reads from the same `/v1`
+API the CLI uses, with the token the reader typed in (kept in the tab's sessionStorage).
+
+The pages carry no job data themselves, so they need no authentication: without a token the browser
+shows nothing but the token form. A Content-Security-Policy of `'self'` keeps every page from loading
+anything from elsewhere (the charting library is served from `static/vendor/`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi import Path as PathParam
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+import padbench
+from padbench.contract.api import API_PREFIX
+from padbench.server.web.docs import docs_router
+
+HERE = Path(__file__).parent
+CONTENT_SECURITY_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'"
+MAX_COMPARED = 8  # jobs in one compare view: beyond that neither the table nor the chart stays readable
+COMPARE_IDS = rf"^\d+(,\d+){{1,{MAX_COMPARED - 1}}}$"
+
+templates = Jinja2Templates(directory=HERE / "templates")
+router = APIRouter(include_in_schema=False)
+
+
+def _page(request: Request, template: str, **context: object) -> HTMLResponse:
+    # Paths, not absolute URLs: behind a TLS-terminating proxy an http:// URL would be blocked as mixed content.
+    root = request.scope.get("root_path", "")
+    response = templates.TemplateResponse(request, template, {
+        "api": root + API_PREFIX, "static": root + "/static", "version": padbench.__version__, **context})
+    response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@router.get("/", response_class=HTMLResponse)
+def job_list(request: Request) -> HTMLResponse:
+    return _page(request, "jobs.html", title="jobs")
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+def job_page(request: Request, job_id: Annotated[int, PathParam(ge=1, le=2**63 - 1)]) -> HTMLResponse:
+    return _page(request, "job.html", title=f"job {job_id}", job_id=job_id)
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare_page(request: Request, ids: Annotated[str, Query(pattern=COMPARE_IDS, max_length=200)]) -> HTMLResponse:
+    """`/compare?ids=3,4`: two to eight jobs side by side (the first is the baseline of every ratio)."""
+    return _page(request, "compare.html", title=f"compare {ids.replace(',', ', ')}", ids=ids)
+
+
+def install_web(app: FastAPI) -> None:
+    """Dashboard pages at `/`, `/jobs/{id}`, `/compare`; static files and vendored libraries at `/static`."""
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    app.include_router(router)
+    app.include_router(docs_router(app))

@@ -1,0 +1,120 @@
+// Shared by every dashboard page: the token (kept in this tab's sessionStorage), calls to the /v1 API,
+// and the formatting the CLI's tables use. No page shows job data until a token is given.
+"use strict";
+
+const TOKEN_KEY = "padbench-token";
+const API = document.body.dataset.api;
+const MISSING = "—";
+
+function storedToken() { return sessionStorage.getItem(TOKEN_KEY); }
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (name === "text") node.textContent = value;
+    else if (name === "className") node.className = value;
+    else node.setAttribute(name, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+function showError(message) {
+  const box = document.getElementById("error");
+  box.textContent = message;
+  box.hidden = !message;
+}
+
+class ApiError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+async function api(path) {
+  const response = await fetch(API + path, { headers: { Authorization: `Bearer ${storedToken()}` } });
+  if (response.ok) return response.json();
+  let detail = response.statusText;
+  try { detail = (await response.json()).detail || detail; } catch (_) { /* not JSON */ }
+  if (response.status === 401) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    askForToken();
+  }
+  throw new ApiError(response.status, `${response.status}: ${typeof detail === "string" ? detail : JSON.stringify(detail)}`);
+}
+
+function askForToken() {
+  document.getElementById("token-form").hidden = false;
+  document.getElementById("content").hidden = true;
+  document.getElementById("token-state").textContent = "";
+}
+
+function setUpToken(start) {
+  document.getElementById("token-entry").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = document.getElementById("token-input").value.trim();
+    if (!value) return;
+    sessionStorage.setItem(TOKEN_KEY, value);
+    document.getElementById("token-input").value = "";
+    begin(start);
+  });
+  if (storedToken()) begin(start); else askForToken();
+}
+
+function begin(start) {
+  document.getElementById("token-form").hidden = true;
+  document.getElementById("content").hidden = false;
+  const state = document.getElementById("token-state");
+  state.replaceChildren("token set · ", el("a", { href: "#", id: "forget-token", text: "forget it" }));
+  document.getElementById("forget-token").addEventListener("click", (event) => {
+    event.preventDefault();
+    sessionStorage.removeItem(TOKEN_KEY);
+    location.reload();
+  });
+  start().catch((error) => showError(error.message));
+}
+
+// --- formatting, as the CLI's tables print it ---------------------------------------------------------
+const fmt = {
+  int: (v) => (v == null ? MISSING : Math.round(v).toLocaleString("en-US")),
+  fixed: (v, digits) => (v == null ? MISSING : v.toFixed(digits)),
+  ratio: (v) => (v == null ? MISSING : `${v.toFixed(2)}×`),
+  pct: (v) => (v == null ? MISSING : `${(v * 100).toFixed(0)}%`),
+  bytes(count) {
+    if (count == null) return MISSING;
+    for (const [unit, size] of [["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]]) {
+      if (count >= size) return `${(count / size).toFixed(1)} ${unit}`;
+    }
+    return `${count} B`;
+  },
+  when: (iso) => (iso ? iso.replace("T", " ").slice(0, 19) : MISSING),
+};
+
+function strategyLabel(row) { return row.strategy === "binned" ? `binned[${row.n_bins}]` : row.strategy; }
+
+function modelOf(spec) {
+  if (spec.kind === "attention") return `attention B${spec.batch} H${spec.heads} D${spec.head_dim}`;
+  const model = spec.model;
+  if (typeof model === "string") return model;
+  if (!model) return MISSING;
+  return model.preset || model.path || model.name || model.id || "custom GPT-2";
+}
+
+function gpuOf(result) { return result.environment.gpu_name || result.environment.device; }
+
+function identityOf(jobId, result) {
+  const mode = result.kind === "padding" ? result.spec.mode : result.spec.direction;
+  return [`job ${jobId}`, modelOf(result.spec), gpuOf(result), result.spec.dtype, mode,
+          result.environment.started_at.slice(0, 10)].join(" · ");
+}
+
+// The fastest row with a valid figure (what the CLI highlights); null when there is none.
+function winnerOf(result) {
+  if (result.kind !== "padding") return null;
+  const valid = result.strategies.filter((row) => row.tokens_per_s != null && !isDoubtful(row));
+  return valid.reduce((best, row) => (best && best.tokens_per_s >= row.tokens_per_s ? best : row), null);
+}
+
+// Invalid or failed, or marked noisy or contended (a flag of that name, or in a list of marks).
+function isDoubtful(row) {
+  const marks = row.marks || [];
+  return row.status !== "ok" || ["noisy", "contended"].some((mark) => Boolean(row[mark]) || marks.includes(mark));
+}

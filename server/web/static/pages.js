@@ -1,0 +1,206 @@
+// The three pages: the job list (live while jobs run), one job (status, charts, results, environment,
+// spec) and several jobs compared. Each reads the /v1 API with the tab's token.
+"use strict";
+
+const REFRESH_MS = 2000;
+const resultCache = new Map(); // job id -> result document; a finished job's result never changes
+
+async function resultOf(job) {
+  if (job.status !== "succeeded") return null;
+  if (!resultCache.has(job.id)) resultCache.set(job.id, await api(`/jobs/${job.id}/results`));
+  return resultCache.get(job.id);
+}
+
+function progressBar(job) {
+  const fraction = job.status === "succeeded" ? 1 : job.progress || 0;
+  const fill = el("span", { className: "fill" });
+  fill.style.width = `${Math.round(fraction * 100)}%`;
+  const text = job.progress == null && job.status !== "succeeded" ? MISSING : `${Math.round(fraction * 100)}%`;
+  return el("span", { className: "progress", title: job.progress_message || "" }, el("span", { className: "bar" }, fill),
+            ` ${text}`);
+}
+
+function statusBadge(job) {
+  return el("span", { className: `status status-${job.status}`, text: job.status });
+}
+
+// --- job list -------------------------------------------------------------------------------------------
+const selected = new Set();
+
+async function jobRow(job) {
+  const result = await resultOf(job);
+  const winner = result && winnerOf(result);
+  const box = el("input", { type: "checkbox", "aria-label": `select job ${job.id}` });
+  box.checked = selected.has(job.id);
+  box.addEventListener("change", () => {
+    if (box.checked) selected.add(job.id); else selected.delete(job.id);
+    document.getElementById("compare-selected").disabled = selected.size < 2;
+  });
+  const cells = [box, el("a", { href: `/jobs/${job.id}`, text: `#${job.id}` }), statusBadge(job), progressBar(job),
+                 job.name || MISSING, job.kind, modelOf(job.spec), result ? gpuOf(result) : job.worker || MISSING,
+                 job.spec.dtype, winner ? `${strategyLabel(winner)} · ${fmt.int(winner.tokens_per_s)} tok/s` : MISSING,
+                 fmt.when(job.created_at)];
+  return el("tr", { "data-job-id": job.id, "data-status": job.status }, ...cells.map((cell) => el("td", {}, cell)));
+}
+
+async function refreshJobs() {
+  const page = await api("/jobs?limit=50");
+  const rows = await Promise.all(page.items.map(jobRow));
+  document.querySelector("#jobs tbody").replaceChildren(...rows);
+  document.getElementById("jobs-total").textContent = `${page.items.length} shown of ${page.total}`;
+  showError("");
+}
+
+async function startJobs() {
+  document.getElementById("compare-selected").addEventListener("click", () => {
+    location.href = `/compare?ids=${[...selected].sort((a, b) => a - b).join(",")}`;
+  });
+  await refreshJobs();
+  setInterval(() => refreshJobs().catch((error) => showError(error.message)), REFRESH_MS);
+}
+
+// --- one job --------------------------------------------------------------------------------------------
+const PADDING_COLUMNS = ["strategy", "kernel", "batch", "tokens/s", "vs static", "padding eff.", "MFU",
+                         "peak memory", "max logit error", "valid"];
+
+function memoryOf(row) {
+  const memory = row.memory;
+  if (!memory) return MISSING;
+  if (memory.peak_allocated_bytes != null) return fmt.bytes(memory.peak_allocated_bytes);
+  if (memory.host_peak_rss_bytes != null) return `${fmt.bytes(memory.host_peak_rss_bytes)} RSS`;
+  return MISSING;
+}
+
+function paddingTable(result) {
+  const winner = winnerOf(result);
+  const notes = [];
+  const body = result.strategies.map((row) => {
+    const validity = row.status === "ok" ? "yes"
+      : `${row.status === "invalid" ? "no" : "failed"} [${notes.push(row.invalid_reason || row.error || "no reason recorded")}]`;
+    const cells = [strategyLabel(row), row.kernel, row.batch_size ?? MISSING, fmt.int(row.tokens_per_s),
+                   fmt.ratio(row.speedup_vs_static), fmt.fixed(row.padding_efficiency, 2), fmt.fixed(row.mfu, 2),
+                   memoryOf(row), row.max_logit_error == null ? MISSING : row.max_logit_error.toExponential(1), validity];
+    const className = row === winner ? "winner" : isDoubtful(row) ? "doubtful" : "";
+    return el("tr", { className }, ...cells.map((cell) => el("td", { text: String(cell) })));
+  });
+  const table = el("table", { className: "grid results" },
+                   el("thead", {}, el("tr", {}, ...PADDING_COLUMNS.map((name) => el("th", { text: name })))),
+                   el("tbody", {}, ...body));
+  const noteList = el("ol", { className: "notes" }, ...notes.map((note) => el("li", { text: note })));
+  return [table, noteList];
+}
+
+function attentionTable(result) {
+  const kernels = [...new Set(result.cells.map((cell) => cell.kernel))];
+  const lengths = [...new Set(result.cells.map((cell) => cell.seq_len))].sort((a, b) => a - b);
+  const byKey = new Map(result.cells.map((cell) => [`${cell.kernel}@${cell.seq_len}`, cell]));
+  const show = (cell) => (!cell ? MISSING : cell.status !== "ok" ? cell.status
+    : `${cell.median_ms.toPrecision(3)} ms · ${fmt.bytes(cell.peak_memory_bytes)}`);
+  const rows = lengths.map((n) => el("tr", {}, el("td", { text: String(n) }),
+    ...kernels.map((kernel) => el("td", { text: show(byKey.get(`${kernel}@${n}`)) }))));
+  return [el("p", { className: "hint", text: "median time per call · peak memory above the inputs" }),
+          el("table", { className: "grid results" },
+             el("thead", {}, el("tr", {}, el("th", { text: "N" }), ...kernels.map((k) => el("th", { text: k })))),
+             el("tbody", {}, ...rows))];
+}
+
+function verdictOf(result) {
+  const winner = winnerOf(result);
+  if (!winner) return null;
+  const versus = winner.speedup_vs_static == null ? "" : `, ${fmt.ratio(winner.speedup_vs_static)} static padding`;
+  return `Fastest valid layout: ${strategyLabel(winner)} on ${winner.kernel} at batch ${winner.batch_size ?? MISSING}: `
+    + `${fmt.int(winner.tokens_per_s)} tokens/s${versus}.`;
+}
+
+function showResult(jobId, result) {
+  document.getElementById("job-title").textContent = identityOf(jobId, result);
+  const verdict = verdictOf(result);
+  const verdictBox = document.getElementById("verdict");
+  verdictBox.textContent = verdict || "";
+  verdictBox.hidden = !verdict;
+  drawResultCharts(document.getElementById("charts"), result);
+  document.getElementById("results").replaceChildren(...(result.kind === "padding" ? paddingTable(result)
+                                                                                  : attentionTable(result)));
+  const facts = Object.entries(result.environment).filter(([, value]) => value != null && value !== "")
+    .map(([name, value]) => el("tr", {}, el("th", { text: name }),
+                               el("td", { text: typeof value === "object" ? JSON.stringify(value) : String(value) })));
+  document.getElementById("environment").replaceChildren(...facts);
+}
+
+function showJobStatus(job) {
+  const parts = [statusBadge(job), " ", progressBar(job), ` ${job.progress_message || ""}`,
+                 job.worker ? ` · worker ${job.worker}` : "", ` · attempts ${job.attempts}/${job.max_attempts}`];
+  if (job.error) parts.push(el("div", { className: "error", text: job.error }));
+  document.getElementById("job-status").replaceChildren(...parts);
+  document.getElementById("spec").textContent = JSON.stringify(job.spec, null, 2);
+}
+
+async function startJob() {
+  const jobId = Number(document.body.dataset.jobId);
+  const poll = async () => {
+    const job = await api(`/jobs/${jobId}`);
+    showJobStatus(job);
+    if (job.status === "succeeded") showResult(jobId, await resultOf(job));
+    if (!["succeeded", "failed", "cancelled"].includes(job.status)) setTimeout(() => poll().catch((e) => showError(e.message)), REFRESH_MS);
+  };
+  await poll();
+}
+
+// --- compare --------------------------------------------------------------------------------------------
+function figuresOf(result) {
+  const figures = new Map();
+  if (result.kind === "padding") {
+    // Keyed by strategy and kernel; a layout measured at several batch sizes has a row per size.
+    const pairs = result.strategies.map((row) => `${strategyLabel(row)}|${row.kernel}`);
+    result.strategies.forEach((row, index) => {
+      const repeated = pairs.filter((pair) => pair === pairs[index]).length > 1;
+      const strategy = repeated ? `${strategyLabel(row)} @ ${row.batch_size}` : strategyLabel(row);
+      figures.set(JSON.stringify([strategy, row.kernel]), row.status === "ok" ? row.tokens_per_s : null);
+    });
+  } else {
+    for (const cell of result.cells) figures.set(JSON.stringify([cell.kernel, String(cell.seq_len)]),
+                                                 cell.status === "ok" ? cell.median_ms : null);
+  }
+  return figures;
+}
+
+// Same rules as `padbench compare`: ratios say how many times faster than the first job.
+function comparisonRows(results) {
+  const figures = results.map(figuresOf);
+  const keys = [...new Set(figures.flatMap((map) => [...map.keys()]))];
+  const higherIsFaster = results[0].kind === "padding";
+  return keys.map((key) => {
+    const values = figures.map((map) => map.get(key) ?? null);
+    const base = values[0];
+    const ratios = values.map((value) => (value == null || base == null || value <= 0 || base <= 0 ? null
+      : higherIsFaster ? value / base : base / value));
+    return { key: JSON.parse(key), values, ratios };
+  });
+}
+
+async function startCompare() {
+  const ids = document.body.dataset.ids.split(",").map(Number);
+  const jobs = await Promise.all(ids.map((id) => api(`/jobs/${id}`)));
+  const unfinished = jobs.filter((job) => job.status !== "succeeded");
+  if (unfinished.length) throw new Error(`no results yet for ${unfinished.map((job) => `job ${job.id} (${job.status})`).join(", ")}`);
+  const results = await Promise.all(jobs.map(resultOf));
+  if (new Set(results.map((result) => result.kind)).size > 1) throw new Error("compare jobs of one kind: padding jobs or attention sweeps");
+  document.getElementById("compared-jobs").replaceChildren(
+    ...jobs.map((job, index) => el("li", {}, el("a", { href: `/jobs/${job.id}`, text: identityOf(job.id, results[index]) }))));
+  const padding = results[0].kind === "padding";
+  const metric = padding ? "tokens/s" : "median ms per call";
+  document.getElementById("compare-metric").textContent = `${metric}; ratios: times faster than job ${ids[0]}`;
+  const rows = comparisonRows(results);
+  const header = [...(padding ? ["strategy", "kernel"] : ["kernel", "N"]),
+                  ...ids.flatMap((id, index) => (index ? [`job ${id}`, `× job ${ids[0]}`] : [`job ${id}`]))];
+  const show = (value) => (value == null ? MISSING : padding ? fmt.int(value) : `${value.toPrecision(3)} ms`);
+  const body = rows.map((row) => el("tr", {}, ...row.key.map((part) => el("td", { text: part })),
+    ...row.values.flatMap((value, index) => (index ? [el("td", { text: show(value) }), el("td", { text: fmt.ratio(row.ratios[index]) })]
+                                                   : [el("td", { text: show(value) })]))));
+  document.getElementById("comparison").replaceChildren(
+    el("thead", {}, el("tr", {}, ...header.map((name) => el("th", { text: name })))), el("tbody", {}, ...body));
+  comparisonChart(document.getElementById("compare-chart"), jobs, rows, metric);
+}
+
+const PAGES = { jobs: startJobs, job: startJob, compare: startCompare };
+setUpToken(PAGES[document.body.dataset.page]);

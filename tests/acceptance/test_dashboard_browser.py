@@ -1,0 +1,139 @@
+"""The dashboard in a real headless Chromium (Playwright), against a real server and a real CPU worker:
+jobs submitted through the API appear in the list and update live until they finish, a job's page shows
+its results table and a rendered chart, and the compare view opens with both jobs side by side. Every
+request the browser makes goes to the padbench server itself.
+
+Chromium is the distribution's (`apt-get install chromium`; Playwright's own browser download is not
+needed): PADBENCH_CHROMIUM names another binary. The test skips, saying why, only when no Chromium or no
+Playwright can be found. Screenshots go to a temporary folder, or to PADBENCH_SCREENSHOTS when set
+(`PADBENCH_SCREENSHOTS=docs/images` refreshes the ones the README shows).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.acceptance.conftest import LiveServer, running_worker
+from tests.acceptance.specs import QUICK
+
+pytestmark = pytest.mark.slow
+CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
+# Four layouts, so the chart and table look like a real run's; still seconds on a CPU.
+DASHBOARD_SPEC: dict[str, Any] = QUICK | {"name": "dashboard-cpu",
+                                          "strategies": ["static", "dynamic", {"name": "binned", "n_bins": 4},
+                                                         "packed"]}
+# A few seconds of kernels on a CPU: enough for the sweep's log-axis charts.
+ATTENTION_SPEC: dict[str, Any] = {"kind": "attention", "name": "dashboard-attention", "batch": 1, "heads": 2,
+                                  "head_dim": 16, "seq_lens": [64, 128, 256, 512], "causal": True, "dtype": "fp32",
+                                  "kernels": ["naive", "sdpa-math", "sdpa-flash"], "device": "cpu", "warmup": 1,
+                                  "repeats": 3}
+TIMEOUT_MS = 120_000
+
+
+def chromium_path() -> str:
+    named = os.environ.get("PADBENCH_CHROMIUM")
+    found = named or next((path for name in CHROMIUM_CANDIDATES if (path := shutil.which(name))), None)
+    if not found or not Path(found).exists():
+        pytest.skip("no Chromium: apt-get install -y chromium (or set PADBENCH_CHROMIUM to a Chromium binary)")
+    return found
+
+
+@pytest.fixture
+def browser_page(live_server: LiveServer) -> Iterator[Any]:
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (the dev extra)")
+    executable = chromium_path()
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(TIMEOUT_MS)
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def screenshots(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("PADBENCH_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def test_jobs_run_and_their_pages_render_in_a_browser(live_server: LiveServer, browser_page: Any,
+                                                      screenshots: Path) -> None:
+    page = browser_page
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    problems: list[str] = []  # script errors and console errors (a CSP violation is reported there)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    page.goto(live_server.url + "/")
+    page.fill("#token-input", live_server.tokens.viewer)
+    page.click("#token-entry button")
+    with live_server.client() as client:
+        first, second = (client.submit(DASHBOARD_SPEC).id for _ in range(2))
+        sweep = client.submit(ATTENTION_SPEC).id
+    page.wait_for_selector(f'tr[data-job-id="{first}"]')  # the list picks up new jobs on its own
+    with running_worker(live_server, "browser-cpu"):
+        for job_id in (first, second, sweep):
+            page.wait_for_selector(f'tr[data-job-id="{job_id}"][data-status="succeeded"]')
+    page.wait_for_function(f'document.querySelector(\'tr[data-job-id="{first}"]\').textContent.includes("tok/s")')
+    page.screenshot(path=screenshots / "dashboard-jobs.png", full_page=True)
+
+    page.click(f'tr[data-job-id="{first}"] a')
+    page.wait_for_selector("table.results tbody tr")
+    assert page.locator("table.results tbody tr").count() == 4
+    assert page.locator("table.results tr.winner").count() == 1
+    page.wait_for_function("Chart.getChart(document.querySelector('#charts canvas')) !== undefined")
+    drawn = page.evaluate("Chart.getChart(document.querySelector('#charts canvas')).data.datasets[0].data.length")
+    assert drawn == 4
+    assert "sdpa" in page.inner_text("#spec") and page.inner_text("#environment")
+    page.screenshot(path=screenshots / "dashboard-job.png", full_page=True)
+
+    page.goto(f"{live_server.url}/jobs/{sweep}")  # an attention sweep: time and memory against length, log axes
+    page.wait_for_selector("table.results tbody tr")
+    assert page.locator("table.results tbody tr").count() == 4
+    page.wait_for_function("Chart.getChart(document.querySelector('#charts canvas')) !== undefined")
+    axes = page.evaluate("Chart.getChart(document.querySelector('#charts canvas')).options.scales.x.type")
+    assert axes == "logarithmic"
+    assert page.evaluate("Chart.getChart(document.querySelector('#charts canvas')).data.datasets.length") == 3
+    page.screenshot(path=screenshots / "dashboard-attention.png", full_page=True)
+
+    page.goto(live_server.url + "/")
+    for job_id in (first, second):
+        page.check(f'tr[data-job-id="{job_id}"] input[type=checkbox]')
+    page.click("#compare-selected")
+    page.wait_for_url(f"**/compare?ids={min(first, second)},{max(first, second)}")
+    page.wait_for_selector("#comparison tbody tr")
+    assert page.locator("#comparison tbody tr").count() == 4
+    assert "×" in page.inner_text("#comparison")
+    page.wait_for_function("Chart.getChart(document.querySelector('#compare-chart')) !== undefined")
+    page.screenshot(path=screenshots / "dashboard-compare.png", full_page=True)
+
+    assert requested and all(url.startswith(live_server.url) for url in requested), requested
+    assert problems == []
+
+
+def test_without_a_token_no_data_is_shown(live_server: LiveServer, browser_page: Any) -> None:
+    with live_server.client() as client:
+        job_id = client.submit(DASHBOARD_SPEC).id
+    browser_page.goto(f"{live_server.url}/jobs/{job_id}")
+    assert browser_page.is_visible("#token-form") and not browser_page.is_visible("#content")
+    assert "dashboard-cpu" not in browser_page.content()
+
+
+@pytest.mark.parametrize(("path", "title_selector"), [("/docs", ".swagger-ui .info .title"), ("/redoc", "h1")])
+def test_api_docs_render_from_the_servers_own_assets(live_server: LiveServer, browser_page: Any, path: str,
+                                                     title_selector: str) -> None:
+    requested: list[str] = []
+    browser_page.on("request", lambda request: requested.append(request.url))
+    browser_page.goto(live_server.url + path)
+    browser_page.wait_for_function(
+        f"[...document.querySelectorAll({title_selector!r})].some(e => e.textContent.includes('padbench'))")
+    assert all(url.startswith((live_server.url, "blob:", "data:")) for url in requested), requested
