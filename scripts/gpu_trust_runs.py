@@ -81,7 +81,8 @@ def job_spec(arguments: argparse.Namespace, name: str, **overrides: Any) -> dict
 def run_job(arguments: argparse.Namespace, run: str, spec: dict[str, Any]) -> int:
     spec_path = arguments.out_dir / f"{run}.yaml"
     spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    command = [arguments.python, "-m", "padbench.cli", "run", str(spec_path),
+    # -P: the checkout's padbench/ folder (the contract alone) must not shadow the installed package.
+    command = [arguments.python, "-P", "-m", "padbench.cli", "run", str(spec_path),
                "--json", str(arguments.out_dir / f"{run}.json")]
     return run_logged(arguments, run, command)
 

@@ -80,8 +80,11 @@ def verdict_lines(result: PaddingResult) -> list[str]:
     excluded = sum(1 for row in result.strategies if is_excluded(row))
     lines = []
     if not ranked:
-        lines.append("verdict: none — no row was validly measured" + (
-            f" ({excluded} contended row(s) left out)" if excluded else ""))
+        if excluded:
+            lines.append(f"verdict: none — every measured row ran beside another process on the GPU ({excluded} "
+                         "contended row(s) left out; measurement.allow_contention keeps them)")
+        else:
+            lines.append("verdict: none — no row was validly measured")
         return lines
     top = ranked[0]
     assert top.tokens_per_s is not None
