@@ -200,3 +200,14 @@ def test_a_fresh_child_per_size_when_reuse_is_off_finds_the_same_limit(cache: Pr
                              probe_target=TARGETS + "fake_device")
     assert all(attempt.new_process for attempt in report.probes)
     assert (report.largest_fit, report.smallest_oom, report.chosen) == (30, 31, 29)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["tiny-llama", "tiny-gemma2"])
+def test_the_probe_brackets_the_limit_of_other_model_families(cache: ProbeCache, preset: str) -> None:
+    """Grouped-query attention, gated MLPs, untied heads and (Gemma) soft-capping in the probe's children."""
+    spec = cpu_spec(128 * MIB).model_copy(update={"model": ModelSpec(preset=preset),
+                                                  "attention": "eager" if preset == "tiny-gemma2" else "sdpa"})
+    report = find_batch_size(spec, STATIC, spec.attention, quiet, cache=cache)
+    assert report.largest_fit >= 1 and report.smallest_oom is not None
+    assert report.smallest_oom - report.largest_fit <= bracket_tolerance(report.largest_fit)
