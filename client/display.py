@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from padbench.contract.api import JobOut, JobPage
+from padbench.contract.api import JobOut, JobPage, JobSummary
 
 
 def _when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S") if moment else "-"
 
 
-def _progress(job: JobOut) -> str:
+def _progress(job: JobSummary) -> str:
     return f"{job.progress * 100:.0f}%" if job.progress is not None else "-"
 
 

@@ -14,7 +14,8 @@ from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
 
 
 class ResultModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # A figure that is NaN or infinite was not measured; it must be None, and NaN is not JSON anyway.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Environment(ResultModel):

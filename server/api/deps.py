@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Path, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
+from padbench.contract.bounds import MAX_DB_ID
 from padbench.server.core.config import Settings
 from padbench.server.core.security import Principal, Role, TokenStore
 from padbench.server.db.engine import Database
@@ -76,3 +77,5 @@ ReadSessionDep = Annotated[Session, Depends(get_read_session, scope="function")]
 SubmitterAuth = Annotated[Principal, Depends(require_role(Role.submitter))]
 WorkerAuth = Annotated[Principal, Depends(require_role(Role.worker))]
 AdminAuth = Annotated[Principal, Depends(require_role(Role.admin))]
+# An id in a URL: past the database's integer range it names nothing, so it is a 422, not a driver error.
+JobIdPath = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
