@@ -14,6 +14,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from padbench.contract.bounds import MAX_DB_ID
+from padbench.server.api.auth_gate import gated_principal
 from padbench.server.core.config import Settings
 from padbench.server.core.security import Principal, Role, TokenStore
 from padbench.server.db.engine import Database
@@ -43,6 +44,9 @@ def get_read_session(request: Request) -> Iterator[Session]:
 def get_current_principal(
     request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)]
 ) -> Principal:
+    gated = gated_principal(request.state)
+    if gated is not None:  # the gate already checked the token, before the body was read
+        return gated
     challenge = {"WWW-Authenticate": "Bearer"}
     if credentials is None:
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing bearer token (Authorization: Bearer …)",

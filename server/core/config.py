@@ -53,6 +53,10 @@ class Settings(BaseSettings):
     # its 989 TFLOP/s dense bf16 peak.
     max_job_tokens: int = Field(default=50_000_000_000, ge=1)
     max_job_flops: float = Field(default=1e19, gt=0, allow_inf_nan=False)
+    # A client address with this many failed authentications within the window gets 429 until the oldest
+    # ages out: a person who mistyped a token is not hindered, a guesser is held to a few tries a minute.
+    auth_failure_limit: int = Field(default=20, ge=1)
+    auth_failure_window_seconds: float = Field(default=60.0, gt=0, allow_inf_nan=False)
 
     @field_validator("tokens_file", mode="before")
     @classmethod
