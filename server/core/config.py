@@ -55,6 +55,8 @@ class Settings(BaseSettings):
     max_job_flops: float = Field(default=1e19, gt=0, allow_inf_nan=False)
     # A client address with this many failed authentications within the window gets 429 until the oldest
     # ages out: a person who mistyped a token is not hindered, a guesser is held to a few tries a minute.
+    # Access-log the polls too (empty claims, heartbeats, health checks); off, only state changes are logged.
+    log_polls: bool = False
     auth_failure_limit: int = Field(default=20, ge=1)
     auth_failure_window_seconds: float = Field(default=60.0, gt=0, allow_inf_nan=False)
 
