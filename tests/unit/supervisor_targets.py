@@ -37,3 +37,23 @@ def run_until_killed(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
     while True:
         ctx.progress(0.5, "working")
         time.sleep(0.1)
+
+
+def hold_memory(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    """Touches `mib` MiB of host memory and keeps it, reporting progress, until killed."""
+    held = bytearray(spec["mib"] * 2**20)
+    for offset in range(0, len(held), 4096):
+        held[offset] = 1
+    while True:
+        ctx.progress(0.5, f"holding {len(held)} bytes")
+        time.sleep(0.1)
+
+
+def return_nan_result(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    document = finish_with_progress(ctx, spec)
+    return {**document, "flops_per_token": float("nan")}
+
+
+def raise_with_nul(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    ctx.progress(0.1, "reading \x00 binary")
+    raise ValueError("bad byte \x00 in input")

@@ -181,3 +181,24 @@ def test_once_runs_a_single_job_then_returns() -> None:
     sup.run()
     assert sup.jobs_run == 1
     assert server.actions() == ["workers", "leases", "fail"]
+
+
+def test_a_child_over_the_host_memory_cap_is_killed_and_failed() -> None:
+    server = FakeServer()
+    run_one(server, "hold_memory", {"mib": 256}, job_memory_cap_bytes=128 * 2**20, job_timeout_s=60)
+    error = server.last("fail")["error"]
+    assert error.startswith("oom: the job's processes held") and "over the worker's cap of 0.12 GiB" in error
+
+
+def test_a_nan_in_the_result_fails_the_job_with_the_reason_and_the_loop_goes_on() -> None:
+    server = FakeServer(jobs=[{"kind": "padding"}])
+    sup = supervisor(server, "return_nan_result", once=True)
+    sup.run()
+    assert server.actions()[-1] == "fail" and "flops_per_token" in server.last("fail")["error"]
+    assert sup.jobs_run == 1
+
+
+def test_nul_characters_from_the_child_do_not_break_the_report() -> None:
+    server = FakeServer()
+    run_one(server, "raise_with_nul", {"kind": "padding"})
+    assert server.last("fail")["error"] == "error: ValueError: bad byte \ufffd in input"

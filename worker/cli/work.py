@@ -89,7 +89,8 @@ def run_worker(args: argparse.Namespace) -> int:
         return 1
     log.info("capabilities: %s", capabilities.model_dump_json())
     config = WorkerConfig(name=settings.worker_name or default_name(settings.gpu), gpu=settings.gpu,
-                          job_timeout_s=settings.job_timeout_s, once=args.once)
+                          job_timeout_s=settings.job_timeout_s, job_memory_cap_bytes=settings.memory_cap_bytes,
+                          once=args.once)
     with WorkerApi(settings.server, settings.token.get_secret_value()) as api:
         supervisor = Supervisor(api, config, capabilities, stop_event)
         try:

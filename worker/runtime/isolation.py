@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Literal
 
-from padbench.worker.runtime.procfs import die_with_parent
+from padbench.worker.runtime.procfs import die_with_parent, group_rss_bytes
 from padbench.worker.runtime.progress import ProgressFn
 
 Outcome = Literal["ok", "oom", "cuda_error", "error", "timeout", "crash", "cancelled"]
@@ -117,11 +117,15 @@ def run_in_child(
     on_progress: ProgressFn | None = None,
     should_stop: Callable[[], bool] | None = None,
     poll_s: float = 0.5,
+    memory_cap_bytes: int | None = None,
 ) -> ChildReport:
     """Run `module:function(ctx, *args)` in a spawned child; never raises for anything the child does.
 
     `should_stop` is consulted every `poll_s` seconds (e.g. a cancel seen on a heartbeat); when it
-    returns True the child's process group is killed and the outcome is "cancelled".
+    returns True the child's process group is killed and the outcome is "cancelled". The child's whole
+    process group's resident memory is checked as often: past `memory_cap_bytes` it is killed ("oom").
+    The cap is watched from outside rather than set with RLIMIT_AS because CUDA reserves far more address
+    space than it uses, and RSS is what actually starves the host.
     """
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
@@ -143,6 +147,12 @@ def run_in_child(
             if should_stop is not None and should_stop():
                 _kill_group(process)
                 return report("cancelled", error="stopped by the parent")
+            if memory_cap_bytes is not None and process.pid is not None:
+                resident = group_rss_bytes(process.pid)
+                if resident > memory_cap_bytes:
+                    _kill_group(process)
+                    return report("oom", error=f"the job's processes held {resident / 2**30:.2f} GiB of host memory, "
+                                  f"over the worker's cap of {memory_cap_bytes / 2**30:.2f} GiB")
             ready = wait([receiver, process.sentinel], timeout=min(poll_s, remaining or poll_s))
             if receiver in ready:
                 try:

@@ -12,7 +12,13 @@ import platformdirs
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_JOB_TIMEOUT_S = 6 * 3600.0
+from padbench.worker.runtime.procfs import host_memory_bytes
+
+# Two hours is several times the longest example job on an H200; a job that needs more says so explicitly.
+DEFAULT_JOB_TIMEOUT_S = 2 * 3600.0
+# The share of the host's memory a job's processes may hold before they are killed: the rest keeps the
+# worker itself, the OS and anything else on the box alive.
+DEFAULT_JOB_MEMORY_FRACTION = 0.8
 
 
 def default_cache_dir() -> Path:
@@ -30,6 +36,8 @@ class WorkerSettings(BaseSettings):
     worker_name: str | None = None
     # A job's child process is killed past this wall-clock limit and the job fails, naming the limit.
     job_timeout_s: float = Field(default=DEFAULT_JOB_TIMEOUT_S, gt=0, le=7 * 24 * 3600)
+    # A job's processes (resident memory, summed) are killed past this; unset: 80% of the host's memory.
+    job_memory_cap_bytes: int | None = Field(default=None, ge=2**26)
     # Tokenized data sets and OOM-probe limits, kept between jobs; a shared box may point all its
     # workers at one directory.
     cache_dir: Path = Field(default_factory=default_cache_dir)
@@ -38,6 +46,10 @@ class WorkerSettings(BaseSettings):
     @classmethod
     def _empty_means_unset(cls, value: object) -> object:
         return None if value == "" else value
+
+    @property
+    def memory_cap_bytes(self) -> int:
+        return self.job_memory_cap_bytes or int(host_memory_bytes() * DEFAULT_JOB_MEMORY_FRACTION)
 
     @property
     def datasets_cache_dir(self) -> Path:

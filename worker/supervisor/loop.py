@@ -34,6 +34,7 @@ class WorkerConfig:
     name: str
     gpu: str | None = None
     job_timeout_s: float = DEFAULT_JOB_TIMEOUT_S
+    job_memory_cap_bytes: int | None = None  # the job's processes' resident memory, summed
     # Idle polling starts fast and backs off to this cap, so a new job is picked up within ~0.5 s.
     idle_poll_first_s: float = 0.05
     idle_poll_max_s: float = 0.5
@@ -139,6 +140,7 @@ class Supervisor:
                 self.config.job_target,
                 job.spec,
                 timeout_s=self.config.job_timeout_s,
+                memory_cap_bytes=self.config.job_memory_cap_bytes,
                 env=gpu_environment(self.config.gpu),
                 on_progress=keeper.update,
                 should_stop=lambda: self.stopping or keeper.cancel_requested.is_set() or keeper.lost.is_set(),
