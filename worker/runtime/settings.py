@@ -31,6 +31,8 @@ class WorkerSettings(BaseSettings):
     # The server to pull jobs from and a worker-role token for it (`padbench worker` needs both).
     server: str | None = None
     token: SecretStr | None = None
+    # Or a file holding it (first line), so the token is neither on the command line nor in `ps`.
+    token_file: Path | None = None
     # The GPU index (or UUID) this worker owns; its jobs see only that GPU.
     gpu: str | None = None
     worker_name: str | None = None
@@ -42,7 +44,7 @@ class WorkerSettings(BaseSettings):
     # workers at one directory.
     cache_dir: Path = Field(default_factory=default_cache_dir)
 
-    @field_validator("server", "gpu", "worker_name", mode="before")
+    @field_validator("server", "gpu", "worker_name", "token_file", mode="before")
     @classmethod
     def _empty_means_unset(cls, value: object) -> object:
         return None if value == "" else value
