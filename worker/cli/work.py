@@ -18,6 +18,7 @@ from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S, WorkerSettin
 from padbench.worker.supervisor.api import WorkerApi
 from padbench.worker.supervisor.capabilities import CapabilityError, detect_capabilities
 from padbench.worker.supervisor.loop import FatalWorkerError, Supervisor, WorkerConfig
+from padbench.worker.supervisor.outbox import outbox_directory
 
 log = logging.getLogger("padbench.worker")
 
@@ -103,9 +104,10 @@ def run_worker(args: argparse.Namespace) -> int:
         print(f"padbench worker: {error}", file=sys.stderr)
         return 1
     log.info("capabilities: %s", capabilities.model_dump_json())
-    config = WorkerConfig(name=settings.worker_name or default_name(settings.gpu), gpu=settings.gpu,
-                          job_timeout_s=settings.job_timeout_s, job_memory_cap_bytes=settings.memory_cap_bytes,
-                          once=args.once)
+    name = settings.worker_name or default_name(settings.gpu)
+    config = WorkerConfig(name=name, gpu=settings.gpu, job_timeout_s=settings.job_timeout_s,
+                          job_memory_cap_bytes=settings.memory_cap_bytes, once=args.once,
+                          outbox_dir=outbox_directory(settings.cache_dir, name))
     with WorkerApi(settings.server, token) as api:
         supervisor = Supervisor(api, config, capabilities, stop_event)
         try:
