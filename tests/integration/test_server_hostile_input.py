@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,7 +14,7 @@ import pytest
 from sqlalchemy import update
 
 from padbench.server.db.models import JobResult
-from tests.integration.conftest import LiveServer, result_document
+from tests.integration.conftest import LiveServer, result_document, serve
 from tests.integration.test_server_jobs import SPEC, claim, register, submit
 
 TOO_BIG_ID = 2**31
@@ -123,3 +124,28 @@ def test_lease_calls_from_another_workers_token_are_403(any_live_server: LiveSer
         job = user.get(f"/v1/jobs/{job_id}").json()
         assert (job["status"], job["progress"]) == ("running", None)
         assert owner.post(f"/v1/leases/{job_id}/heartbeat", json=token).status_code == 200
+
+
+@pytest.mark.parametrize(("field", "name"), [
+    ("source", "/etc/shadow"), ("source", "~/.ssh/id_rsa"), ("source", "data/../../etc/passwd"),
+    ("source", "*.txt"), ("tokenizer", "/root/tokenizer"), ("tokenizer", "../tok"),
+])
+def test_file_names_leaving_the_worker_roots_are_422_naming_the_field(live_server: LiveServer, field: str,
+                                                                     name: str) -> None:
+    data = {"source": "corpus.txt", "tokenizer": "bert-base-uncased", field: name}
+    with live_server.client("submitter") as user:
+        response = user.post("/v1/jobs", json={"spec": {**SPEC, "data": data}})
+        assert response.status_code == 422 and locations(response) == {f"spec.data.{field}"}
+        absolute_model = user.post("/v1/jobs", json={"spec": {**SPEC, "model": {"path": "/models/x"}}})
+        assert absolute_model.status_code == 422 and locations(absolute_model) == {"spec.model.path"}
+        fine = user.post("/v1/jobs", json={"spec": {**SPEC, "data": {"source": "wiki/train.txt",
+                                                                     "tokenizer": "bert-base-uncased"}}})
+        assert fine.status_code == 201
+
+
+def test_a_job_over_the_cost_limits_is_422(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    with serve(url, tmp_path, max_job_tokens=1000) as server, server.client("submitter") as user:
+        response = user.post("/v1/jobs", json={"spec": SPEC})
+        assert response.status_code == 422 and "PADBENCH_MAX_JOB_TOKENS" in response.text
+        assert user.get("/v1/jobs").json()["total"] == 0

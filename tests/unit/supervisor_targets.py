@@ -57,3 +57,11 @@ def return_nan_result(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]
 def raise_with_nul(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
     ctx.progress(0.1, "reading \x00 binary")
     raise ValueError("bad byte \x00 in input")
+
+
+def write_in_cwd(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    """Creates a file and a directory as a job's cache would; reports where and with which permissions."""
+    Path("made.txt").write_text("cached copy")
+    Path("made-dir").mkdir()
+    return {"cwd": os.getcwd(), "file_mode": Path("made.txt").stat().st_mode & 0o777,
+            "dir_mode": Path("made-dir").stat().st_mode & 0o777}

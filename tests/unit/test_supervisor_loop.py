@@ -233,3 +233,12 @@ def test_a_result_unreported_when_the_worker_stopped_is_delivered_at_the_next_st
     assert restarted_server.actions()[:2] == ["workers", "complete"]
     assert restarted_server.last("complete")["lease_token"] == "lease-abc"
     assert not saved.exists()
+
+
+def test_a_spec_naming_a_file_outside_the_roots_fails_without_running_the_child(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    server = FakeServer()
+    escaping = {"pid_file": str(pid_file), "data": {"source": "/etc/passwd", "tokenizer": "bert-base-uncased"}}
+    run_one(server, "run_until_killed", escaping, data_roots=(tmp_path,))
+    assert server.last("fail")["error"].startswith("error: data.source: '/etc/passwd' must be relative")
+    assert not pid_file.exists()

@@ -107,7 +107,8 @@ def run_worker(args: argparse.Namespace) -> int:
     name = settings.worker_name or default_name(settings.gpu)
     config = WorkerConfig(name=name, gpu=settings.gpu, job_timeout_s=settings.job_timeout_s,
                           job_memory_cap_bytes=settings.memory_cap_bytes, once=args.once,
-                          outbox_dir=outbox_directory(settings.cache_dir, name))
+                          outbox_dir=outbox_directory(settings.cache_dir, name),
+                          data_roots=settings.data_root_paths, model_roots=settings.model_root_paths)
     with WorkerApi(settings.server, token) as api:
         supervisor = Supervisor(api, config, capabilities, stop_event)
         try:

@@ -71,9 +71,15 @@ def _resolve(target: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module_name), attribute)
 
 
-def _child_main(connection: Connection, target: str, args: tuple[Any, ...], env: Mapping[str, str]) -> None:
+def _child_main(connection: Connection, target: str, args: tuple[Any, ...], env: Mapping[str, str],
+                workdir: str | None) -> None:
     os.setsid()  # own process group: the parent's killpg reaches our descendants too
     die_with_parent()
+    # Whatever a job writes (tokenized data, probe limits) is readable by this user only: it may copy data
+    # that was itself private.
+    os.umask(0o077)
+    if workdir is not None:
+        os.chdir(workdir)
     os.environ.update(env)
     try:
         value = _resolve(target)(ChildContext(connection), *args)
@@ -118,6 +124,7 @@ def run_in_child(
     should_stop: Callable[[], bool] | None = None,
     poll_s: float = 0.5,
     memory_cap_bytes: int | None = None,
+    workdir: str | None = None,
 ) -> ChildReport:
     """Run `module:function(ctx, *args)` in a spawned child; never raises for anything the child does.
 
@@ -129,7 +136,8 @@ def run_in_child(
     """
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_child_main, args=(sender, target, args, dict(env or {})), daemon=False)
+    process = context.Process(target=_child_main, args=(sender, target, args, dict(env or {}), workdir),
+                              daemon=False)
     started = time.monotonic()
     process.start()
     sender.close()  # so the parent sees EOF when the child dies

@@ -6,6 +6,7 @@ start-up, with the variable's name in the message. Nothing here changes the proc
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import platformdirs
@@ -43,6 +44,10 @@ class WorkerSettings(BaseSettings):
     # Tokenized data sets and OOM-probe limits, kept between jobs; a shared box may point all its
     # workers at one directory.
     cache_dir: Path = Field(default_factory=default_cache_dir)
+    # Directories (separated like PATH) that service jobs may read data files, tokenizers and models from;
+    # spec names are relative to them. Unset: only synthetic data and hub names.
+    data_roots: str = ""
+    model_roots: str = ""
 
     @field_validator("server", "gpu", "worker_name", "token_file", mode="before")
     @classmethod
@@ -52,6 +57,14 @@ class WorkerSettings(BaseSettings):
     @property
     def memory_cap_bytes(self) -> int:
         return self.job_memory_cap_bytes or int(host_memory_bytes() * DEFAULT_JOB_MEMORY_FRACTION)
+
+    @property
+    def data_root_paths(self) -> tuple[Path, ...]:
+        return tuple(Path(part) for part in self.data_roots.split(os.pathsep) if part)
+
+    @property
+    def model_root_paths(self) -> tuple[Path, ...]:
+        return tuple(Path(part) for part in self.model_roots.split(os.pathsep) if part)
 
     @property
     def datasets_cache_dir(self) -> Path:

@@ -14,6 +14,7 @@ a result still unreported when the worker stops is delivered when it starts agai
 from __future__ import annotations
 
 import logging
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from padbench.worker.runtime.isolation import ChildReport, run_in_child
 from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S
 from padbench.worker.supervisor.api import LeaseLost, WorkerApi
 from padbench.worker.supervisor.capabilities import gpu_environment
+from padbench.worker.supervisor.confine import PathRefused, confine_spec_paths
 from padbench.worker.supervisor.lease import LeaseKeeper
 from padbench.worker.supervisor.outbox import Outbox, PendingResult
 
@@ -53,6 +55,9 @@ class WorkerConfig:
     job_target: str = "padbench.worker.jobs:run_job"
     # Where finished results wait until the server has them; None keeps them in memory only.
     outbox_dir: Path | None = None
+    # The roots service jobs' file names resolve in (see padbench.worker.supervisor.confine).
+    data_roots: tuple[Path, ...] = ()
+    model_roots: tuple[Path, ...] = ()
     # How long a report the server does not answer is retried (the heartbeats keep the lease meanwhile).
     report_retry_s: float = 600.0
 
@@ -152,15 +157,12 @@ class Supervisor:
         log.info("job %d (%s) claimed, attempt %d of %d", job.id, job.kind, job.attempts, job.max_attempts)
         # The keeper stays on while the report is retried: its heartbeats keep the lease alive meanwhile.
         with LeaseKeeper(self.api, lease) as keeper:
-            report = run_in_child(
-                self.config.job_target,
-                job.spec,
-                timeout_s=self.config.job_timeout_s,
-                memory_cap_bytes=self.config.job_memory_cap_bytes,
-                env=gpu_environment(self.config.gpu),
-                on_progress=keeper.update,
-                should_stop=lambda: self.stopping or keeper.cancel_requested.is_set() or keeper.lost.is_set(),
-            )
+            try:
+                spec = confine_spec_paths(job.spec, self.config.data_roots, self.config.model_roots)
+            except PathRefused as refused:
+                report = ChildReport(outcome="error", error=str(refused))
+            else:
+                report = self._run_child(spec, keeper)
             log.info("job %d: child finished: %s in %.1f s", job.id, report.outcome, report.seconds)
             try:
                 self._settle(lease, report, keeper)
@@ -171,6 +173,19 @@ class Supervisor:
                 # a saved result is offered again when the worker next starts.
                 log.error("job %d: could not report to the server: %s", job.id, error)
         return report
+
+    def _run_child(self, spec: dict[str, Any], keeper: LeaseKeeper) -> ChildReport:
+        with tempfile.TemporaryDirectory(prefix="padbench-job-") as workdir:  # empty, private: see confine
+            return run_in_child(
+                self.config.job_target,
+                spec,
+                timeout_s=self.config.job_timeout_s,
+                memory_cap_bytes=self.config.job_memory_cap_bytes,
+                env=gpu_environment(self.config.gpu),
+                on_progress=keeper.update,
+                should_stop=lambda: self.stopping or keeper.cancel_requested.is_set() or keeper.lost.is_set(),
+                workdir=workdir,
+            )
 
     def _settle(self, lease: LeaseOut, report: ChildReport, keeper: LeaseKeeper) -> None:
         job_id, token = lease.job.id, lease.lease_token

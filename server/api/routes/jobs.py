@@ -20,6 +20,7 @@ from padbench.server.api.views import finite_json, job_out, job_summary
 from padbench.server.core.security import Principal
 from padbench.server.cost import over_limits
 from padbench.server.db import reads
+from padbench.server.paths import path_errors
 from padbench.server.requirements import job_requirements
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -36,6 +37,9 @@ def not_found(job_id: int) -> HTTPException:
 @router.post("", status_code=status.HTTP_201_CREATED)
 def submit_job(body: JobCreate, session: SessionDep, settings: SettingsDep, principal: SubmitterAuth) -> JobCreated:
     spec = body.spec
+    refused_paths = path_errors(spec)
+    if refused_paths:
+        raise HTTPException(HTTP_UNPROCESSABLE, refused_paths)
     too_costly = over_limits(spec, max_tokens=settings.max_job_tokens, max_flops=settings.max_job_flops)
     if too_costly is not None:
         raise HTTPException(HTTP_UNPROCESSABLE, [{"loc": ["spec"], "msg": too_costly, "type": "job_too_costly"}])
