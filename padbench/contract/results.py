@@ -15,7 +15,8 @@ from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
 
 class ResultModel(BaseModel):
     # A figure that is NaN or infinite was not measured; it must be None, and NaN is not JSON anyway.
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    # Strings (names, versions, error lines) are short; the bound keeps one field from filling a result.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=100_000)
 
 
 class Environment(ResultModel):

@@ -93,3 +93,10 @@ def test_within_every_field_bound_but_too_costly_together_is_refused() -> None:
 def test_the_estimate_counts_tokens_per_strategy_and_repeat() -> None:
     spec = parse_job_spec({"data": {"num_samples": 100, "max_length": 64}, "measurement": {"repeats": 3}})
     assert job_cost(spec).tokens == 100 * 64 * 4 * 3  # four default strategies
+
+
+def test_result_strings_are_bounded() -> None:
+    from padbench.contract.results import Environment
+
+    with pytest.raises(ValidationError, match="at most 100000 characters"):
+        Environment(hostname="h" * 100_001, device="cpu", python="3", torch="2", started_at="2026-11-23")
