@@ -20,7 +20,7 @@ from padbench.client.api import PadbenchClient
 from padbench.client.display import format_page, format_status, page_table
 from padbench.client.progress import ProgressBar
 from padbench.contract.api import JobOut, JobStatus
-from padbench.http import ApiError
+from padbench.http import ApiError, TokenFileUnreadable, token_from_file
 from padbench.report import render
 from padbench.report.terminal import write_table
 from padbench.specfile import SpecError, load_spec
@@ -39,7 +39,9 @@ def _connection_options() -> argparse.ArgumentParser:
     parent.add_argument("--server", default=os.environ.get("PADBENCH_SERVER"), metavar="URL",
                         help="the padbench service, e.g. http://gpu-box:8000 (default: $PADBENCH_SERVER)")
     parent.add_argument("--token", default=os.environ.get("PADBENCH_TOKEN"),
-                        help="your access token (default: $PADBENCH_TOKEN; write --token=T if T starts with -)")
+                        help="your access token (default: $PADBENCH_TOKEN); it shows in `ps`: prefer --token-file")
+    parent.add_argument("--token-file", type=Path, default=os.environ.get("PADBENCH_TOKEN_FILE") or None,
+                        metavar="PATH", help="a file whose first line is the token (default: $PADBENCH_TOKEN_FILE)")
     return parent
 
 
@@ -83,11 +85,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(handler: Callable[[PadbenchClient, argparse.Namespace], int], args: argparse.Namespace) -> int:
     try:
-        if not args.server or not args.token:
-            raise UsageError("--server and --token (or PADBENCH_SERVER / PADBENCH_TOKEN) are required")
-        with PadbenchClient(args.server, args.token) as client:
+        token = args.token or (token_from_file(args.token_file) if args.token_file else None)
+        if not args.server or not token:
+            raise UsageError("--server and --token-file or --token (or PADBENCH_SERVER and PADBENCH_TOKEN_FILE or "
+                             "PADBENCH_TOKEN) are required")
+        with PadbenchClient(args.server, token) as client:
             return handler(client, args)
-    except (UsageError, SpecError) as error:
+    except (UsageError, SpecError, TokenFileUnreadable) as error:
         print(f"padbench {args.command}: {error}", file=sys.stderr)
         return EXIT_USAGE
     except ApiError as error:

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from rich.table import Table
 
-from padbench.contract.api import JobOut, JobPage
+from padbench.contract.api import JobOut, JobPage, JobSummary
 
 STATUS_STYLES = {"succeeded": "green", "failed": "red", "running": "yellow", "cancelled": "dim", "queued": ""}
 
@@ -16,7 +16,7 @@ def _when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S") if moment else "-"
 
 
-def _progress(job: JobOut) -> str:
+def _progress(job: JobSummary) -> str:
     return f"{job.progress * 100:.0f}%" if job.progress is not None else "-"
 
 
@@ -43,7 +43,7 @@ def format_status(job: JobOut) -> str:
 LIST_COLUMNS = ("ID", "STATUS", "KIND", "NAME", "PROGRESS", "WORKER", "CREATED")
 
 
-def _list_row(job: JobOut) -> tuple[str, ...]:
+def _list_row(job: JobSummary) -> tuple[str, ...]:
     return (str(job.id), job.status.value, job.kind, job.name or "-", _progress(job), job.worker or "-",
             _when(job.created_at))
 

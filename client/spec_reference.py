@@ -12,7 +12,7 @@ from typing import Any
 from padbench.contract.spec import JOB_SPEC_ADAPTER
 
 # Sections in reading order: the two job kinds, then the parts they refer to.
-ORDER = ("PaddingJobSpec", "AttentionJobSpec", "ModelSpec", "GPT2Fields", "DataSpec", "StrategySpec",
+ORDER = ("PaddingJobSpec", "AttentionJobSpec", "ModelSpec", "DataSpec", "StrategySpec",
          "MeasurementSpec", "ProbeSpec", "VarlenLayout")
 BOUNDS = (("minimum", "≥ {}"), ("exclusiveMinimum", "> {}"), ("maximum", "≤ {}"), ("exclusiveMaximum", "< {}"),
           ("minLength", "≥ {} characters"), ("maxLength", "≤ {} characters"),

@@ -25,7 +25,7 @@ class Role:
 
 ROLES: tuple[Role, ...] = (
     Role("padbench.worker.cli", "worker", ("run", "worker")),
-    Role("padbench.server.cli", "server", ("server", "db")),
+    Role("padbench.server.cli", "server", ("server", "db", "token")),
     Role("padbench.client.cli", None, ("submit", "status", "wait", "results", "list", "cancel", "compare", "plot",
                                        "schema", "init", "demo")),
 )

@@ -7,6 +7,7 @@ contract — becomes one `ApiError` whose message is a single line a person can 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
@@ -23,6 +24,22 @@ DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 HTTP_SERVER_ERROR = 500
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class TokenFileUnreadable(ValueError):
+    """The token file named with --token-file / PADBENCH_TOKEN_FILE cannot be read or is empty."""
+
+
+def token_from_file(path: Path) -> str:
+    """The token kept in `path` (its first non-blank line): a token on the command line shows in `ps`."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise TokenFileUnreadable(f"--token-file {path}: cannot read it ({error.strerror})") from error
+    token = next((line.strip() for line in lines if line.strip()), None)
+    if token is None:
+        raise TokenFileUnreadable(f"--token-file {path}: the file is empty")
+    return token
 
 
 class ApiError(Exception):

@@ -1,4 +1,5 @@
-"""Server subcommands: `padbench server [--host H] [--port P] [--dev]` and `padbench db upgrade`."""
+"""Server subcommands: `padbench server [--host H] [--port P] [--dev]`, `padbench db upgrade` and
+`padbench token new ROLE NAME`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from padbench.server.core.config import Settings
-from padbench.server.core.security import TokenFileError, TokenStore, dev_token_store, generate_dev_tokens
+from padbench.server.core.security import (
+    Role,
+    TokenFileError,
+    TokenStore,
+    dev_token_store,
+    generate_dev_tokens,
+    new_token,
+    token_file_line,
+)
 from padbench.specfile import format_validation_error
 
 
@@ -65,6 +74,15 @@ def upgrade_database(args: argparse.Namespace) -> int:
     return 0
 
 
+def print_new_token(args: argparse.Namespace) -> int:
+    """A fresh token, shown this once, and the line for the tokens file (which keeps only its digest)."""
+    token = new_token()
+    print(f"token (shown once; give it to {args.role}:{args.name}): {token}")
+    print("line to add to PADBENCH_TOKENS_FILE (then restart the server):")
+    print(token_file_line(Role(args.role), args.name, token))
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     server = subparsers.add_parser("server", help="run the padbench API server (uvicorn)")
     server.add_argument("--host", help="address to listen on (default 127.0.0.1; PADBENCH_HOST)")
@@ -77,3 +95,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = database.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     upgrade = actions.add_parser("upgrade", help="apply pending migrations (the server also does this on start)")
     upgrade.set_defaults(handler=upgrade_database)
+
+    token = subparsers.add_parser("token", help="make tokens for the tokens file")
+    token_actions = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
+    new = token_actions.add_parser("new", help="print a new token once and the tokens-file line holding its digest")
+    new.add_argument("role", choices=[role.value for role in Role])
+    new.add_argument("name", help="who the token is for (owns the jobs or workers it creates)")
+    new.set_defaults(handler=print_new_token)

@@ -18,6 +18,8 @@ from starlette.concurrency import run_in_threadpool
 import padbench
 from padbench.contract.api import API_PREFIX
 from padbench.server import queue
+from padbench.server.api.access_log import quiet_access_log
+from padbench.server.api.auth_gate import AuthGateMiddleware, FailureLimiter
 from padbench.server.api.body_limit import BodySizeLimitMiddleware
 from padbench.server.api.errors import install_error_handlers
 from padbench.server.api.routes import health, jobs, leases, workers
@@ -87,8 +89,12 @@ def create_app(settings: Settings, tokens: TokenStore | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.settings = settings
+    quiet_access_log(settings.log_polls)
     app.state.tokens = tokens if tokens is not None else load_tokens(settings)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
+    # Added last, so it runs first: nothing of an unauthenticated request's body is read.
+    limiter = FailureLimiter(settings.auth_failure_limit, settings.auth_failure_window_seconds)
+    app.add_middleware(AuthGateMiddleware, tokens=app.state.tokens, limiter=limiter)
     install_error_handlers(app)
     app.include_router(health.router)
     v1 = APIRouter(prefix=API_PREFIX)

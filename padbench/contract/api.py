@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from padbench.contract.bounds import DbId, Label, LeaseToken, Message, Name, NoNul
 from padbench.contract.results import JobResult
 from padbench.contract.spec import JobSpec
 
@@ -15,7 +16,7 @@ API_PREFIX = "/v1"
 
 
 class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class JobStatus(str, Enum):
@@ -47,7 +48,9 @@ class JobCreated(Body):
     status: JobStatus
 
 
-class JobOut(Body):
+class JobSummary(Body):
+    """A job as the list shows it: its state, not its spec or results (a page stays small)."""
+
     id: int
     kind: str
     name: str | None = None
@@ -63,26 +66,30 @@ class JobOut(Body):
     finished_at: datetime | None = None
     error: str | None = None
     cancel_requested: bool = False
+
+
+class JobOut(JobSummary):
     spec: dict[str, Any]
 
 
 class JobPage(Body):
-    items: list[JobOut]
+    items: list[JobSummary]
     total: int
     limit: int
     offset: int
 
 
 class Capabilities(Body):
-    device: str  # "cuda" or "cpu"
-    gpu_name: str | None = None
-    gpu_memory_bytes: int | None = None
-    kernels: list[str] = []  # attention kernels importable and runnable on this worker
-    job_kinds: list[str] = ["padding", "attention"]
+    device: Label  # "cuda" or "cpu"
+    gpu_name: Label | None = None
+    gpu_memory_bytes: Annotated[int, Field(ge=0, le=2**53)] | None = None
+    # attention kernels importable and runnable on this worker
+    kernels: Annotated[list[Label], Field(max_length=64)] = []
+    job_kinds: Annotated[list[Label], Field(max_length=16)] = ["padding", "attention"]
 
 
 class WorkerRegister(Body):
-    name: Annotated[str, Field(min_length=1, max_length=200)]
+    name: Name
     capabilities: Capabilities
 
 
@@ -94,7 +101,7 @@ class WorkerOut(Body):
 
 
 class LeaseRequest(Body):
-    worker_id: int
+    worker_id: DbId
 
 
 class LeaseOut(Body):
@@ -104,9 +111,9 @@ class LeaseOut(Body):
 
 
 class Heartbeat(Body):
-    lease_token: str
+    lease_token: LeaseToken
     progress: Annotated[float, Field(ge=0, le=1)] | None = None
-    message: Annotated[str, Field(max_length=2000)] | None = None
+    message: Message | None = None
 
 
 class HeartbeatAck(Body):
@@ -115,18 +122,18 @@ class HeartbeatAck(Body):
 
 
 class LeaseComplete(Body):
-    lease_token: str
+    lease_token: LeaseToken
     result: JobResult
 
 
 class LeaseFail(Body):
-    lease_token: str
-    error: Annotated[str, Field(max_length=10_000)]
-    traceback: Annotated[str, Field(max_length=200_000)] | None = None
+    lease_token: LeaseToken
+    error: Annotated[str, Field(max_length=10_000), NoNul]
+    traceback: Annotated[str, Field(max_length=200_000), NoNul] | None = None
 
 
 class LeaseRelease(Body):
-    lease_token: str
+    lease_token: LeaseToken
 
 
 class ErrorOut(Body):

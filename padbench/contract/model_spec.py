@@ -13,14 +13,16 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, model_validator
 
+from padbench.contract.bounds import NoNul
 from padbench.contract.presets import MODEL_PRESETS, PresetName
 
 # Config keys are Python identifiers (transformers' config attributes); values are JSON scalars, short
 # lists (e.g. per-layer attention types) or one level of mapping (e.g. rotary scaling parameters).
 ConfigKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
+# Strings carry no NUL (PostgreSQL refuses it in text) and stay short: config values are names, not documents.
 MODEL_TYPE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_\-]{0,63}")
 ConfigScalar = (StrictBool | Annotated[int, Field(ge=-(2**53), le=2**53)]
-                | Annotated[float, Field(allow_inf_nan=False)] | Annotated[str, Field(max_length=256)] | None)
+                | Annotated[float, Field(allow_inf_nan=False)] | Annotated[str, Field(max_length=256), NoNul] | None)
 ConfigList = Annotated[list[ConfigScalar], Field(max_length=1024)]
 ConfigValue = ConfigScalar | ConfigList | Annotated[dict[ConfigKey, ConfigScalar | ConfigList], Field(max_length=64)]
 ArchitectureFields = Annotated[dict[ConfigKey, ConfigValue], Field(min_length=1, max_length=256)]
@@ -32,13 +34,14 @@ GPT2_FIELDS = frozenset({"n_layer", "n_embd", "n_head"})
 class ModelSpec(BaseModel):
     """Exactly one of `preset`, `config` or `path` (a local Hugging Face model directory)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     preset: PresetName | None = None
     # Architecture fields of one model type, e.g. {model_type: llama, hidden_size: 2048, …}; fields left
     # out take the config class's defaults.
     config: ArchitectureFields | None = None
-    path: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
+    # A model directory; where it may point is the worker's decision (its roots), never the submitter's.
+    path: Annotated[str, Field(min_length=1, max_length=1024), NoNul] | None = None
     # Throughput does not depend on weight values, so random init is the default even for `path`.
     load_weights: bool = False
 

@@ -14,7 +14,9 @@ from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
 
 
 class ResultModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # A figure that is NaN or infinite was not measured; it must be None, and NaN is not JSON anyway.
+    # Strings (names, versions, error lines) are short; the bound keeps one field from filling a result.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=100_000)
 
 
 Rate = Annotated[float, Field(ge=0, le=1e15)]  # tokens per second

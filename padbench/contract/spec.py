@@ -13,7 +13,6 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    PositiveInt,
     TypeAdapter,
     ValidationError,
     ValidatorFunctionWrapHandler,
@@ -21,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from padbench.contract.bounds import Label, Name, NoNul, Seed
 from padbench.contract.model_spec import ModelSpec
 
 # torch's own names are accepted too and stored as the short name, so `dtype: bfloat16` and `dtype: bf16` are
@@ -71,23 +71,34 @@ def sizes_of(choice: BatchSizeChoice) -> list[int | Literal["auto"]]:
 class StrictModel(BaseModel):
     """Unknown keys are errors: a typo in a spec must not silently fall back to a default."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN and ±Infinity are never a meaningful setting, and NaN cannot even be stored as JSON.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# A file, tokenizer or model directory name; where it may point is the worker's decision (its roots).
+PathName = Annotated[str, Field(min_length=1, max_length=1024), NoNul]
+# Seconds a person may ask one step to run before it counts as hung.
+TimeoutSeconds = Annotated[float, Field(gt=0, le=6 * 3600)]
+# A CPU stand-in for device memory: at most 1 TiB.
+MemoryBudget = Annotated[int, Field(ge=1, le=2**40)]
+# Sequence lengths: the longest context of today's open models is 128k to 1M tokens.
+SeqLen = Annotated[int, Field(ge=1, le=1_048_576)]
 
 
 # --- data --------------------------------------------------------------------------------------------
 
 class DataSpec(StrictModel):
     # `hf:NAME[:CONFIG[:SPLIT]]`, a local .txt/.jsonl/.json/.parquet/.csv file, or `synthetic`.
-    source: str = "synthetic"
-    tokenizer: str | None = None
-    text_field: str = "text"
-    max_length: PositiveInt = 640
-    num_samples: PositiveInt = 2000
-    seed: int = 0
+    source: PathName = "synthetic"
+    tokenizer: PathName | None = None
+    text_field: Label = "text"
+    max_length: SeqLen = 640
+    num_samples: Annotated[int, Field(ge=1, le=10_000_000)] = 2000
+    seed: Seed = 0
     # Sequences are drawn with replacement from the non-empty lines, so any num_samples works.
     with_replacement: bool = True
     # Named length distribution for `synthetic` (see padbench.worker.engine.synthetic for the fitted figures).
-    distribution: str = "wikitext103-bert"
+    distribution: Label = "wikitext103-bert"
 
 
 # --- strategies ---------------------------------------------------------------------------------------
@@ -97,7 +108,7 @@ DEFAULT_N_BINS = 16
 
 class StrategySpec(StrictModel):
     name: StrategyName
-    n_bins: PositiveInt | None = None
+    n_bins: Annotated[int, Field(ge=1, le=4096)] | None = None
     attention: AttentionName | None = None  # overrides the job-level attention for this strategy
     batch_size: BatchSizeChoice | None = None  # overrides the job-level batch size (or sizes)
 
@@ -123,12 +134,12 @@ class StrategySpec(StrictModel):
 # --- measurement ----------------------------------------------------------------------------------------
 
 class MeasurementSpec(StrictModel):
-    warmup_batches: Annotated[int, Field(ge=0)] = 3
+    warmup_batches: Annotated[int, Field(ge=0, le=10_000)] = 3
     # A run must last min_seconds AND min_batches to be valid (MLPerf LoadGen's rule).
-    min_seconds: Annotated[float, Field(ge=0)] = 5.0
-    min_batches: PositiveInt = 10
+    min_seconds: Annotated[float, Field(ge=0, le=3600)] = 5.0
+    min_batches: Annotated[int, Field(ge=1, le=100_000)] = 10
     # Stop after this many measured batches even if the data is not exhausted; None = one full pass.
-    max_batches: PositiveInt | None = None
+    max_batches: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     # Whole measured runs per strategy, each lasting min_seconds and min_batches: their spread gives the
     # row's 95% interval and coefficient of variation (CV).
     repeats: Annotated[int, Field(ge=1, le=100)] = 3
@@ -138,27 +149,27 @@ class MeasurementSpec(StrictModel):
     # verdict; true keeps them in (the marking and the sampled figures stay in the result).
     allow_contention: bool = False
     # Sequences checked against the one-at-a-time reference before timing.
-    correctness_samples: PositiveInt = 8
+    correctness_samples: Annotated[int, Field(ge=1, le=1024)] = 8
 
 
 class ProbeSpec(StrictModel):
     margin: Annotated[float, Field(ge=0, lt=0.5)] = 0.05
-    cap: PositiveInt = 4096
+    cap: Annotated[int, Field(ge=1, le=65_536)] = 4096
     force: bool = False  # ignore the probe cache and re-probe
-    probe_timeout_s: Annotated[float, Field(gt=0)] = 300.0
+    probe_timeout_s: TimeoutSeconds = 300.0
     # One child tries a strategy's sizes while they fit, building the model once; false starts a fresh child
     # for every size (slower, for comparison).
     reuse_child: bool = True
     # CPU only: the memory budget that stands in for device memory, so the probe path is testable.
-    cpu_memory_budget_bytes: PositiveInt | None = None
+    cpu_memory_budget_bytes: MemoryBudget | None = None
 
 
 class PaddingJobSpec(StrictModel):
     kind: Literal["padding"] = "padding"
-    name: str | None = None
+    name: Name | None = None
     model: ModelSpec = ModelSpec(preset="tiny")
     data: DataSpec = DataSpec()
-    strategies: Annotated[list[StrategySpec], Field(min_length=1)] = [
+    strategies: Annotated[list[StrategySpec], Field(min_length=1, max_length=32)] = [
         StrategySpec(name="static"), StrategySpec(name="dynamic"),
         StrategySpec(name="binned", n_bins=16), StrategySpec(name="packed"),
     ]
@@ -210,30 +221,30 @@ SweepKernelName = Literal[
 
 
 class VarlenLayout(StrictModel):
-    distribution: str = "wikitext103-bert"  # lengths per sequence; packed up to each seq_len
-    seed: int = 0
+    distribution: Label = "wikitext103-bert"  # lengths per sequence; packed up to each seq_len
+    seed: Seed = 0
 
 
 class AttentionJobSpec(StrictModel):
     kind: Literal["attention"]
-    name: str | None = None
-    batch: PositiveInt = 8
-    heads: PositiveInt = 32
-    kv_heads: PositiveInt | None = None  # GQA when fewer than heads
-    head_dim: PositiveInt = 64
-    seq_lens: Annotated[list[PositiveInt], Field(min_length=1)] = [512, 1024, 2048, 4096, 8192, 16384]
+    name: Name | None = None
+    batch: Annotated[int, Field(ge=1, le=4096)] = 8
+    heads: Annotated[int, Field(ge=1, le=1024)] = 32
+    kv_heads: Annotated[int, Field(ge=1, le=1024)] | None = None  # GQA when fewer than heads
+    head_dim: Annotated[int, Field(ge=1, le=1024)] = 64
+    seq_lens: Annotated[list[SeqLen], Field(min_length=1, max_length=64)] = [512, 1024, 2048, 4096, 8192, 16384]
     causal: bool = False
     dtype: Dtype = "bf16"
     direction: Literal["forward", "forward+backward"] = "forward"
     layout: Literal["dense", "varlen"] = "dense"
     varlen: VarlenLayout = VarlenLayout()
-    kernels: Annotated[list[SweepKernelName], Field(min_length=1)] = ["naive", "sdpa-flash"]
+    kernels: Annotated[list[SweepKernelName], Field(min_length=1, max_length=16)] = ["naive", "sdpa-flash"]
     device: Device = "auto"
-    warmup: Annotated[int, Field(ge=0)] = 3
-    repeats: PositiveInt = 20
+    warmup: Annotated[int, Field(ge=0, le=1000)] = 3
+    repeats: Annotated[int, Field(ge=1, le=10_000)] = 20
     check_error: bool = True
-    cell_timeout_s: Annotated[float, Field(gt=0)] = 300.0
-    cpu_memory_budget_bytes: PositiveInt | None = None
+    cell_timeout_s: TimeoutSeconds = 300.0
+    cpu_memory_budget_bytes: MemoryBudget | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> AttentionJobSpec:

@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Path, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
+from padbench.contract.bounds import MAX_DB_ID
+from padbench.server.api.auth_gate import gated_principal
 from padbench.server.core.config import Settings
 from padbench.server.core.security import Principal, Role, TokenStore
 from padbench.server.db.engine import Database
@@ -42,6 +44,9 @@ def get_read_session(request: Request) -> Iterator[Session]:
 def get_current_principal(
     request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)]
 ) -> Principal:
+    gated = gated_principal(request.state)
+    if gated is not None:  # the gate already checked the token, before the body was read
+        return gated
     challenge = {"WWW-Authenticate": "Bearer"}
     if credentials is None:
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing bearer token (Authorization: Bearer …)",
@@ -83,3 +88,5 @@ AdminAuth = Annotated[Principal, Depends(require_role(Role.admin))]
 # Reading jobs and results: submitters (their own jobs), viewers and admins (every job).
 ReaderAuth = Annotated[Principal, Depends(require_any_role(Role.submitter, Role.viewer))]
 ViewerAuth = Annotated[Principal, Depends(require_role(Role.viewer))]
+# An id in a URL: past the database's integer range it names nothing, so it is a 422, not a driver error.
+JobIdPath = Annotated[int, Path(ge=1, le=MAX_DB_ID)]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from padbench.contract.api import Capabilities, JobOut, JobStatus, WorkerOut
+import math
+from typing import Any
+
+from padbench.contract.api import Capabilities, JobOut, JobStatus, JobSummary, WorkerOut
 from padbench.server.db.models import Job, Worker
 
 
-def job_out(job: Job, worker_name: str | None) -> JobOut:
-    return JobOut(
+def job_summary(job: Job, worker_name: str | None) -> JobSummary:
+    return JobSummary(
         id=job.id,
         kind=job.kind,
         name=job.name,
@@ -23,8 +26,22 @@ def job_out(job: Job, worker_name: str | None) -> JobOut:
         finished_at=job.finished_at,
         error=job.error,
         cancel_requested=job.cancel_requested,
-        spec=job.spec,
     )
+
+
+def job_out(job: Job, worker_name: str | None) -> JobOut:
+    return JobOut(**dict(job_summary(job, worker_name)), spec=job.spec)
+
+
+def finite_json(value: Any) -> Any:
+    """`value` with every NaN or infinite float replaced by None, at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [finite_json(item) for item in value]
+    return value
 
 
 def worker_out(worker: Worker) -> WorkerOut:

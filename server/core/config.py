@@ -48,6 +48,17 @@ class Settings(BaseSettings):
     # How often the server itself returns expired leases to the queue (claims also do it first).
     reaper_interval_seconds: float = Field(default=5.0, gt=0)
     sqlite_busy_timeout_ms: int = Field(default=10_000, ge=0)
+    # Jobs estimated above these are refused at submission (see padbench.server.cost). The defaults fit a
+    # two-hour job on one H200: 5e10 tokens is ~1.4 h at 10M tokens/s (a small model), 1e19 FLOPs ~2.8 h at
+    # its 989 TFLOP/s dense bf16 peak.
+    max_job_tokens: int = Field(default=50_000_000_000, ge=1)
+    max_job_flops: float = Field(default=1e19, gt=0, allow_inf_nan=False)
+    # A client address with this many failed authentications within the window gets 429 until the oldest
+    # ages out: a person who mistyped a token is not hindered, a guesser is held to a few tries a minute.
+    # Access-log the polls too (empty claims, heartbeats, health checks); off, only state changes are logged.
+    log_polls: bool = False
+    auth_failure_limit: int = Field(default=20, ge=1)
+    auth_failure_window_seconds: float = Field(default=60.0, gt=0, allow_inf_nan=False)
 
     @field_validator("tokens_file", mode="before")
     @classmethod

@@ -1,19 +1,30 @@
-"""Bearer tokens with roles, read from a tokens file (`role:name:token` per line).
+"""Bearer tokens with roles, read from a tokens file (`role:name:sha256:HEX` per line).
 
-Tokens are opaque secrets compared with `secrets.compare_digest` against every known token, so the time
-a check takes does not reveal which token came close. Short or default-looking tokens are refused when
-the file is read: a server that starts is a server whose tokens are worth something.
+The file and the server's memory hold only SHA-256 digests of the tokens: a copy of the file or a core
+dump does not reveal a token. An unsalted fast hash is enough because the tokens are random (32 bytes from
+`secrets`), not passwords: there is nothing to guess from a dictionary. `padbench token new ROLE NAME`
+prints a fresh token once and the line to add. The digest of a presented token is compared with
+`secrets.compare_digest` against every known digest, so the time a check takes does not reveal which one
+came close. Older `role:name:token` lines with the token in plain text still work (hashed on reading) but
+the server warns at start-up, so a deployment can move to digests without a flag day. Short or
+default-looking plain tokens are refused when the file is read.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+log = logging.getLogger("padbench.server")
 MIN_TOKEN_LENGTH = 24
+DIGEST_PREFIX = "sha256:"
+DIGEST_PATTERN = re.compile(r"sha256:[0-9a-f]{64}")
 # Distinct characters a 24+ character secret should have at the very least ("aaaa…", "abab…" are not secrets).
 MIN_DISTINCT_CHARACTERS = 8
 DEFAULT_LOOKING_WORDS = ("changeme", "changethis", "change-me", "change_me", "default", "example", "password",
@@ -61,8 +72,18 @@ def token_weakness(token: str) -> str | None:
     return None
 
 
+def token_digest(token: str) -> str:
+    """What the tokens file stores for `token`: `sha256:` and the hex digest."""
+    return DIGEST_PREFIX + hashlib.sha256(token.encode()).hexdigest()
+
+
+def token_file_line(role: Role, name: str, token: str) -> str:
+    return f"{role.value}:{name}:{token_digest(token)}"
+
+
 def parse_token_line(line: str, where: str) -> tuple[Principal, str] | None:
-    """One `role:name:token` line → (principal, token); None for blank and `#` comment lines."""
+    """One `role:name:sha256:HEX` (or plain `role:name:token`) line → (principal, digest); None for blank and
+    `#` comment lines. A plain token is hashed here and logged as a warning: it should be replaced."""
     text = line.strip()
     if not text or text.startswith("#"):
         return None
@@ -77,28 +98,35 @@ def parse_token_line(line: str, where: str) -> tuple[Principal, str] | None:
         raise TokenFileError(f"{where}: unknown role {role_text!r} (expected one of {roles})") from None
     if not name:
         raise TokenFileError(f"{where}: the name is empty")
+    if DIGEST_PATTERN.fullmatch(token):
+        return Principal(role, name), token
+    if token.startswith(DIGEST_PREFIX):
+        raise TokenFileError(f"{where}: `sha256:` must be followed by 64 lowercase hex digits")
     weakness = token_weakness(token)
     if weakness:
         raise TokenFileError(f"{where}: the token for {role.value}:{name} {weakness}")
-    return Principal(role, name), token
+    log.warning("%s: the token for %s:%s is stored in plain text; replace the line with `%s:%s:%s`", where,
+                role.value, name, role.value, name, token_digest(token))
+    return Principal(role, name), token_digest(token)
 
 
 class TokenStore:
-    """The known tokens; `authenticate` maps a presented bearer token to its principal."""
+    """The known token digests; `authenticate` maps a presented bearer token to its principal."""
 
     def __init__(self, entries: Iterable[tuple[Principal, str]]) -> None:
+        """`entries`: (principal, digest as `token_digest` makes it)."""
         self._entries: list[tuple[Principal, bytes]] = []
         seen: set[str] = set()
-        for principal, token in entries:
-            if token in seen:
+        for principal, digest in entries:
+            if digest in seen:
                 raise TokenFileError(f"the token for {principal.role.value}:{principal.name} is used twice")
-            seen.add(token)
-            self._entries.append((principal, token.encode()))
+            seen.add(digest)
+            self._entries.append((principal, digest.encode()))
         if not self._entries:
             raise TokenFileError("no tokens: the server would refuse every request")
 
     def authenticate(self, presented: str) -> Principal | None:
-        candidate = presented.encode()
+        candidate = token_digest(presented).encode()
         match: Principal | None = None
         for principal, token in self._entries:  # no early exit: every check costs the same
             if secrets.compare_digest(candidate, token):
@@ -133,4 +161,4 @@ def generate_dev_tokens() -> dict[Role, str]:
 
 
 def dev_token_store(tokens: dict[Role, str], name: str = "dev") -> TokenStore:
-    return TokenStore((Principal(role, name), token) for role, token in tokens.items())
+    return TokenStore((Principal(role, name), token_digest(token)) for role, token in tokens.items())

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Select, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from padbench.server.db.models import Job, JobResult, Worker
 
@@ -45,7 +45,9 @@ def list_jobs(
         filters.append(Job.status == status)
     total = session.scalar(select(func.count()).select_from(Job).where(*filters)) or 0
     rows = session.execute(
-        _jobs_with_worker_names().where(*filters).order_by(Job.id.desc()).limit(limit).offset(offset)
+        # The spec can be large and a page does not show it, so it is never loaded here.
+        _jobs_with_worker_names().options(defer(Job.spec, raiseload=True))
+        .where(*filters).order_by(Job.id.desc()).limit(limit).offset(offset)
     ).all()
     return [JobRow(job, name) for job, name in rows], total
 

@@ -29,6 +29,7 @@ class LiveServer:
     tokens: Tokens
     workdir: Path
     env: dict[str, str]
+    process: subprocess.Popen[bytes]
     workers: list[Worker] = field(default_factory=list)
 
     def client(self) -> PadbenchClient:
@@ -104,7 +105,7 @@ def running_server(workdir: Path, extra_env: dict[str, str]) -> Iterator[LiveSer
     log = workdir / "server.log"
     with background(padbench_command("server", "--host", "127.0.0.1", "--port", str(port)), log, env) as process:
         wait_until_healthy(url, process, log)
-        server = LiveServer(url=url, tokens=tokens, workdir=workdir, env=env)
+        server = LiveServer(url=url, tokens=tokens, workdir=workdir, env=env, process=process)
         try:
             yield server
         finally:

@@ -28,8 +28,10 @@ LONG: dict[str, Any] = QUICK | {
                     "correctness_samples": 2},
 }
 
-# Valid as a spec (a model directory is just a path), but the child cannot load it.
-FAILING: dict[str, Any] = QUICK | {"name": "acceptance-failing", "model": "/nonexistent/padbench-model"}
+# Valid as a spec (a relative model name), but it is under no root of the worker and, offline, no hub model
+# either: the child cannot load it.
+MISSING_MODEL = "padbench-missing/model"
+FAILING: dict[str, Any] = QUICK | {"name": "acceptance-failing", "model": {"path": MISSING_MODEL}}
 
 for _spec in (QUICK, LONG, FAILING):
     parse_job_spec(_spec)  # a typo here should fail at import, not as a mysterious job failure

@@ -12,7 +12,7 @@ import yaml
 from padbench.contract.api import JobStatus
 from padbench.contract.results import PaddingResult
 from tests.acceptance.conftest import LiveServer, Worker, process_gone, read_proc, running_worker
-from tests.acceptance.specs import FAILING, LONG, QUICK
+from tests.acceptance.specs import FAILING, LONG, MISSING_MODEL, QUICK
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def test_a_job_failing_inside_its_child_records_the_error(shared_server: LiveSer
         job_id = client.submit(FAILING).id
         job = client.wait(job_id, poll_s=0.1, timeout_s=120)
     assert job.status is JobStatus.failed
-    assert job.error and "/nonexistent/padbench-model" in job.error
+    assert job.error and MISSING_MODEL in job.error
     assert job.attempts == 1  # a reported failure is final; only lost leases are retried
 
 

@@ -31,6 +31,7 @@ from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, Envir
 from padbench.contract.spec import JOB_SPEC_ADAPTER, AttentionJobSpec, parse_job_spec
 from padbench.server import queue
 from padbench.server.core.config import Settings
+from padbench.server.core.security import Role, token_file_line
 from padbench.server.db.clock import db_now
 from padbench.server.db.engine import Database
 from padbench.server.db.migrate import upgrade_to_head
@@ -128,7 +129,7 @@ class LiveServer:
 
 def write_tokens_file(path: Path) -> dict[str, str]:
     tokens = {key: secrets.token_urlsafe(32) for key in PRINCIPALS}
-    lines = [f"{role}:{name}:{tokens[key]}" for key, (role, name) in PRINCIPALS.items()]
+    lines = [token_file_line(Role(role), name, tokens[key]) for key, (role, name) in PRINCIPALS.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return tokens
 

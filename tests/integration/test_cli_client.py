@@ -150,3 +150,14 @@ def test_compare_names_a_job_without_results(cli, spec_file: Path) -> None:
     queued = cli("submit", str(spec_file))[1].split()[1]
     code, _, err = cli("compare", queued, queued)
     assert code == 1 and f"job {queued} has no results" in err
+def test_the_token_can_come_from_a_file_kept_out_of_ps(cli, live_server: LiveServer, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PADBENCH_TOKEN")
+    token_file = tmp_path / "token"
+    token_file.write_text(live_server.tokens["submitter"] + "\n")
+    code, out, _ = cli("list", "--token-file", str(token_file))
+    assert code == 0 and "shown" in out
+    monkeypatch.setenv("PADBENCH_TOKEN_FILE", str(token_file))
+    assert cli("list")[0] == 0
+    code, _, err = cli("list", "--token-file", str(tmp_path / "missing"))
+    assert code == 2 and "--token-file" in err and "cannot read it" in err

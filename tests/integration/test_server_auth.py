@@ -5,11 +5,14 @@ change nothing). `/healthz` needs no token.
 
 from __future__ import annotations
 
+import logging
+import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.conftest import PRINCIPALS, LiveServer
+from tests.integration.conftest import PRINCIPALS, LiveServer, serve
 
 SUBMITTERS = {"submitter", "submitter2", "admin"}
 WORKERS = {"worker", "worker2", "admin"}
@@ -63,3 +66,38 @@ def test_openapi_documents_the_v1_routes(live_server: LiveServer) -> None:
         paths = anonymous.get("/openapi.json").json()["paths"]
     assert {path for _, path, _, _ in ENDPOINTS if "/1" not in path} <= set(paths)
     assert "/v1/leases/{job_id}/heartbeat" in paths and "/v1/jobs/{job_id}/results" in paths
+
+
+def send_headers_only(server: LiveServer, headers: str) -> bytes:
+    """Send a request's headers announcing a large body, never the body; return what the server answers."""
+    host, port = server.base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(f"POST /v1/jobs HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {8 * 1024 * 1024}\r\n{headers}\r\n".encode())
+        try:
+            return sock.recv(4096)
+        except TimeoutError:
+            return b""  # the server is waiting for the body
+
+
+def test_unauthenticated_requests_get_401_before_their_body_is_read(live_server: LiveServer) -> None:
+    assert send_headers_only(live_server, "").startswith(b"HTTP/1.1 401")
+    assert send_headers_only(live_server, "Authorization: Bearer not-a-token\r\n").startswith(b"HTTP/1.1 401")
+
+
+def test_repeated_failures_from_one_client_get_429_and_are_logged_without_the_token(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    guess = "guessed-token-" + "x" * 20
+    with (serve(f"sqlite:///{tmp_path / 'db.sqlite3'}", tmp_path, auth_failure_limit=3) as server,
+          caplog.at_level(logging.WARNING, logger="padbench.server.auth")):
+        with server.client() as anonymous:
+            codes = [anonymous.get("/v1/jobs", headers={"Authorization": f"Bearer {guess}"}).status_code
+                     for _ in range(5)]
+            assert codes == [401, 401, 401, 429, 429]
+            refused = anonymous.get("/v1/jobs", headers=server.headers("submitter"))
+            assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+        assert server.client("submitter").get("/healthz").status_code == 200
+    failures = [record.getMessage() for record in caplog.records if record.name == "padbench.server.auth"]
+    assert len(failures) == 3 and all("127.0.0.1" in line and "invalid bearer token" in line for line in failures)
+    assert guess not in caplog.text

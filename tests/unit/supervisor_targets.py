@@ -37,3 +37,31 @@ def run_until_killed(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
     while True:
         ctx.progress(0.5, "working")
         time.sleep(0.1)
+
+
+def hold_memory(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    """Touches `mib` MiB of host memory and keeps it, reporting progress, until killed."""
+    held = bytearray(spec["mib"] * 2**20)
+    for offset in range(0, len(held), 4096):
+        held[offset] = 1
+    while True:
+        ctx.progress(0.5, f"holding {len(held)} bytes")
+        time.sleep(0.1)
+
+
+def return_nan_result(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    document = finish_with_progress(ctx, spec)
+    return {**document, "flops_per_token": float("nan")}
+
+
+def raise_with_nul(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    ctx.progress(0.1, "reading \x00 binary")
+    raise ValueError("bad byte \x00 in input")
+
+
+def write_in_cwd(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    """Creates a file and a directory as a job's cache would; reports where and with which permissions."""
+    Path("made.txt").write_text("cached copy")
+    Path("made-dir").mkdir()
+    return {"cwd": os.getcwd(), "file_mode": Path("made.txt").stat().st_mode & 0o777,
+            "dir_mode": Path("made-dir").stat().st_mode & 0o777}

@@ -15,9 +15,14 @@ from padbench.http import ApiError, describe_detail, error_from_response
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc).isoformat()
 
 
-def job_body(job_id: int = 7, status: str = "queued", **fields: Any) -> dict[str, Any]:
+def job_summary_body(job_id: int = 7, status: str = "queued", **fields: Any) -> dict[str, Any]:
+    """A job as the list shows it: no spec."""
     return {"id": job_id, "kind": "padding", "status": status, "attempts": 0, "max_attempts": 3,
-            "submitter": "alice", "created_at": NOW, "spec": {"kind": "padding"}, **fields}
+            "submitter": "alice", "created_at": NOW, **fields}
+
+
+def job_body(job_id: int = 7, status: str = "queued", **fields: Any) -> dict[str, Any]:
+    return {**job_summary_body(job_id, status), "spec": {"kind": "padding"}, **fields}
 
 
 def client_for(handler: Any) -> PadbenchClient:
@@ -74,7 +79,8 @@ def test_list_passes_the_status_filter_and_page() -> None:
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx.Response(200, json={"items": [job_body(status="failed")], "total": 1, "limit": 5, "offset": 0})
+        page = {"items": [job_summary_body(status="failed")], "total": 1, "limit": 5, "offset": 0}
+        return httpx.Response(200, json=page)
 
     from padbench.contract.api import JobStatus
 

@@ -171,3 +171,18 @@ def test_unknown_distribution_and_small_vocabulary_are_refused(text_file: Path, 
     spec = DataSpec(source=str(text_file), tokenizer=str(tokenizer_dir), num_samples=5)
     with pytest.raises(DataError, match=r"^data\.tokenizer: .*outside the model's vocabulary of 1000"):
         load_sequences(spec, vocab_size=1000, cache_dir=tmp_path)
+
+
+def test_errors_about_a_file_never_quote_its_content(tmp_path: Path, tokenizer_dir: Path) -> None:
+    private = tmp_path / "private.csv"
+    private.write_text("password_column,api_key_column\nhunter2,abc\n")
+    spec = DataSpec(source=str(private), tokenizer=str(tokenizer_dir), text_field="nope")
+    with pytest.raises(DataError) as caught:
+        load_sequences(spec, VOCAB, cache_dir=tmp_path / "cache")
+    assert "password_column" not in str(caught.value) and "api_key" not in str(caught.value)
+    config_dir = tmp_path / "not-a-tokenizer"
+    config_dir.mkdir()
+    (config_dir / "config.json").write_text('{"model_type": "secret-internal-arch"}')
+    with pytest.raises(DataError) as caught:
+        load_sequences(DataSpec(source=str(private), tokenizer=str(config_dir)), VOCAB, cache_dir=tmp_path / "c")
+    assert "secret-internal-arch" not in str(caught.value)

@@ -25,11 +25,14 @@ TARGETS = "tests.unit.supervisor_targets"
 class FakeServer:
     """Answers the worker endpoints; records every call as (action, body)."""
 
-    def __init__(self, heartbeat_status: int = 200, cancel: bool = False, jobs: list[dict[str, Any]] | None = None):
+    def __init__(self, heartbeat_status: int = 200, cancel: bool = False, jobs: list[dict[str, Any]] | None = None,
+                 down_for_reports: int = 0):
         self.calls: list[tuple[str, Any]] = []
         self.heartbeat_status = heartbeat_status
         self.cancel = cancel
         self.jobs = list(jobs or [])
+        # The first this-many complete/fail calls get 503, as from a proxy in front of a restarting server.
+        self.down_for_reports = down_for_reports
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         action = request.url.path.rsplit("/", 1)[-1]
@@ -47,6 +50,9 @@ class FakeServer:
             if self.heartbeat_status != 200:
                 return httpx.Response(self.heartbeat_status, json={"detail": "not the current lease"})
             return httpx.Response(200, json={"cancel_requested": self.cancel, "lease_expires_at": expires})
+        if action in ("complete", "fail") and self.down_for_reports > 0:
+            self.down_for_reports -= 1
+            return httpx.Response(503, json={"detail": "restarting"})
         return httpx.Response(204)
 
     def actions(self) -> list[str]:
@@ -181,3 +187,58 @@ def test_once_runs_a_single_job_then_returns() -> None:
     sup.run()
     assert sup.jobs_run == 1
     assert server.actions() == ["workers", "leases", "fail"]
+
+
+def test_a_child_over_the_host_memory_cap_is_killed_and_failed() -> None:
+    server = FakeServer()
+    run_one(server, "hold_memory", {"mib": 256}, job_memory_cap_bytes=128 * 2**20, job_timeout_s=60)
+    error = server.last("fail")["error"]
+    assert error.startswith("oom: the job's processes held") and "over the worker's cap of 0.12 GiB" in error
+
+
+def test_a_nan_in_the_result_fails_the_job_with_the_reason_and_the_loop_goes_on() -> None:
+    server = FakeServer(jobs=[{"kind": "padding"}])
+    sup = supervisor(server, "return_nan_result", once=True)
+    sup.run()
+    assert server.actions()[-1] == "fail" and "flops_per_token" in server.last("fail")["error"]
+    assert sup.jobs_run == 1
+
+
+def test_nul_characters_from_the_child_do_not_break_the_report() -> None:
+    server = FakeServer()
+    run_one(server, "raise_with_nul", {"kind": "padding"})
+    assert server.last("fail")["error"] == "error: ValueError: bad byte \ufffd in input"
+
+
+def test_a_report_the_server_does_not_answer_is_retried_and_the_result_kept_until_then(tmp_path: Path) -> None:
+    server = FakeServer(down_for_reports=3)
+    sup = run_one(server, "finish_with_progress", {"kind": "padding"}, outbox_dir=tmp_path / "outbox",
+                  error_poll_max_s=0.2)
+    assert server.actions().count("complete") == 4 and server.actions()[-1] == "complete"
+    assert sup.outbox is not None and sup.outbox.pending() == []
+    assert (tmp_path / "outbox").stat().st_mode & 0o777 == 0o700
+
+
+def test_a_result_unreported_when_the_worker_stopped_is_delivered_at_the_next_start(tmp_path: Path) -> None:
+    outbox = tmp_path / "outbox"
+    server = FakeServer(down_for_reports=1000)
+    sup = run_one(server, "finish_with_progress", {"kind": "padding"}, outbox_dir=outbox, report_retry_s=0.5,
+                  error_poll_max_s=0.1)
+    assert sup.outbox is not None and [p.job_id for p in sup.outbox.pending()] == [5]
+    saved = next(outbox.glob("job-*.json"))
+    assert saved.stat().st_mode & 0o777 == 0o600
+    restarted_server = FakeServer(jobs=[{"kind": "padding"}])  # --once returns after this next job
+    restarted = supervisor(restarted_server, "finish_with_progress", outbox_dir=outbox, once=True)
+    restarted.run()
+    assert restarted_server.actions()[:2] == ["workers", "complete"]
+    assert restarted_server.last("complete")["lease_token"] == "lease-abc"
+    assert not saved.exists()
+
+
+def test_a_spec_naming_a_file_outside_the_roots_fails_without_running_the_child(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    server = FakeServer()
+    escaping = {"pid_file": str(pid_file), "data": {"source": "/etc/passwd", "tokenizer": "bert-base-uncased"}}
+    run_one(server, "run_until_killed", escaping, data_roots=(tmp_path,))
+    assert server.last("fail")["error"].startswith("error: data.source: '/etc/passwd' must be relative")
+    assert not pid_file.exists()

@@ -1,4 +1,4 @@
-"""`padbench worker --server URL --token T [--gpu N] [--name NAME] [--once]`."""
+"""`padbench worker --server URL --token-file PATH [--gpu N] [--name NAME] [--once]`."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ from types import FrameType
 
 from pydantic import ValidationError
 
+from padbench.http import TokenFileUnreadable, token_from_file
 from padbench.specfile import format_validation_error
 from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S, WorkerSettings
 from padbench.worker.supervisor.api import WorkerApi
 from padbench.worker.supervisor.capabilities import CapabilityError, detect_capabilities
 from padbench.worker.supervisor.loop import FatalWorkerError, Supervisor, WorkerConfig
+from padbench.worker.supervisor.outbox import outbox_directory
 
 log = logging.getLogger("padbench.worker")
 
@@ -30,7 +32,9 @@ def add_worker_command(subparsers: argparse._SubParsersAction) -> None:
     # Defaults come from WorkerSettings (PADBENCH_* variables) when the command runs, not when it is parsed.
     parser.add_argument("--server", default=None, help="server base URL (default: $PADBENCH_SERVER)")
     parser.add_argument("--token", default=None,
-                        help="a worker-role token (default: $PADBENCH_TOKEN; write --token=T if T starts with -)")
+                        help="a worker-role token (default: $PADBENCH_TOKEN); it shows in `ps`: prefer --token-file")
+    parser.add_argument("--token-file", default=None, metavar="PATH",
+                        help="a file whose first line is the token (default: $PADBENCH_TOKEN_FILE)")
     parser.add_argument("--gpu", default=None,
                         help="GPU index (or UUID) this worker owns; jobs see only it via CUDA_VISIBLE_DEVICES "
                              "(default: $PADBENCH_GPU)")
@@ -45,13 +49,20 @@ def add_worker_command(subparsers: argparse._SubParsersAction) -> None:
 
 def load_settings(args: argparse.Namespace) -> WorkerSettings | None:
     """PADBENCH_* settings with the command line's options on top; None (after saying why) when refused."""
-    overrides = {"server": args.server, "token": args.token, "gpu": args.gpu, "worker_name": args.name,
-                 "job_timeout_s": args.job_timeout}
+    overrides = {"server": args.server, "token": args.token, "token_file": args.token_file, "gpu": args.gpu,
+                 "worker_name": args.name, "job_timeout_s": args.job_timeout}
     try:
         return WorkerSettings(**{key: value for key, value in overrides.items() if value is not None})
     except ValidationError as error:
         print(f"padbench worker: invalid settings: {format_validation_error(error)}", file=sys.stderr)
         return None
+
+
+def resolved_token(settings: WorkerSettings) -> str | None:
+    """The token given directly, else the one in the token file; TokenFileUnreadable says why not."""
+    if settings.token is not None:
+        return settings.token.get_secret_value()
+    return None if settings.token_file is None else token_from_file(settings.token_file)
 
 
 def default_name(gpu: str | None) -> str:
@@ -74,9 +85,14 @@ def run_worker(args: argparse.Namespace) -> int:
     settings = load_settings(args)
     if settings is None:
         return 2
-    if settings.server is None or settings.token is None:
-        print("padbench worker: --server and --token (or PADBENCH_SERVER / PADBENCH_TOKEN) are required",
-              file=sys.stderr)
+    try:
+        token = resolved_token(settings)
+    except TokenFileUnreadable as error:
+        print(f"padbench worker: {error}", file=sys.stderr)
+        return 2
+    if settings.server is None or token is None:
+        print("padbench worker: --server and --token-file or --token (or PADBENCH_SERVER and PADBENCH_TOKEN_FILE "
+              "or PADBENCH_TOKEN) are required", file=sys.stderr)
         return 2
     stop_event = threading.Event()
     install_stop_handlers(stop_event)
@@ -88,9 +104,12 @@ def run_worker(args: argparse.Namespace) -> int:
         print(f"padbench worker: {error}", file=sys.stderr)
         return 1
     log.info("capabilities: %s", capabilities.model_dump_json())
-    config = WorkerConfig(name=settings.worker_name or default_name(settings.gpu), gpu=settings.gpu,
-                          job_timeout_s=settings.job_timeout_s, once=args.once)
-    with WorkerApi(settings.server, settings.token.get_secret_value()) as api:
+    name = settings.worker_name or default_name(settings.gpu)
+    config = WorkerConfig(name=name, gpu=settings.gpu, job_timeout_s=settings.job_timeout_s,
+                          job_memory_cap_bytes=settings.memory_cap_bytes, once=args.once,
+                          outbox_dir=outbox_directory(settings.cache_dir, name),
+                          data_roots=settings.data_root_paths, model_roots=settings.model_root_paths)
+    with WorkerApi(settings.server, token) as api:
         supervisor = Supervisor(api, config, capabilities, stop_event)
         try:
             supervisor.run()

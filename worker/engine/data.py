@@ -87,8 +87,9 @@ def load_tokenizer(name: str) -> PreTrainedTokenizerBase:
     try:
         return AutoTokenizer.from_pretrained(name)
     except (OSError, ValueError, KeyError, TypeError) as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise DataError(f"data.tokenizer: cannot load tokenizer {name!r}: {first_line}") from error
+        # Only the exception's type: its message may quote the files it read (a config's model_type).
+        raise DataError(f"data.tokenizer: cannot load tokenizer {name!r} ({type(error).__name__}); "
+                        "it must be a tokenizer directory or a hub name") from error
 
 
 def tokenizer_identity(tokenizer: PreTrainedTokenizerBase) -> str:
@@ -135,8 +136,8 @@ def tokenize_corpus(data: DataSpec, tokenizer: PreTrainedTokenizerBase, cache_di
     with _quiet_datasets():
         raw, description = read_source(data.source, cache_dir)
         if data.text_field not in raw.column_names:
-            raise DataError(f"data.text_field: {data.source} has no field {data.text_field!r} "
-                            f"(fields: {', '.join(raw.column_names)})")
+            # The file's own field names are its content (a CSV header, JSON keys): not echoed.
+            raise DataError(f"data.text_field: {data.source} has no field {data.text_field!r}")
         tok_identity = tokenizer_identity(tokenizer)
         fingerprint = hashlib.sha256(
             "\0".join([TOKENIZED_FORMAT, raw._fingerprint, tok_identity, data.text_field]).encode()
@@ -169,7 +170,7 @@ def read_source(source: str, cache_dir: Path) -> tuple[datasets.Dataset, str]:
     try:
         raw = datasets.load_dataset(builder, data_files=files, split="train", cache_dir=str(cache_dir / "raw"))
     except (OSError, ValueError, DatasetsError) as error:
-        raise DataError(f"data.source: cannot read {source!r} as {builder}: {error}") from error
+        raise DataError(f"data.source: cannot read {source!r} as {builder} ({type(error).__name__})") from error
     return raw, f"{source} ({builder}, {len(files)} file{'s' * (len(files) > 1)})"
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Literal
 
-from padbench.worker.runtime.procfs import die_with_parent
+from padbench.worker.runtime.procfs import die_with_parent, group_rss_bytes
 from padbench.worker.runtime.progress import ProgressFn
 
 Outcome = Literal["ok", "oom", "cuda_error", "error", "timeout", "crash", "cancelled"]
@@ -82,14 +82,20 @@ def send_error(connection: Connection, error: BaseException) -> None:
     connection.close()
 
 
-def enter_child(env: Mapping[str, str]) -> None:
+def enter_child(env: Mapping[str, str], workdir: str | None = None) -> None:
     os.setsid()  # own process group: the parent's killpg reaches our descendants too
     die_with_parent()
+    # Whatever a job writes (tokenized data, probe limits) is readable by this user only: it may copy data
+    # that was itself private.
+    os.umask(0o077)
+    if workdir is not None:
+        os.chdir(workdir)
     os.environ.update(env)
 
 
-def _child_main(connection: Connection, target: str, args: tuple[Any, ...], env: Mapping[str, str]) -> None:
-    enter_child(env)
+def _child_main(connection: Connection, target: str, args: tuple[Any, ...], env: Mapping[str, str],
+                workdir: str | None) -> None:
+    enter_child(env, workdir)
     try:
         value = resolve_target(target)(ChildContext(connection), *args)
     except BaseException as error:  # report everything, including KeyboardInterrupt and MemoryError
@@ -120,8 +126,9 @@ def _describe_exit(code: int | None) -> str:
 
 def await_reply(receiver: Connection, process: multiprocessing.process.BaseProcess, started: float, *,
                  timeout_s: float | None, on_progress: ProgressFn | None, should_stop: Callable[[], bool] | None,
-                 poll_s: float, join_on_result: bool) -> ChildReport:
-    """Wait for the child's result or error, forwarding its progress; kill it past the deadline or on stop."""
+                 poll_s: float, join_on_result: bool, memory_cap_bytes: int | None = None) -> ChildReport:
+    """Wait for the child's result or error, forwarding its progress; kill it past the deadline, on stop, or
+    when its process group's resident memory passes `memory_cap_bytes`."""
     deadline = None if timeout_s is None else started + timeout_s
 
     def report(outcome: Outcome, **fields: Any) -> ChildReport:
@@ -135,6 +142,12 @@ def await_reply(receiver: Connection, process: multiprocessing.process.BaseProce
         if should_stop is not None and should_stop():
             kill_group(process)
             return report("cancelled", error="stopped by the parent")
+        if memory_cap_bytes is not None and process.pid is not None:
+            resident = group_rss_bytes(process.pid)
+            if resident > memory_cap_bytes:
+                kill_group(process)
+                return report("oom", error=f"the job's processes held {resident / 2**30:.2f} GiB of host memory, "
+                              f"over the worker's cap of {memory_cap_bytes / 2**30:.2f} GiB")
         ready = wait([receiver, process.sentinel], timeout=min(poll_s, remaining or poll_s))
         if receiver in ready:
             try:
@@ -165,21 +178,28 @@ def run_in_child(
     on_progress: ProgressFn | None = None,
     should_stop: Callable[[], bool] | None = None,
     poll_s: float = 0.5,
+    memory_cap_bytes: int | None = None,
+    workdir: str | None = None,
 ) -> ChildReport:
     """Run `module:function(ctx, *args)` in a spawned child; never raises for anything the child does.
 
     `should_stop` is consulted every `poll_s` seconds (e.g. a cancel seen on a heartbeat); when it
-    returns True the child's process group is killed and the outcome is "cancelled".
+    returns True the child's process group is killed and the outcome is "cancelled". The child's whole
+    process group's resident memory is checked as often: past `memory_cap_bytes` it is killed ("oom").
+    The cap is watched from outside rather than set with RLIMIT_AS because CUDA reserves far more address
+    space than it uses, and RSS is what actually starves the host.
     """
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_child_main, args=(sender, target, args, dict(env or {})), daemon=False)
+    process = context.Process(target=_child_main, args=(sender, target, args, dict(env or {}), workdir),
+                              daemon=False)
     started = time.monotonic()
     process.start()
     sender.close()  # so the parent sees EOF when the child dies
     try:
         return await_reply(receiver, process, started, timeout_s=timeout_s, on_progress=on_progress,
-                            should_stop=should_stop, poll_s=poll_s, join_on_result=True)
+                            should_stop=should_stop, poll_s=poll_s, join_on_result=True,
+                            memory_cap_bytes=memory_cap_bytes)
     finally:
         if process.is_alive():
             kill_group(process)

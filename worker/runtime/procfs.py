@@ -33,6 +33,25 @@ def status_bytes(field: str) -> int:
     raise ProcfsUnavailable(f"{field} is missing from {STATUS_FILE}: this needs Linux /proc")
 
 
+def group_rss_bytes(process_group: int) -> int:
+    """The resident memory of every process in `process_group`, summed (processes that vanish count 0)."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # /proc/PID/stat: "pid (comm) state ppid pgrp …"; comm may hold spaces, so split after its ')'.
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            if int(fields[2]) == process_group:
+                total += int(fields[21]) * resource.getpagesize()  # rss, in pages
+    return total
+
+
+def host_memory_bytes() -> int:
+    """Physical memory of this machine."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
 def reset_peak_rss() -> bool:
     """Restart VmHWM from the current resident set; False where the kernel does not allow it."""
     try:

@@ -21,10 +21,21 @@ from padbench.contract.api import (
     WorkerOut,
     WorkerRegister,
 )
+from padbench.contract.bounds import MAX_MESSAGE_LENGTH
 from padbench.http import ApiError, ApiSession, parse_body
 
 HTTP_CONFLICT = 409
 HTTP_NO_CONTENT = 204
+
+
+def storable(text: str, limit: int, keep_end: bool = False) -> str:
+    """`text` as the server accepts it: NUL (which PostgreSQL cannot store) shown as U+FFFD, cut to `limit`.
+
+    Child errors and progress messages quote whatever the job read, binary included; a report must not be
+    refused for that.
+    """
+    text = text.replace("\x00", "\ufffd")
+    return text[-limit:] if keep_end else text[:limit]
 
 
 class LeaseLost(ApiError):
@@ -45,7 +56,8 @@ class WorkerApi(ApiSession):
         return parse_body(LeaseOut, response)
 
     def heartbeat(self, job_id: int, token: str, progress: float | None, message: str | None) -> HeartbeatAck:
-        body = Heartbeat(lease_token=token, progress=progress, message=message)
+        shown = None if message is None else storable(message, MAX_MESSAGE_LENGTH)
+        body = Heartbeat(lease_token=token, progress=progress, message=shown)
         return parse_body(HeartbeatAck, self._lease_call(job_id, "heartbeat", body.model_dump(mode="json")))
 
     def complete(self, job_id: int, token: str, result: dict[str, Any]) -> None:
@@ -55,7 +67,8 @@ class WorkerApi(ApiSession):
         self._lease_call(job_id, "complete", body.model_dump(mode="json"))
 
     def fail(self, job_id: int, token: str, error: str, traceback: str | None) -> None:
-        body = LeaseFail(lease_token=token, error=error[:10_000], traceback=traceback[-200_000:] if traceback else None)
+        body = LeaseFail(lease_token=token, error=storable(error, 10_000),
+                         traceback=storable(traceback, 200_000, keep_end=True) if traceback else None)
         self._lease_call(job_id, "fail", body.model_dump(mode="json"))
 
     def release(self, job_id: int, token: str) -> None:

@@ -5,23 +5,34 @@ wall-clock limit), and everything the parent does is HTTP. How each run ends dec
 to the server: a result → `complete`; a crash, OOM, error or timeout → `fail` with the child's error and
 traceback; a cancel seen on a heartbeat → `fail` saying so (the server records it as cancelled); a stop
 request (SIGTERM) → `release`, so another worker takes the job at once; a lost lease → nothing at all.
+
+A finished result is worth a GPU run, so it is saved in the outbox before it is reported, and a report the
+server does not answer (down, restarting) is retried with back-off while the heartbeats keep the lease;
+a result still unreported when the worker stops is delivered when it starts again.
 """
 
 from __future__ import annotations
 
 import logging
+import tempfile
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
-from padbench.contract.api import Capabilities, LeaseOut
+from padbench.contract.api import Capabilities, LeaseComplete, LeaseOut
 from padbench.http import ApiError
 from padbench.worker.runtime.isolation import ChildReport, run_in_child
 from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S
 from padbench.worker.supervisor.api import LeaseLost, WorkerApi
 from padbench.worker.supervisor.capabilities import gpu_environment
+from padbench.worker.supervisor.confine import PathRefused, confine_spec_paths
 from padbench.worker.supervisor.lease import LeaseKeeper
+from padbench.worker.supervisor.outbox import Outbox, PendingResult
 
 log = logging.getLogger("padbench.worker")
 
@@ -34,6 +45,7 @@ class WorkerConfig:
     name: str
     gpu: str | None = None
     job_timeout_s: float = DEFAULT_JOB_TIMEOUT_S
+    job_memory_cap_bytes: int | None = None  # the job's processes' resident memory, summed
     # Idle polling starts fast and backs off to this cap, so a new job is picked up within ~0.5 s.
     idle_poll_first_s: float = 0.05
     idle_poll_max_s: float = 0.5
@@ -41,6 +53,13 @@ class WorkerConfig:
     error_poll_max_s: float = 5.0
     once: bool = False
     job_target: str = "padbench.worker.jobs:run_job"
+    # Where finished results wait until the server has them; None keeps them in memory only.
+    outbox_dir: Path | None = None
+    # The roots service jobs' file names resolve in (see padbench.worker.supervisor.confine).
+    data_roots: tuple[Path, ...] = ()
+    model_roots: tuple[Path, ...] = ()
+    # How long a report the server does not answer is retried (the heartbeats keep the lease meanwhile).
+    report_retry_s: float = 600.0
 
 
 class Backoff:
@@ -74,6 +93,7 @@ class Supervisor:
         self.capabilities = capabilities
         self.worker_id: int | None = None
         self.jobs_run = 0
+        self.outbox = Outbox(config.outbox_dir) if config.outbox_dir is not None else None
         # Shared with the signal handlers, which are installed before the supervisor exists.
         self._stop = stop_event or threading.Event()
 
@@ -89,6 +109,7 @@ class Supervisor:
         self.worker_id = self._register()
         if self.worker_id is None:
             return
+        self.deliver_saved_results()
         idle = Backoff(self.config.idle_poll_first_s, self.config.idle_poll_max_s)
         while not self.stopping:
             lease = self._claim()
@@ -134,45 +155,111 @@ class Supervisor:
     def run_lease(self, lease: LeaseOut) -> ChildReport:
         job = lease.job
         log.info("job %d (%s) claimed, attempt %d of %d", job.id, job.kind, job.attempts, job.max_attempts)
+        # The keeper stays on while the report is retried: its heartbeats keep the lease alive meanwhile.
         with LeaseKeeper(self.api, lease) as keeper:
-            report = run_in_child(
+            try:
+                spec = confine_spec_paths(job.spec, self.config.data_roots, self.config.model_roots)
+            except PathRefused as refused:
+                report = ChildReport(outcome="error", error=str(refused))
+            else:
+                report = self._run_child(spec, keeper)
+            log.info("job %d: child finished: %s in %.1f s", job.id, report.outcome, report.seconds)
+            try:
+                self._settle(lease, report, keeper)
+            except LeaseLost as error:
+                log.warning("job %d: lease lost before the report (%s); dropping it", job.id, error)
+            except ApiError as error:
+                # The lease will expire and the job go back to the queue (or fail once attempts are spent);
+                # a saved result is offered again when the worker next starts.
+                log.error("job %d: could not report to the server: %s", job.id, error)
+        return report
+
+    def _run_child(self, spec: dict[str, Any], keeper: LeaseKeeper) -> ChildReport:
+        with tempfile.TemporaryDirectory(prefix="padbench-job-") as workdir:  # empty, private: see confine
+            return run_in_child(
                 self.config.job_target,
-                job.spec,
+                spec,
                 timeout_s=self.config.job_timeout_s,
+                memory_cap_bytes=self.config.job_memory_cap_bytes,
                 env=gpu_environment(self.config.gpu),
                 on_progress=keeper.update,
                 should_stop=lambda: self.stopping or keeper.cancel_requested.is_set() or keeper.lost.is_set(),
+                workdir=workdir,
             )
-        log.info("job %d: child finished: %s in %.1f s", job.id, report.outcome, report.seconds)
-        try:
-            self._settle(lease, report, keeper)
-        except LeaseLost as error:
-            log.warning("job %d: lease lost before the report (%s); dropping it", job.id, error)
-        except ApiError as error:
-            # The lease will expire and the job go back to the queue (or fail once attempts are spent).
-            log.error("job %d: could not report to the server: %s", job.id, error)
-        return report
 
     def _settle(self, lease: LeaseOut, report: ChildReport, keeper: LeaseKeeper) -> None:
         job_id, token = lease.job.id, lease.lease_token
         if report.outcome == "ok":
-            self._complete(job_id, token, report)
+            self._complete(job_id, token, report, keeper)
         elif keeper.lost.is_set():
             log.warning("job %d: lease lost while running; the child was stopped", job_id)
         elif keeper.cancel_requested.is_set():
-            self.api.fail(job_id, token, "cancelled on request; the job's child process was stopped", None)
+            self._retrying(keeper, lambda: self.api.fail(
+                job_id, token, "cancelled on request; the job's child process was stopped", None))
         elif self.stopping:
             log.info("job %d: stopping; releasing the lease", job_id)
             self.api.release(job_id, token)
         else:
-            self.api.fail(job_id, token, f"{report.outcome}: {report.error}", report.traceback)
+            self._retrying(keeper, lambda: self.api.fail(
+                job_id, token, f"{report.outcome}: {report.error}", report.traceback))
 
-    def _complete(self, job_id: int, token: str, report: ChildReport) -> None:
+    def _complete(self, job_id: int, token: str, report: ChildReport, keeper: LeaseKeeper) -> None:
         try:
-            self.api.complete(job_id, token, report.value)
-        except ValidationError as error:
-            self.api.fail(job_id, token, f"the job's result does not match the result contract: {error}", None)
+            # Checked here, before anything is sent: a result that is not valid JSON for the contract (NaN,
+            # a wrong type) fails the job with the reason instead of escaping the loop.
+            LeaseComplete.model_validate({"lease_token": token, "result": report.value}).model_dump_json()
+        except (ValidationError, ValueError, TypeError) as error:
+            reason = f"the job's result does not match the result contract: {error}"
+            self._retrying(keeper, lambda: self.api.fail(job_id, token, reason, None))
+            return
+        pending = PendingResult(job_id, token, report.value)
+        if self.outbox is not None:
+            self.outbox.save(pending)
+        try:
+            self._retrying(keeper, lambda: self.api.complete(job_id, token, report.value))
         except ApiError as error:
-            if isinstance(error, LeaseLost) or error.status is None:
+            if error.is_transient:
+                raise  # kept in the outbox for the next start
+            self._forget(job_id)
+            if isinstance(error, LeaseLost):
                 raise
-            self.api.fail(job_id, token, f"the server rejected the job's result: {error}", None)
+            rejection = f"the server rejected the job's result: {error}"
+            self._retrying(keeper, lambda: self.api.fail(job_id, token, rejection, None))
+            return
+        self._forget(job_id)
+
+    def _forget(self, job_id: int) -> None:
+        if self.outbox is not None:
+            self.outbox.remove(job_id)
+
+    def _retrying(self, keeper: LeaseKeeper, call: Callable[[], Any]) -> None:
+        """`call()`, retried with back-off while the server does not answer and the lease is not known lost."""
+        backoff = Backoff(0.5, self.config.error_poll_max_s)
+        deadline = time.monotonic() + self.config.report_retry_s
+        while True:
+            try:
+                call()
+                return
+            except ApiError as error:
+                if not error.is_transient or keeper.lost.is_set() or time.monotonic() > deadline:
+                    raise
+                log.warning("job %d: reporting failed (%s); retrying", keeper.job_id, error)
+                time.sleep(backoff.next())
+
+    def deliver_saved_results(self) -> None:
+        """Results saved by an earlier run of this worker: report each once; keep those the server cannot take now."""
+        if self.outbox is None or not self.outbox.directory.is_dir():
+            return
+        for pending in self.outbox.pending():
+            try:
+                self.api.complete(pending.job_id, pending.lease_token, pending.result)
+            except ApiError as error:
+                if error.is_transient:
+                    log.warning("job %d: saved result not delivered yet (%s)", pending.job_id, error)
+                    continue
+                log.warning("job %d: saved result refused (%s); dropping it", pending.job_id, error)
+            except ValidationError as error:
+                log.error("job %d: saved result no longer matches the contract (%s)", pending.job_id, error)
+            else:
+                log.info("job %d: saved result delivered", pending.job_id)
+            self.outbox.remove(pending.job_id)

@@ -10,13 +10,17 @@ from fastapi import APIRouter, HTTPException, Query, status
 from fastapi.responses import JSONResponse
 
 from padbench.contract.api import JobCreate, JobCreated, JobOut, JobPage, JobStatus
+from padbench.contract.bounds import MAX_DB_ID
 from padbench.contract.results import JobResult
 from padbench.contract.spec import JOB_SPEC_ADAPTER
 from padbench.server import queue
-from padbench.server.api.deps import ReaderAuth, ReadSessionDep, SessionDep, SettingsDep, SubmitterAuth
-from padbench.server.api.views import job_out
+from padbench.server.api.deps import JobIdPath, ReaderAuth, ReadSessionDep, SessionDep, SettingsDep, SubmitterAuth
+from padbench.server.api.errors import HTTP_UNPROCESSABLE
+from padbench.server.api.views import finite_json, job_out, job_summary
 from padbench.server.core.security import Principal
+from padbench.server.cost import over_limits
 from padbench.server.db import reads
+from padbench.server.paths import path_errors
 from padbench.server.requirements import job_requirements
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -33,6 +37,12 @@ def not_found(job_id: int) -> HTTPException:
 @router.post("", status_code=status.HTTP_201_CREATED)
 def submit_job(body: JobCreate, session: SessionDep, settings: SettingsDep, principal: SubmitterAuth) -> JobCreated:
     spec = body.spec
+    refused_paths = path_errors(spec)
+    if refused_paths:
+        raise HTTPException(HTTP_UNPROCESSABLE, refused_paths)
+    too_costly = over_limits(spec, max_tokens=settings.max_job_tokens, max_flops=settings.max_job_flops)
+    if too_costly is not None:
+        raise HTTPException(HTTP_UNPROCESSABLE, [{"loc": ["spec"], "msg": too_costly, "type": "job_too_costly"}])
     job_id = queue.insert_job(
         session,
         kind=spec.kind,
@@ -51,17 +61,18 @@ def list_jobs(
     principal: ReaderAuth,
     job_status: Annotated[JobStatus | None, Query(alias="status")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_DB_ID)] = 0,
 ) -> JobPage:
     rows, total = reads.list_jobs(
         session, submitter=owner_filter(principal), status=job_status.value if job_status else None,
         limit=limit, offset=offset,
     )
-    return JobPage(items=[job_out(row.job, row.worker_name) for row in rows], total=total, limit=limit, offset=offset)
+    items = [job_summary(row.job, row.worker_name) for row in rows]
+    return JobPage(items=items, total=total, limit=limit, offset=offset)
 
 
 @router.get("/{job_id}")
-def get_job(job_id: int, session: ReadSessionDep, principal: ReaderAuth) -> JobOut:
+def get_job(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth) -> JobOut:
     row = reads.find_job(session, job_id, submitter=owner_filter(principal))
     if row is None:
         raise not_found(job_id)
@@ -69,7 +80,7 @@ def get_job(job_id: int, session: ReadSessionDep, principal: ReaderAuth) -> JobO
 
 
 @router.get("/{job_id}/results", response_model=JobResult)
-def get_results(job_id: int, session: ReadSessionDep, principal: ReaderAuth) -> JSONResponse:
+def get_results(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth) -> JSONResponse:
     """The stored result document (the contract's PaddingResult or AttentionResult); 404 until there is one."""
     row = reads.find_job(session, job_id, submitter=owner_filter(principal))
     if row is None:
@@ -77,12 +88,13 @@ def get_results(job_id: int, session: ReadSessionDep, principal: ReaderAuth) -> 
     result = reads.find_result(session, job_id)
     if result is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} has no results (status {row.job.status})")
-    # Sent as stored (it was validated against the contract when the worker reported it).
-    return JSONResponse(result)
+    # Sent as stored (it was validated against the contract when the worker reported it), except that a
+    # non-finite figure stored before results refused them reads as null (not measured): NaN is not JSON.
+    return JSONResponse(finite_json(result))
 
 
 @router.post("/{job_id}/cancel")
-def cancel_job(job_id: int, session: SessionDep, principal: SubmitterAuth) -> JobOut:
+def cancel_job(job_id: JobIdPath, session: SessionDep, principal: SubmitterAuth) -> JobOut:
     """Queued: cancelled at once. Running: cancel requested; the worker stops it and reports."""
     owner = None if principal.is_admin else principal.name
     changed = queue.request_cancel(session, job_id, submitter=owner)

@@ -2,7 +2,9 @@
 
 The lease token travels in the body, never the URL. Anything presented with a token that is not the
 job's current, unexpired lease changes nothing and gets 409: the job was reclaimed, finished or
-cancelled in the meantime, and a late ("zombie") result must not overwrite the real one.
+cancelled in the meantime, and a late ("zombie") result must not overwrite the real one. A token that IS
+the current lease but was granted to a worker of another worker token gets 403: a leaked or guessed lease
+token is not enough to speak for someone else's worker.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from padbench.contract.api import (
 )
 from padbench.contract.results import JOB_RESULT_ADAPTER
 from padbench.server import queue
-from padbench.server.api.deps import SessionDep, SettingsDep, WorkerAuth
+from padbench.server.api.deps import JobIdPath, SessionDep, SettingsDep, WorkerAuth
 from padbench.server.api.errors import HTTP_UNPROCESSABLE
 from padbench.server.api.views import job_out
 from padbench.server.core.security import Principal
@@ -54,6 +56,22 @@ def owned_worker(session: Session, worker_id: int, principal: Principal) -> Work
     return worker
 
 
+def require_lease_holder(session: Session, job_id: int, lease_token: str, principal: Principal) -> None:
+    """403 when `lease_token` is job `job_id`'s current lease but its worker belongs to another token.
+
+    The lease token names exactly one claim and the claim one worker, so checking here, in the same
+    transaction as the fenced UPDATE that follows, cannot race with a new claim.
+    """
+    row = reads.find_job(session, job_id, submitter=None)
+    if row is None or row.job.lease_token != lease_token or row.job.worker_id is None:
+        return  # not the current lease: the fenced UPDATE answers 409 (or 404)
+    worker = reads.find_worker(session, row.job.worker_id)
+    if worker is not None and worker.principal != principal.name and not principal.is_admin:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN, f"lease_token: job {job_id}'s lease was granted to another worker token"
+        )
+
+
 @router.post("", response_model=LeaseOut, responses={204: {"description": "No queued job this worker can run"}})
 def claim(body: LeaseRequest, session: SessionDep, settings: SettingsDep, principal: WorkerAuth) -> LeaseOut | Response:
     worker = owned_worker(session, body.worker_id, principal)
@@ -67,8 +85,9 @@ def claim(body: LeaseRequest, session: SessionDep, settings: SettingsDep, princi
 
 
 @router.post("/{job_id}/heartbeat")
-def heartbeat(job_id: int, body: Heartbeat, session: SessionDep, settings: SettingsDep,
+def heartbeat(job_id: JobIdPath, body: Heartbeat, session: SessionDep, settings: SettingsDep,
               principal: WorkerAuth) -> HeartbeatAck:
+    require_lease_holder(session, job_id, body.lease_token, principal)
     extension = queue.extend_lease(session, job_id, body.lease_token, lease_seconds=settings.lease_seconds,
                                    progress=body.progress, message=body.message)
     if extension is None:
@@ -77,7 +96,8 @@ def heartbeat(job_id: int, body: Heartbeat, session: SessionDep, settings: Setti
 
 
 @router.post("/{job_id}/complete", status_code=status.HTTP_204_NO_CONTENT)
-def complete(job_id: int, body: LeaseComplete, session: SessionDep, principal: WorkerAuth) -> None:
+def complete(job_id: JobIdPath, body: LeaseComplete, session: SessionDep, principal: WorkerAuth) -> None:
+    require_lease_holder(session, job_id, body.lease_token, principal)
     row = reads.find_job(session, job_id, submitter=None)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} not found")
@@ -90,12 +110,14 @@ def complete(job_id: int, body: LeaseComplete, session: SessionDep, principal: W
 
 
 @router.post("/{job_id}/fail", status_code=status.HTTP_204_NO_CONTENT)
-def fail(job_id: int, body: LeaseFail, session: SessionDep, principal: WorkerAuth) -> None:
+def fail(job_id: JobIdPath, body: LeaseFail, session: SessionDep, principal: WorkerAuth) -> None:
+    require_lease_holder(session, job_id, body.lease_token, principal)
     if not queue.fail_job(session, job_id, body.lease_token, body.error, body.traceback):
         raise lease_conflict(session, job_id)
 
 
 @router.post("/{job_id}/release", status_code=status.HTTP_204_NO_CONTENT)
-def release(job_id: int, body: LeaseRelease, session: SessionDep, principal: WorkerAuth) -> None:
+def release(job_id: JobIdPath, body: LeaseRelease, session: SessionDep, principal: WorkerAuth) -> None:
+    require_lease_holder(session, job_id, body.lease_token, principal)
     if not queue.release_job(session, job_id, body.lease_token):
         raise lease_conflict(session, job_id)

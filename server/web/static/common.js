@@ -95,7 +95,7 @@ function modelOf(spec) {
   const model = spec.model;
   if (typeof model === "string") return model;
   if (!model) return MISSING;
-  return model.preset || model.path || model.name || model.id || "custom GPT-2";
+  return model.preset || model.path || (model.config ? `custom ${model.config.model_type}` : MISSING);
 }
 
 function gpuOf(result) { return result.environment.gpu_name || result.environment.device; }

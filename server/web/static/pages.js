@@ -11,6 +11,14 @@ async function resultOf(job) {
   return resultCache.get(job.id);
 }
 
+// The list's items are summaries (no spec, so a page stays small); a job's spec never changes, so it is
+// fetched once per job and kept.
+const specCache = new Map();
+async function specOf(job) {
+  if (!specCache.has(job.id)) specCache.set(job.id, (await api(`/jobs/${job.id}`)).spec);
+  return specCache.get(job.id);
+}
+
 function progressBar(job) {
   const fraction = job.status === "succeeded" ? 1 : job.progress || 0;
   const fill = el("span", { className: "fill" });
@@ -29,6 +37,7 @@ const selected = new Set();
 
 async function jobRow(job) {
   const result = await resultOf(job);
+  const spec = result ? result.spec : await specOf(job);
   const winner = result && winnerOf(result);
   const box = el("input", { type: "checkbox", "aria-label": `select job ${job.id}` });
   box.checked = selected.has(job.id);
@@ -37,8 +46,8 @@ async function jobRow(job) {
     document.getElementById("compare-selected").disabled = selected.size < 2;
   });
   const cells = [box, el("a", { href: `/jobs/${job.id}`, text: `#${job.id}` }), statusBadge(job), progressBar(job),
-                 job.name || MISSING, job.kind, modelOf(job.spec), result ? gpuOf(result) : job.worker || MISSING,
-                 job.spec.dtype, winner ? `${strategyLabel(winner)} · ${fmt.int(winner.tokens_per_s)} tok/s` : MISSING,
+                 job.name || MISSING, job.kind, modelOf(spec), result ? gpuOf(result) : job.worker || MISSING,
+                 spec.dtype || MISSING, winner ? `${strategyLabel(winner)} · ${fmt.int(winner.tokens_per_s)} tok/s` : MISSING,
                  fmt.when(job.created_at)];
   return el("tr", { "data-job-id": job.id, "data-status": job.status }, ...cells.map((cell) => el("td", {}, cell)));
 }
@@ -60,8 +69,26 @@ async function startJobs() {
 }
 
 // --- one job --------------------------------------------------------------------------------------------
-const PADDING_COLUMNS = ["strategy", "kernel", "batch", "tokens/s", "vs static", "padding eff.", "MFU",
-                         "peak memory", "max logit error", "valid"];
+const PADDING_COLUMNS = ["strategy", "kernel", "batch", "tokens/s", "95% interval", "CV", "vs static",
+                         "padding eff.", "MFU", "MFU (GEMM)", "peak memory", "max logit error", "valid"];
+
+function intervalOf(row) {
+  const spread = row.spread;
+  if (!spread || row.tokens_per_s == null) return MISSING;
+  return `${fmt.int(spread.ci95_low_tokens_per_s)}–${fmt.int(spread.ci95_high_tokens_per_s)}`;
+}
+
+function cvOf(row) {
+  return row.spread && row.tokens_per_s != null ? `${(row.spread.cv * 100).toFixed(1)}%` : MISSING;
+}
+
+function marksOf(row) {
+  const marks = [];
+  if (row.spread && row.spread.noisy) marks.push(`noisy CV ${(row.spread.cv * 100).toFixed(1)}%`);
+  if (row.gpu_activity && row.gpu_activity.contended) marks.push("contended");
+  if (row.gpu_activity && row.gpu_activity.throttled) marks.push("throttled");
+  return marks.join(", ") || "yes";
+}
 
 function memoryOf(row) {
   const memory = row.memory;
@@ -75,11 +102,12 @@ function paddingTable(result) {
   const winner = winnerOf(result);
   const notes = [];
   const body = result.strategies.map((row) => {
-    const validity = row.status === "ok" ? "yes"
+    const validity = row.status === "ok" ? marksOf(row)
       : `${row.status === "invalid" ? "no" : "failed"} [${notes.push(row.invalid_reason || row.error || "no reason recorded")}]`;
-    const cells = [strategyLabel(row), row.kernel, row.batch_size ?? MISSING, fmt.int(row.tokens_per_s),
-                   fmt.ratio(row.speedup_vs_static), fmt.fixed(row.padding_efficiency, 2), fmt.fixed(row.mfu, 2),
-                   memoryOf(row), row.max_logit_error == null ? MISSING : row.max_logit_error.toExponential(1), validity];
+    const kernel = row.gqa === "expanded" ? `${row.kernel} (K/V expanded)` : row.kernel;
+    const cells = [strategyLabel(row), kernel, row.batch_size ?? MISSING, fmt.int(row.tokens_per_s), intervalOf(row),
+                   cvOf(row), fmt.ratio(row.speedup_vs_static), fmt.fixed(row.padding_efficiency, 2),
+                   fmt.fixed(row.mfu, 2), fmt.fixed(row.mfu_vs_matmul, 2), memoryOf(row), row.max_logit_error == null ? MISSING : row.max_logit_error.toExponential(1), validity];
     const className = row === winner ? "winner" : isDoubtful(row) ? "doubtful" : "";
     return el("tr", { className }, ...cells.map((cell) => el("td", { text: String(cell) })));
   });

@@ -1,0 +1,41 @@
+"""Bounded field types shared by the whole contract.
+
+Every value a client can send has a limit that fits real use, so a hostile or mistyped document is a 422
+naming the field instead of a job that holds a GPU for days, a row the database cannot store (ids past
+its integer range, NUL bytes on PostgreSQL, names past a column's length) or a result nobody can read
+back (NaN is not JSON).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
+# Ids are INTEGER columns on both backends: SQLite would raise OverflowError and PostgreSQL
+# NumericValueOutOfRange past 2**31 - 1.
+MAX_DB_ID = 2**31 - 1
+# Names match the String(200) columns (job and worker names, principals).
+MAX_NAME_LENGTH = 200
+# Free text a person writes or a worker reports (progress messages, kernel names, hostnames).
+MAX_LABEL_LENGTH = 200
+MAX_MESSAGE_LENGTH = 2000
+# A seed is any 64-bit value torch and numpy accept.
+MAX_SEED = 2**63 - 1
+
+
+def _no_nul(value: str) -> str:
+    # PostgreSQL text cannot hold U+0000, so such a value would fail at the database instead of here.
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters (U+0000)")
+    return value
+
+
+NoNul = AfterValidator(_no_nul)
+DbId = Annotated[int, Field(ge=1, le=MAX_DB_ID)]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_LENGTH), NoNul]
+Label = Annotated[str, Field(max_length=MAX_LABEL_LENGTH), NoNul]
+Message = Annotated[str, Field(max_length=MAX_MESSAGE_LENGTH), NoNul]
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+# A lease token is what `secrets.token_urlsafe(24)` makes (32 characters); 64 is the column's width.
+LeaseToken = Annotated[str, Field(min_length=1, max_length=64), NoNul]

@@ -1,0 +1,102 @@
+"""Every field of the contract has a bound: abusive specs are refused naming the field, and what each field
+allows on its own but is too much together is refused by the server's cost estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from padbench.contract.api import Capabilities, Heartbeat, LeaseRequest, WorkerRegister
+from padbench.contract.spec import parse_job_spec
+from padbench.server.core.config import Settings
+from padbench.server.cost import job_cost, over_limits
+from padbench.specfile import load_spec
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SWEEP: dict[str, Any] = {"kind": "attention"}
+# (document, the field its error names): the abusive specs a hostile submitter tried.
+ABUSIVE_SPECS: list[tuple[dict[str, Any], str]] = [
+    ({"data": {"num_samples": 10**12}}, "data.num_samples"),
+    ({"data": {"max_length": 10**9}}, "data.max_length"),
+    ({"measurement": {"repeats": 10**9}}, "measurement.repeats"),
+    ({"measurement": {"min_seconds": 1e12}}, "measurement.min_seconds"),
+    ({"measurement": {"warmup_batches": 10**9}}, "measurement.warmup_batches"),
+    ({"probe": {"cap": 10**12}}, "probe.cap"),
+    ({"probe": {"probe_timeout_s": 1e300}}, "probe.probe_timeout_s"),
+    ({"batch_size": 10**9}, "batch_size"),
+    ({"name": "x" * (7 * 2**20)}, "name"),
+    ({"strategies": ["static"] * 100_000}, "strategies"),
+    ({"data": {"seed": 2**64}}, "data.seed"),
+    ({**SWEEP, "seq_lens": [10**9]}, "seq_lens.0"),
+    ({**SWEEP, "seq_lens": list(range(1, 100_001))}, "seq_lens"),
+    ({**SWEEP, "cell_timeout_s": 1e300}, "cell_timeout_s"),
+    ({**SWEEP, "repeats": 10**9}, "repeats"),
+    ({**SWEEP, "heads": 10**6}, "heads"),
+]
+
+
+def error_locations(error: ValidationError) -> set[str]:
+    # Drop the union tag ("padding"/"attention") and validator labels, as the server's errors do.
+    return {".".join(str(p) for p in e["loc"] if isinstance(p, int) or str(p).isidentifier())
+            .removeprefix("padding.").removeprefix("attention.") for e in error.errors()}
+
+
+@pytest.mark.parametrize(("document", "field"), ABUSIVE_SPECS, ids=[field for _, field in ABUSIVE_SPECS])
+def test_abusive_specs_are_refused_naming_the_field(document: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        parse_job_spec(document)
+    assert field in error_locations(refused.value)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_non_finite_numbers_are_refused(value: float) -> None:
+    with pytest.raises(ValidationError, match="finite"):
+        parse_job_spec({"measurement": {"min_seconds": value}})
+    with pytest.raises(ValidationError, match="finite"):
+        Heartbeat(lease_token="t", progress=value)
+
+
+def test_api_bodies_are_bounded() -> None:
+    with pytest.raises(ValidationError):
+        LeaseRequest(worker_id=2**31)
+    with pytest.raises(ValidationError):
+        WorkerRegister(name="w\x00", capabilities=Capabilities(device="cpu"))
+    with pytest.raises(ValidationError):
+        Capabilities(device="cpu", kernels=["k"] * 1000)
+
+
+def test_every_example_fits_the_default_limits() -> None:
+    settings = Settings(database_url="sqlite://")
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        spec = load_spec(path)
+        assert over_limits(spec, max_tokens=settings.max_job_tokens, max_flops=settings.max_job_flops) is None, path
+
+
+def test_within_every_field_bound_but_too_costly_together_is_refused() -> None:
+    settings = Settings(database_url="sqlite://")
+    limits = {"max_tokens": settings.max_job_tokens, "max_flops": settings.max_job_flops}
+    huge = parse_job_spec({"model": "gpt2", "data": {"num_samples": 10_000_000, "max_length": 1024},
+                           "measurement": {"repeats": 100}})
+    assert "PADBENCH_MAX_JOB_TOKENS" in (over_limits(huge, **limits) or "")
+    deep = parse_job_spec({"model": {"config": {"n_layer": 10_000, "n_embd": 8192, "n_head": 64}},
+                           "data": {"max_length": 1024, "num_samples": 100_000}})
+    assert "PADBENCH_MAX_JOB_FLOPS" in (over_limits(deep, **limits) or "")
+    sweep = parse_job_spec({**SWEEP, "batch": 4096, "heads": 1024, "seq_lens": [1_048_576], "repeats": 10_000})
+    assert "PADBENCH_MAX_JOB_FLOPS" in (over_limits(sweep, **limits) or "")
+
+
+def test_the_estimate_counts_tokens_per_strategy_and_repeat() -> None:
+    spec = parse_job_spec({"data": {"num_samples": 100, "max_length": 64}, "measurement": {"repeats": 3}})
+    assert job_cost(spec).tokens == 100 * 64 * 4 * 3  # four default strategies
+
+
+def test_result_strings_are_bounded() -> None:
+    from padbench.contract.results import Environment
+
+    with pytest.raises(ValidationError, match="at most 100000 characters"):
+        Environment(hostname="h" * 100_001, device="cpu", python="3", torch="2", started_at="2026-11-23")
