@@ -33,6 +33,7 @@ from padbench.contract.api import JobOut, JobStatus, WorkerOut
 from padbench.http import ApiError
 from padbench.report.terminal import write_table
 from padbench.specfile import SpecError, load_spec
+from padbench.tokens import token_digest
 
 # The example specs ship inside the package (padbench.examples), so the demo runs from any install.
 EXAMPLES_PACKAGE = "padbench.examples"
@@ -71,8 +72,9 @@ class Tokens:
         return cls(*(secrets.token_urlsafe(32) for _ in range(4)))
 
     def write(self, path: Path) -> None:
-        lines = [f"submitter:demo:{self.submitter}", f"worker:demo-worker:{self.worker}", f"admin:demo:{self.admin}",
-                 f"viewer:dashboard:{self.viewer}"]
+        # Digests only: the tokens themselves live in this process and its children's environment.
+        lines = [f"submitter:demo:{token_digest(self.submitter)}", f"worker:demo-worker:{token_digest(self.worker)}",
+                 f"admin:demo:{token_digest(self.admin)}", f"viewer:dashboard:{token_digest(self.viewer)}"]
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         path.chmod(0o600)
 

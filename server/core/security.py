@@ -12,19 +12,17 @@ default-looking plain tokens are refused when the file is read.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from padbench.tokens import DIGEST_PATTERN, DIGEST_PREFIX, token_digest
+
 log = logging.getLogger("padbench.server")
 MIN_TOKEN_LENGTH = 24
-DIGEST_PREFIX = "sha256:"
-DIGEST_PATTERN = re.compile(r"sha256:[0-9a-f]{64}")
 # Distinct characters a 24+ character secret should have at the very least ("aaaa…", "abab…" are not secrets).
 MIN_DISTINCT_CHARACTERS = 8
 DEFAULT_LOOKING_WORDS = ("changeme", "changethis", "change-me", "change_me", "default", "example", "password",
@@ -70,11 +68,6 @@ def token_weakness(token: str) -> str | None:
     if len(set(token)) < MIN_DISTINCT_CHARACTERS:
         return f"uses fewer than {MIN_DISTINCT_CHARACTERS} distinct characters"
     return None
-
-
-def token_digest(token: str) -> str:
-    """What the tokens file stores for `token`: `sha256:` and the hex digest."""
-    return DIGEST_PREFIX + hashlib.sha256(token.encode()).hexdigest()
 
 
 def token_file_line(role: Role, name: str, token: str) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from padbench.client.demo import Tokens, background, free_loopback_port
 from padbench.server.core.security import parse_token_line
+from padbench.tokens import token_digest
 
 
 def test_generated_tokens_are_accepted_by_the_server_and_private(tmp_path: Path) -> None:
@@ -14,8 +15,10 @@ def test_generated_tokens_are_accepted_by_the_server_and_private(tmp_path: Path)
     tokens = Tokens.generate()
     tokens.write(path)
     parsed = [parse_token_line(line, f"{path}:{n}") for n, line in enumerate(path.read_text().splitlines(), 1)]
-    assert {(principal.role.value, token) for principal, token in filter(None, parsed)} == {
-        ("submitter", tokens.submitter), ("worker", tokens.worker), ("admin", tokens.admin), ("viewer", tokens.viewer)}
+    assert {(principal.role.value, digest) for principal, digest in filter(None, parsed)} == {
+        ("submitter", token_digest(tokens.submitter)), ("worker", token_digest(tokens.worker)),
+        ("admin", token_digest(tokens.admin)), ("viewer", token_digest(tokens.viewer))}
+    assert tokens.submitter not in path.read_text()  # the file holds digests only
     assert path.stat().st_mode & 0o077 == 0
     assert len({tokens.submitter, tokens.worker, tokens.admin, tokens.viewer}) == 4
 
