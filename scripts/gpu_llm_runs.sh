@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The causal-LM measurements of docs/benchmarks.md on one GPU: padbench's example specs for each model
 # shape and, in the same run, the plain transformers packed baseline (scripts/plain_packed_baseline.py)
-# on the same packs. Usage: scripts/gpu_llm_runs.sh qwen|small|large|profile OUTDIR
+# on the same packs. Usage: scripts/gpu_llm_runs.sh qwen|small|large|fa4|profile OUTDIR
 #   qwen: qwen2.5-0.5b inference, eager and compiled
 #   small: llama-3.2-1b inference, eager and compiled, and training
-#   large: llama-3.1-8b inference, eager and compiled;  profile: where llama-3.1-8b's packed forward spends time
+#   large: llama-3.1-8b inference, eager and compiled;  fa4: llama-3.2-1b on flash-attn-4
+#   profile: where llama-3.1-8b's packed forward spends time
 # Expects padbench importable (installed, or the offline wheels on PYTHONPATH; `-P` keeps the checkout's
 # padbench/ folder, which holds only the contract, from shadowing the installed package) and .data/.
 set -uo pipefail
@@ -30,6 +31,8 @@ case "$part" in
   large)
     run llama-3.1-8b gpu-llm-llama-3.1-8b.yaml; plain llama-3.1-8b 16
     run llama-3.1-8b-compiled gpu-llm-llama-3.1-8b-compiled.yaml ;;
+  fa4)  # needs flash-attn-4 importable (flash_attn.cute)
+    run llama-3.2-1b-fa4 gpu-llm-llama-3.2-1b-fa4.yaml ;;
   profile)
     python3 -P scripts/profile_forward.py --preset llama-3.1-8b --tokens 16384 > "$out/profile-llama-3.1-8b.txt" 2>&1 ;;
 esac
