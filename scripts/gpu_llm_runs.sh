@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The causal-LM measurements of docs/benchmarks.md on one GPU: padbench's example specs for each model
 # shape and, in the same run, the plain transformers packed baseline (scripts/plain_packed_baseline.py)
-# on the same packs. Usage: scripts/gpu_llm_runs.sh qwen|small|large|fa4|profile OUTDIR
+# on the same packs. Usage: scripts/gpu_llm_runs.sh qwen|small|large|fa4|fa4-more|profile OUTDIR
 #   qwen: qwen2.5-0.5b inference, eager and compiled
 #   small: llama-3.2-1b inference, eager and compiled, and training
-#   large: llama-3.1-8b inference, eager and compiled;  fa4: llama-3.2-1b on flash-attn-4
+#   large: llama-3.1-8b inference, eager and compiled;  fa4, fa4-more: the three shapes on flash-attn-4
 #   profile: where llama-3.1-8b's packed forward spends time
 # Expects padbench importable (installed, or the offline wheels on PYTHONPATH; `-P` keeps the checkout's
 # padbench/ folder, which holds only the contract, from shadowing the installed package) and .data/.
@@ -33,6 +33,9 @@ case "$part" in
     run llama-3.1-8b-compiled gpu-llm-llama-3.1-8b-compiled.yaml ;;
   fa4)  # needs flash-attn-4 importable (flash_attn.cute)
     run llama-3.2-1b-fa4 gpu-llm-llama-3.2-1b-fa4.yaml ;;
+  fa4-more)  # the same for the other two shapes
+    run qwen2.5-0.5b-fa4 gpu-llm-qwen2.5-0.5b-fa4.yaml
+    run llama-3.1-8b-fa4 gpu-llm-llama-3.1-8b-fa4.yaml ;;
   profile)
     python3 -P scripts/profile_forward.py --preset llama-3.1-8b --tokens 16384 > "$out/profile-llama-3.1-8b.txt" 2>&1 ;;
 esac

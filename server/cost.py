@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec, sizes_of
+from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
 
 # Training does a backward pass of about twice the forward's work (the usual 6·N vs 2·N per token).
 TRAINING_FACTOR = 3
@@ -29,7 +29,7 @@ class JobCost:
 
 
 def padding_cost(spec: PaddingJobSpec) -> JobCost:
-    sizes = sum(len(sizes_of(spec.batch_size_for(strategy))) for strategy in spec.strategies)
+    sizes = sum(len(spec.batch_sizes_for(strategy)) for strategy in spec.strategies)
     tokens = spec.data.num_samples * spec.data.max_length * sizes * spec.measurement.repeats
     weights = weights_upper_bound(spec.model.architecture())
     if weights is None:

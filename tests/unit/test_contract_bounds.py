@@ -100,3 +100,10 @@ def test_result_strings_are_bounded() -> None:
 
     with pytest.raises(ValidationError, match="at most 100000 characters"):
         Environment(hostname="h" * 100_001, device="cpu", python="3", torch="2", started_at="2026-11-23")
+
+
+def test_a_list_of_batch_sizes_multiplies_the_estimate() -> None:
+    one = parse_job_spec({"data": {"num_samples": 100, "max_length": 64}, "measurement": {"repeats": 1}})
+    curve = parse_job_spec({"data": {"num_samples": 100, "max_length": 64}, "measurement": {"repeats": 1},
+                            "batch_size": ["auto", 800]})
+    assert job_cost(curve).tokens == 2 * job_cost(one).tokens  # each strategy at each size
