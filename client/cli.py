@@ -18,15 +18,14 @@ from rich.console import Console
 
 from padbench.client.api import PadbenchClient
 from padbench.client.display import format_page, format_status, page_table
+from padbench.client.exits import EXIT_FAILED, reported
 from padbench.client.progress import ProgressBar
 from padbench.contract.api import JobOut, JobStatus
-from padbench.http import ApiError, TokenFileUnreadable, token_from_file
+from padbench.http import TokenFileUnreadable, token_from_file
 from padbench.report import render
 from padbench.report.terminal import write_table
 from padbench.specfile import SpecError, load_spec
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 FORMATS = ("table", "json", "csv")
 
 
@@ -84,19 +83,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(handler: Callable[[PadbenchClient, argparse.Namespace], int], args: argparse.Namespace) -> int:
-    try:
-        token = args.token or (token_from_file(args.token_file) if args.token_file else None)
-        if not args.server or not token:
-            raise UsageError("--server and --token-file or --token (or PADBENCH_SERVER and PADBENCH_TOKEN_FILE or "
-                             "PADBENCH_TOKEN) are required")
-        with PadbenchClient(args.server, token) as client:
-            return handler(client, args)
-    except (UsageError, SpecError, TokenFileUnreadable) as error:
-        print(f"padbench {args.command}: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except ApiError as error:
-        print(f"padbench {args.command}: {error}", file=sys.stderr)
-        return EXIT_FAILED
+    return reported(args.command, lambda: _connected(handler, args), (UsageError, SpecError, TokenFileUnreadable))
+
+
+def _connected(handler: Callable[[PadbenchClient, argparse.Namespace], int], args: argparse.Namespace) -> int:
+    token = args.token or (token_from_file(args.token_file) if args.token_file else None)
+    if not args.server or not token:
+        raise UsageError("--server and --token-file or --token (or PADBENCH_SERVER and PADBENCH_TOKEN_FILE or "
+                         "PADBENCH_TOKEN) are required")
+    with PadbenchClient(args.server, token) as client:
+        return handler(client, args)
 
 
 def submit_job(client: PadbenchClient, args: argparse.Namespace) -> int:

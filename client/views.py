@@ -16,9 +16,9 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from padbench.client.api import PadbenchClient
+from padbench.client.exits import reported
 from padbench.client.plot import PlotError, save_plot
 from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
-from padbench.http import ApiError
 from padbench.report.compare import (
     FORMATS,
     CompareError,
@@ -29,7 +29,6 @@ from padbench.report.compare import (
 )
 
 Labelled = tuple[int | None, PaddingResult | AttentionResult]
-EXIT_FAILED, EXIT_USAGE = 1, 2
 
 
 class SourceError(ValueError):
@@ -84,14 +83,7 @@ def compare_command(args: argparse.Namespace) -> int:
 
 
 def run_view(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    try:
-        return handler(args)
-    except (SourceError, PlotError, CompareError) as error:
-        print(f"padbench {args.command}: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except ApiError as error:
-        print(f"padbench {args.command}: {error}", file=sys.stderr)
-        return EXIT_FAILED
+    return reported(args.command, lambda: handler(args), (SourceError, PlotError, CompareError))
 
 
 def register_views(subparsers: argparse._SubParsersAction, connection: argparse.ArgumentParser) -> None:

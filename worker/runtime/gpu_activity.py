@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ import torch
 
 from padbench.contract.results import GpuActivity, GpuClocks, ThrottleReason
 from padbench.worker.runtime.memory import nvml_device_index
+from padbench.worker.runtime.polling import Poller
 
 SAMPLE_INTERVAL_S = 0.05
 # nvml.h's clocks-event (formerly throttle) reason bits that mean the GPU slowed itself down for power or
@@ -99,8 +99,7 @@ class GpuActivitySampler:
         self._own_pid = os.getpid() if own_pid is None else own_pid
         self._own_identified = True
         self._samples: list[_Sample] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, name="gpu-activity-sampler", daemon=True)
+        self._poller = Poller(self.sample, interval_s, "gpu-activity-sampler")
 
     def _other_processes(self) -> int:
         pids = {int(process.pid) for process in self._nvml.nvmlDeviceGetComputeRunningProcesses(self._handle)}
@@ -119,18 +118,11 @@ class GpuActivitySampler:
             sm_mhz=_optional(self._nvml.nvmlDeviceGetClockInfo, self._handle, _NVML_CLOCK_SM),
             reasons=_optional(throttle_reasons, self._nvml, self._handle) or []))
 
-    def _poll(self) -> None:
-        while not self._stop.wait(self._interval):
-            self.sample()
-
     def start(self) -> None:
-        self.sample()
-        self._thread.start()
+        self._poller.start()
 
     def stop(self) -> GpuActivity:
-        self._stop.set()
-        self._thread.join()
-        self.sample()
+        self._poller.stop()
         return self.summary()
 
     def summary(self) -> GpuActivity:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import resource
 import sys
-import threading
 from collections.abc import Iterator
 from types import ModuleType
 
@@ -20,6 +19,7 @@ import torch
 
 from padbench.contract.results import MemoryStats
 from padbench.worker.runtime import procfs
+from padbench.worker.runtime.polling import Poller
 
 NVML_SAMPLE_INTERVAL_S = 0.01  # optimum-benchmark's 10 ms: short enough to catch activation peaks
 
@@ -33,27 +33,18 @@ class NvmlSampler:
         self._nvml = pynvml
         pynvml.nvmlInit()
         self._handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, name="nvml-sampler", daemon=True)
+        self._poller = Poller(self._sample, NVML_SAMPLE_INTERVAL_S, "nvml-sampler")
         self.peak_used_bytes = 0
 
     def _sample(self) -> None:
         used = int(self._nvml.nvmlDeviceGetMemoryInfo(self._handle).used)
         self.peak_used_bytes = max(self.peak_used_bytes, used)
 
-    def _poll(self) -> None:
-        while not self._stop.is_set():
-            self._sample()
-            self._stop.wait(NVML_SAMPLE_INTERVAL_S)
-
     def start(self) -> None:
-        self._sample()
-        self._thread.start()
+        self._poller.start()
 
     def stop(self) -> int:
-        self._stop.set()
-        self._thread.join()
-        self._sample()
+        self._poller.stop()
         self._nvml.nvmlShutdown()
         return self.peak_used_bytes
 

@@ -158,6 +158,8 @@ class AttentionKernel(ABC):
     def _refuse_dropped_features(self, softcap: float | None, sliding_window: int | None, kwargs: dict[str, Any],
                                  longest: int) -> None:
         """The call-time guard behind `unsupported_reason`: a feature this kernel would ignore is an error."""
+        if softcap is None and sliding_window is None and kwargs.get("s_aux") is None:
+            return  # most models, every layer of every forward: nothing to check
         if kwargs.get("s_aux") is not None:
             raise KernelUnavailable(self.name, "the model uses attention sinks (s_aux), which it does not apply")
         features = AttentionFeatures(query_heads=1, kv_heads=1, softcap=softcap or None,
