@@ -9,7 +9,7 @@ import os
 import signal
 import time
 
-from padbench.worker.jobs.padding.probe.protocol import ProbeMeasurement, ProbeRequest
+from padbench.worker.jobs.padding.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
 from padbench.worker.runtime.isolation import ChildContext
 
 MIB = 2**20
@@ -45,3 +45,9 @@ def sticky_cuda_error(ctx: ChildContext, request: ProbeRequest) -> None:
 
 def must_not_run(ctx: ChildContext, request: ProbeRequest) -> None:
     raise AssertionError("a cached limit should have answered without a child")
+
+
+def fake_gpu_facts(ctx: ChildContext) -> DeviceFacts:
+    """What reading a GPU gives, without one: the probe's first call on a `cuda` spec."""
+    return DeviceFacts(device="cuda", name="fake GPU", total_bytes=FAKE_CAPACITY, driver="0",
+                       used_by_others_bytes=0, used_by_others_source="nvml")

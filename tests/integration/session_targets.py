@@ -15,3 +15,8 @@ def pid_or_fail(ctx: ChildContext, fail: bool | None) -> int:
     if fail:
         raise MemoryError("pretend the device ran out")
     return os.getpid()
+
+
+def pid_plus(ctx: ChildContext, offset: int) -> int:
+    """Another target for the same session: this child's pid plus `offset`."""
+    return os.getpid() + offset

@@ -37,3 +37,18 @@ def test_a_target_that_cannot_be_imported_is_reported_to_the_call() -> None:
     with ChildSession("tests.integration.no_such_module:target") as session:
         report = session.call(False)
         assert report.outcome == "error" and report.error is not None and "ModuleNotFoundError" in report.error
+
+
+def test_a_call_may_name_another_target_and_runs_in_the_same_child() -> None:
+    with ChildSession(TARGETS + "pid_or_fail") as session:
+        pid = session.call(False).value
+        assert session.call(1, target=TARGETS + "pid_plus").value == pid + 1 and session.starts == 1
+
+
+def test_retiring_ends_the_live_child_and_the_spare_serves_the_next_call() -> None:
+    with ChildSession(TARGETS + "pid_or_fail", prestart=True) as session:
+        first = session.call(False).value
+        spare = session._spare
+        assert spare is not None
+        session.retire()
+        assert session.call(False).value == spare[0].pid != first and session.starts == 2

@@ -211,3 +211,23 @@ def test_the_probe_brackets_the_limit_of_other_model_families(cache: ProbeCache,
     report = find_batch_size(spec, STATIC, spec.attention, quiet, cache=cache)
     assert report.largest_fit >= 1 and report.smallest_oom is not None
     assert report.smallest_oom - report.largest_fit <= bracket_tolerance(report.largest_fit)
+
+
+def test_on_a_gpu_the_child_that_reads_the_device_serves_the_first_probe_and_the_spare_the_next_strategy(
+        cache: ProbeCache, monkeypatch: pytest.MonkeyPatch) -> None:
+    from padbench.worker.jobs.padding.probe import trials
+    from padbench.worker.runtime.child_session import ChildSession
+
+    monkeypatch.setattr(trials, "FACTS_TARGET", TARGETS + "fake_gpu_facts")
+    spec = cpu_spec().model_copy(update={"device": "cuda", "dtype": "bf16"})
+    with ChildSession(TARGETS + "fake_device", prestart=True) as session:
+        first = find_batch_size(spec, STATIC, "sdpa", quiet, cache=cache, probe_target=TARGETS + "fake_device",
+                                session=session)
+        # No process of its own for reading the device: one start per new_process, the first included.
+        assert first.probes[0].new_process and session.starts == sum(a.new_process for a in first.probes)
+        assert session._live is None  # retired: the next strategy must not inherit this one's memory
+        starts = session.starts
+        packed = find_batch_size(spec, StrategySpec(name="packed"), "sdpa", quiet, cache=cache,
+                                 probe_target=TARGETS + "fake_device", session=session)
+        assert packed.probes[0].new_process and session.starts == starts + sum(a.new_process for a in packed.probes)
+    assert (first.largest_fit, packed.largest_fit) == (30, 30)

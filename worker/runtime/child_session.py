@@ -6,6 +6,9 @@ child skips that. Isolation is kept where it matters: the child is spawned and s
 the failure left (a fragmented allocator, a sticky CUDA error) dies with it and the next call starts a fresh
 one. With `prestart`, a spare child is kept ready with the target's imports done (it touches no device
 until it is handed a call), so a fresh start after a failure skips the imports too.
+
+A call may name another target than the session's (`call(..., target=...)`): the OOM probe reads the device
+in the child that then probes it, rather than paying a process start for that one reading.
 """
 
 from __future__ import annotations
@@ -31,11 +34,12 @@ from padbench.worker.runtime.progress import ProgressFn
 
 
 def _session_main(connection: Connection, target: str, env: Mapping[str, str]) -> None:
-    """Serve calls of `target` until told to stop (None) or the parent goes; the first failure ends the child,
-    so whatever state it left (a fragmented allocator, a sticky CUDA error) dies with it."""
+    """Serve calls until told to stop (None) or the parent goes; each call is (target, args). The session's
+    own target is imported first, so a spare is ready for it. The first failure ends the child, so whatever
+    state it left (a fragmented allocator, a sticky CUDA error) dies with it."""
     enter_child(env)
     try:
-        function = resolve_target(target)
+        functions = {target: resolve_target(target)}
     except BaseException as error:  # e.g. an import error: reported to the first call, as run_in_child would
         with contextlib.suppress(EOFError):
             connection.recv()
@@ -44,12 +48,14 @@ def _session_main(connection: Connection, target: str, env: Mapping[str, str]) -
     context = ChildContext(connection)
     while True:
         try:
-            args = connection.recv()
+            message = connection.recv()
         except EOFError:
             return
-        if args is None:
+        if message is None:
             return
+        called, args = message
         try:
+            function = functions.get(called) or functions.setdefault(called, resolve_target(called))
             value = function(context, *args)
         except BaseException as error:
             send_error(connection, error)
@@ -98,20 +104,26 @@ class ChildSession:
         self.starts += 1
         return child
 
-    def call(self, *args: Any, timeout_s: float | None = None) -> ChildReport:
-        """One call in the live child (a fresh one if there is none); never raises for what the child does."""
+    def call(self, *args: Any, target: str | None = None, timeout_s: float | None = None) -> ChildReport:
+        """One call of `target` (the session's by default) in the live child, a fresh one if there is none;
+        never raises for what the child does."""
         started = time.monotonic()
         if self._live is None or not self._live[0].is_alive():
             self._end_live()
             self._live = self._next_child()
         process, connection = self._live
         with contextlib.suppress(OSError):  # the child died between calls: the wait below reports how
-            connection.send(args)
+            connection.send((target or self.target, args))
         reply = await_reply(connection, process, started, timeout_s=timeout_s, on_progress=self.on_progress,
                             should_stop=None, poll_s=self.poll_s, join_on_result=False)
         if reply.outcome != "ok" or not self.reuse:
             self._end_live()
         return reply
+
+    def retire(self) -> None:
+        """End the live child (waiting until it has gone, so its memory is free) but keep the spare: the next
+        call starts afresh without paying for the imports."""
+        self._end_live()
 
     def _end_live(self) -> None:
         live, self._live = self._live, None

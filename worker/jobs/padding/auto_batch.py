@@ -17,7 +17,8 @@ from padbench.contract.results import ProbeReport, StrategyResult
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
 from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES
-from padbench.worker.jobs.padding.probe.trials import ProbeFailed, find_batch_size
+from padbench.worker.jobs.padding.probe.trials import ProbeFailed, find_batch_size, probe_session
+from padbench.worker.runtime.child_session import ChildSession
 from padbench.worker.runtime.device import torch_dtype
 from padbench.worker.runtime.progress import ProgressFn, progress_span
 
@@ -54,25 +55,28 @@ def probe_auto_batch_sizes(spec: PaddingJobSpec, device: torch.device, progress:
     sizes = AutoSizes(spec)
     strategies = list(spec.strategies)
     probed = [position for position, strategy in enumerate(spec.strategies) if spec.batch_size_for(strategy) == "auto"]
-    for number, position in enumerate(probed):
-        strategy = spec.strategies[position]
-        span = progress_span(progress, number / len(probed), (number + 1) / len(probed))
-        try:
-            report = _probe(spec, strategy, device, span)
-        except (ProbeFailed, KernelUnavailable) as error:
-            sizes.failures[position] = f"batch_size auto: {error}"
-            continue
-        sizes.reports[position] = report
-        strategies[position] = strategy.model_copy(update={"batch_size": report.chosen})
+    with probe_session(spec) as session:  # one spare child, ready for each strategy's first probe
+        for number, position in enumerate(probed):
+            strategy = spec.strategies[position]
+            span = progress_span(progress, number / len(probed), (number + 1) / len(probed))
+            try:
+                report = _probe(spec, strategy, device, span, session)
+            except (ProbeFailed, KernelUnavailable) as error:
+                sizes.failures[position] = f"batch_size auto: {error}"
+                continue
+            sizes.reports[position] = report
+            strategies[position] = strategy.model_copy(update={"batch_size": report.chosen})
     if sizes.reports:
         return replace(sizes, spec=spec.model_copy(update={"strategies": strategies}))
     return sizes
 
 
-def _probe(spec: PaddingJobSpec, strategy: StrategySpec, device: torch.device, progress: ProgressFn) -> ProbeReport:
+def _probe(spec: PaddingJobSpec, strategy: StrategySpec, device: torch.device, progress: ProgressFn,
+           session: ChildSession) -> ProbeReport:
     layout = STRATEGIES.get(strategy.name).layout
     kernel = resolve_kernel(spec.attention_for(strategy), layout, device, torch_dtype(spec.dtype))
-    return find_batch_size(spec, strategy, kernel.name, _labelled(progress, f"{strategy.label} / {kernel.name}: "))
+    return find_batch_size(spec, strategy, kernel.name, _labelled(progress, f"{strategy.label} / {kernel.name}: "),
+                           session=session)
 
 
 def unprobed_result(spec: PaddingJobSpec, strategy: StrategySpec, error: str) -> StrategyResult:

@@ -15,6 +15,7 @@ is on the device: memory the calling process holds counts, to the children, as h
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import time
@@ -33,7 +34,7 @@ from padbench.worker.jobs.padding.probe.protocol import DeviceFacts, ProbeMeasur
 from padbench.worker.jobs.padding.probe.search import Reading, choose_size, search_ceiling, search_limit
 from padbench.worker.runtime.child_session import ChildSession
 from padbench.worker.runtime.environment import flash_attn_cute_version, package_version
-from padbench.worker.runtime.isolation import ChildReport, run_in_child
+from padbench.worker.runtime.isolation import ChildReport
 from padbench.worker.runtime.progress import ProgressFn
 
 PROBE_TARGET = "padbench.worker.jobs.padding.probe.child:probe_size"
@@ -60,21 +61,29 @@ class ProbeFailed(RuntimeError):
 
 
 def find_batch_size(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, progress: ProgressFn, *,
-                    cache: ProbeCache | None = None, probe_target: str = PROBE_TARGET) -> ProbeReport:
+                    cache: ProbeCache | None = None, probe_target: str = PROBE_TARGET,
+                    session: ChildSession | None = None) -> ProbeReport:
+    """Probe one strategy. Pass the `session` of `probe_session` to share its spare child across strategies;
+    without one, the probe opens its own."""
     started = time.monotonic()
     cache = cache or ProbeCache()
-    facts = read_device_facts(spec)
-    key = probe_key(spec, strategy, kernel_name, facts)
-    ceiling = search_ceiling(spec.probe.cap, spec.probe.margin)
-    cached = None if spec.probe.force else cache.get(key)
-    if cached is not None and _still_valid(cached, ceiling, facts):
-        progress(1.0, f"batch size from the probe cache: largest fit {cached.largest_fit}")
-        return _report(spec, cached, facts, seconds=time.monotonic() - started, cached=True)
-    # A spare child with the imports done stands by on a GPU, where the host has cores to spare for it.
-    with ChildSession(probe_target, env=allocator_environment(), reuse=spec.probe.reuse_child,
-                      prestart=facts.device == "cuda") as session:
-        oracle = ChildOracle(spec, strategy, kernel_name, facts.device, progress, session)
-        result = search_limit(oracle, curve=memory_curve(strategy, kernel_name), ceiling=ceiling)
+    owned = contextlib.nullcontext(session) if session is not None else probe_session(spec)
+    with owned as children:
+        starts_before = children.starts
+        facts = read_device_facts(spec, children)
+        progress(0.0, f"device read in {time.monotonic() - started:.1f} s")
+        key = probe_key(spec, strategy, kernel_name, facts)
+        ceiling = search_ceiling(spec.probe.cap, spec.probe.margin)
+        cached = None if spec.probe.force else cache.get(key)
+        if cached is not None and _still_valid(cached, ceiling, facts):
+            progress(1.0, f"batch size from the probe cache: largest fit {cached.largest_fit}")
+            return _report(spec, cached, facts, seconds=time.monotonic() - started, cached=True)
+        oracle = ChildOracle(spec, strategy, kernel_name, facts.device, progress, children, probe_target,
+                             starts_before)
+        try:
+            result = search_limit(oracle, curve=memory_curve(strategy, kernel_name), ceiling=ceiling)
+        finally:
+            children.retire()  # the next strategy starts from a fresh child, its memory free of this one
     if result.largest_fit == 0:
         raise ProbeFailed(f"{strategy.label} with {kernel_name}: even size 1 runs out of memory",
                           oracle.attempts, oracle.last_oom_log)
@@ -84,6 +93,17 @@ def find_batch_size(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: s
                         seconds=time.monotonic() - started)
     cache.put(key, limit)
     return _report(spec, limit, facts, seconds=limit.seconds, cached=False)
+
+
+def probe_device(spec: PaddingJobSpec) -> Literal["cuda", "cpu"]:
+    return "cpu" if spec.device == "cpu" or (spec.device == "auto" and not torch.cuda.is_available()) else "cuda"
+
+
+def probe_session(spec: PaddingJobSpec) -> ChildSession:
+    """The children a job's probes run in. On a GPU a spare child with the imports done stands by (the host
+    has cores to spare for it), so neither a new strategy nor a size after an out-of-memory waits for them."""
+    return ChildSession(PROBE_TARGET, env=allocator_environment(), reuse=spec.probe.reuse_child,
+                        prestart=probe_device(spec) == "cuda")
 
 
 def memory_curve(strategy: StrategySpec, kernel_name: str) -> MemoryCurve:
@@ -114,18 +134,21 @@ class ChildOracle:
     """The search's `probe(size)`: each size a call in the session's child, every attempt logged for the report."""
 
     def __init__(self, spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, device: Literal["cuda", "cpu"],
-                 progress: ProgressFn, session: ChildSession) -> None:
+                 progress: ProgressFn, session: ChildSession, target: str = PROBE_TARGET,
+                 starts_before: int | None = None) -> None:
         self.spec, self.strategy, self.kernel_name, self.device = spec, strategy, kernel_name, device
-        self.progress, self.session = progress, session
+        self.progress, self.session, self.target = progress, session, target
+        # Children started since the strategy began: the one that read the device serves the first probe.
+        self.starts_seen = session.starts if starts_before is None else starts_before
         self.attempts: list[ProbeAttempt] = []
         self.last_oom_log: str | None = None
 
     def __call__(self, size: int) -> Reading:
         number = len(self.attempts) + 1
         self.progress(min(0.95, (number - 1) / EXPECTED_PROBES), f"probe {number}: trying size {size}")
-        starts = self.session.starts
-        child = self.session.call(self._request(size), timeout_s=self.spec.probe.probe_timeout_s)
-        attempt = _attempt(size, child).model_copy(update={"new_process": self.session.starts > starts})
+        child = self.session.call(self._request(size), target=self.target, timeout_s=self.spec.probe.probe_timeout_s)
+        attempt = _attempt(size, child).model_copy(update={"new_process": self.session.starts > self.starts_seen})
+        self.starts_seen = self.session.starts
         self.attempts.append(attempt)
         self.progress(min(0.95, number / EXPECTED_PROBES), f"probe {number}: size {size} {describe(attempt)}")
         if child.outcome == "oom":
@@ -183,15 +206,16 @@ def allocator_environment() -> dict[str, str]:
     return {name: os.environ[name] for name in ALLOCATOR_VARIABLES if name in os.environ}
 
 
-def read_device_facts(spec: PaddingJobSpec) -> DeviceFacts:
-    """The device the job runs on; GPU facts are read in a child so this process never needs a context."""
-    if spec.device == "cpu" or (spec.device == "auto" and not torch.cuda.is_available()):
+def read_device_facts(spec: PaddingJobSpec, session: ChildSession) -> DeviceFacts:
+    """The device the job runs on. GPU facts are read in the session's child, which then serves the first
+    probe (so the reading costs no process start), and this process never needs a CUDA context."""
+    if probe_device(spec) == "cpu":
         if spec.probe.cpu_memory_budget_bytes is None:
             raise ProbeFailed("batch_size: auto on the CPU needs probe.cpu_memory_budget_bytes", [])
         return DeviceFacts(device="cpu", name=platform.processor() or platform.machine() or "cpu",
                            total_bytes=spec.probe.cpu_memory_budget_bytes, driver=None,
                            used_by_others_bytes=None, used_by_others_source=None)
-    child = run_in_child(FACTS_TARGET, timeout_s=FACTS_TIMEOUT_S, env=allocator_environment())
+    child = session.call(target=FACTS_TARGET, timeout_s=FACTS_TIMEOUT_S)
     if child.outcome != "ok":
         raise ProbeFailed(f"could not read the GPU before probing: {child.outcome}: {child.error}", [],
                           child.traceback)
