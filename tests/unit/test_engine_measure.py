@@ -139,3 +139,14 @@ def test_sanity_check_counts_a_pack_by_its_sequences() -> None:
     pack = PackedBatch(ids, ids, torch.tensor([0, 3, 7], dtype=torch.int32), 4, (3, 4), (0, 1), token_budget=8)
     assert batch_sanity_error(pack, max_length=4) is None
     assert batch_sanity_error(pack, max_length=3) is not None
+
+
+def test_the_warm_up_runs_the_first_batches_then_any_others_asked_for_once() -> None:
+    from padbench.worker.engine.measure import warmup_order
+
+    assert warmup_order(5, 3) == [0, 1, 2] and warmup_order(2, 3) == [0, 1, 0]
+    assert warmup_order(6, 2, also=[0, 4, 1, 5]) == [0, 1, 4, 5]
+    device = FakeDevice([0.1] * 6)
+    result = measure(device.step, 6, MeasurementSpec(warmup_batches=1, min_seconds=0, min_batches=1, repeats=1),
+                     device, warmup=[0, 3])
+    assert device.issued[:2] == [0, 3] and result.warmup_batches == 2

@@ -272,13 +272,23 @@ def test_training_labels_never_cross_a_sequence_or_predict_padding() -> None:
     assert next_token_labels(pack).tolist() == [[6, 7, -100, 9, -100]]
 
 
-def test_a_kernel_that_compiles_per_shape_warms_up_on_every_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    # flash-attn-4 JIT-compiles each new shape: a warm-up shorter than one pass would time compilation.
+def test_a_kernel_that_compiles_per_shape_warms_up_once_on_every_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    # flash-attn-4 JIT-compiles each new shape: a warm-up that missed a shape would time compilation, and one
+    # that ran every batch would cost a whole pass (minutes for an 8B model's 500 equal batches).
     kernel = resolve_kernel("sdpa", PaddedBatch, torch.device("cpu"), torch.float32)
     monkeypatch.setattr(type(kernel), "compiles_per_shape", True)
+    warmups: list[list[int]] = []
+    built: list[list[Batch]] = []
+    real_measure, real_build = strategy_run.measure, strategy_run.StrategyRun._build_batches
+    monkeypatch.setattr(strategy_run, "measure", lambda *args, **kwargs: (
+        warmups.append(list(kwargs["warmup"])), real_measure(*args, **kwargs))[1])
+    monkeypatch.setattr(strategy_run.StrategyRun, "_build_batches", lambda *args: (
+        built.append(real_build(*args)), built[-1])[1])
     messages: list[str] = []
-    spec = tiny_spec(strategies=["dynamic"])
-    result = run_padding_job(spec, lambda fraction, message: messages.append(message))
-    batches = -(-spec.data.num_samples // 4)  # batch_size 4
-    assert f"dynamic / sdpa: warm-up ({batches} batches)" in messages
-    assert result.strategies[0].status == "ok"
+    result = run_padding_job(tiny_spec(strategies=["static", {"name": "binned", "n_bins": 4}]),
+                             lambda fraction, message: messages.append(message))
+    assert "static / sdpa: warm-up (1 batches)" in messages  # six batches of one shape (4 × 64)
+    shapes = [batch.shape_key for batch in built[-1]]  # binned, the last strategy
+    assert len(set(shapes)) > 1 and {shapes[index] for index in warmups[-1]} == set(shapes)
+    assert len(warmups[-1]) == len(set(shapes))  # once per shape
+    assert all(row.status == "ok" for row in result.strategies)

@@ -44,6 +44,11 @@ class PaddedBatch:
     def width(self) -> int:
         return self.input_ids.shape[1]
 
+    @property
+    def shape_key(self) -> tuple[int, ...]:
+        """What a kernel that compiles per input shape compiles for."""
+        return tuple(self.input_ids.shape)
+
     def to(self, device: torch.device) -> PaddedBatch:
         return replace(self, input_ids=self.input_ids.to(device, non_blocking=True),
                        attention_mask=self.attention_mask.to(device, non_blocking=True),
@@ -78,6 +83,12 @@ class PackedBatch:
     def rows(self) -> int:
         return len(self.lengths)
 
+    @property
+    def shape_key(self) -> tuple[int, ...]:
+        """What a kernel that compiles per input shape compiles for (the boundaries' count and longest
+        sequence included, since a varlen kernel may specialise on them)."""
+        return self.computed_tokens, self.rows, self.max_seqlen
+
     def to(self, device: torch.device) -> PackedBatch:
         return replace(self, input_ids=self.input_ids.to(device, non_blocking=True),
                        position_ids=self.position_ids.to(device, non_blocking=True),
@@ -90,6 +101,15 @@ def _extras_to(extras: dict[str, object], device: torch.device) -> dict[str, obj
 
 
 Batch = PaddedBatch | PackedBatch
+
+
+def first_of_each_shape(batches: Sequence[Batch]) -> list[int]:
+    """The index of the first batch of every distinct shape: what the warm-up of a kernel that compiles per
+    shape must run so that no compilation lands in the timing — one batch per shape, not every batch."""
+    first: dict[tuple[int, ...], int] = {}
+    for index, batch in enumerate(batches):
+        first.setdefault(batch.shape_key, index)
+    return list(first.values())
 
 
 class Strategy(Protocol):

@@ -114,10 +114,17 @@ class Measurement:
     repeats: tuple[RepeatTiming, ...]
 
 
-def run_warmup(step: Callable[[int], None], n_batches: int, count: int, clock: BatchClock) -> float:
+def warmup_order(n_batches: int, count: int, also: Sequence[int] = ()) -> list[int]:
+    """The warm-up's batches: the first `count` in order (cycling), then those of `also` not among them."""
+    ordered = [issued % n_batches for issued in range(count)]
+    seen = set(ordered)
+    return ordered + [index for index in also if index not in seen]
+
+
+def run_warmup(step: Callable[[int], None], indices: Sequence[int], clock: BatchClock) -> float:
     clock.start()
-    for issued in range(count):
-        step(issued % n_batches)
+    for index in indices:
+        step(index)
         clock.mark()
     return sum(clock.collect())
 
@@ -143,17 +150,19 @@ def run_repeat(step: Callable[[int], None], n_batches: int, settings: Measuremen
 
 
 def measure(step: Callable[[int], None], n_batches: int, settings: MeasurementSpec, clock: BatchClock,
-            on_repeat: Callable[[int], None] | None = None) -> Measurement:
-    """Warm up, then `settings.repeats` measured runs of `step(batch_index)` over whole passes."""
+            on_repeat: Callable[[int], None] | None = None, warmup: Sequence[int] | None = None) -> Measurement:
+    """Warm up (on `warmup`'s batches, by default the first `settings.warmup_batches`), then
+    `settings.repeats` measured runs of `step(batch_index)` over whole passes."""
     if n_batches <= 0:
         raise ValueError("nothing to measure: the strategy produced no batches")
-    warmup_seconds = run_warmup(step, n_batches, settings.warmup_batches, clock)
+    warmup = warmup_order(n_batches, settings.warmup_batches) if warmup is None else warmup
+    warmup_seconds = run_warmup(step, warmup, clock)
     repeats = []
     for repeat in range(settings.repeats):
         if on_repeat is not None:
             on_repeat(repeat)
         repeats.append(run_repeat(step, n_batches, settings, clock))
-    return Measurement(settings.warmup_batches, warmup_seconds, tuple(repeats))
+    return Measurement(len(warmup), warmup_seconds, tuple(repeats))
 
 
 def invalid_reason(measurement: Measurement, settings: MeasurementSpec) -> str | None:

@@ -17,7 +17,7 @@ from padbench.contract.spec import MeasurementSpec, PaddingJobSpec, StrategySpec
 from padbench.worker.engine import flops
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling
-from padbench.worker.engine.batches import STRATEGIES, Batch, Strategy
+from padbench.worker.engine.batches import STRATEGIES, Batch, Strategy, first_of_each_shape
 from padbench.worker.engine.correctness import GateResult, check_layout
 from padbench.worker.engine.data import TokenizedData
 from padbench.worker.engine.measure import (
@@ -27,6 +27,7 @@ from padbench.worker.engine.measure import (
     invalid_reason,
     measure,
     summarize,
+    warmup_order,
 )
 from padbench.worker.engine.spread import repeat_spread
 from padbench.worker.engine.steps import (
@@ -110,14 +111,15 @@ class StrategyRun:
             raise StrategyFailed(f"correctness gate: {self.gate.reason}")
         self.say(0.1, "building batches")
         host_batches = self._build_batches(plugin, self.job.data.sequences)
-        settings = self._settings(kernel, len(host_batches))
+        settings = self._settings()
+        warmup = self._warmup(kernel, host_batches, settings)
         with track_peak_memory(self.job.device) as memory:
             device_batches = [self._to_device(kernel, batch) for batch in host_batches]
             step = self._step(kernel, host_batches, device_batches)
-            self.say(0.2, f"warm-up ({settings.warmup_batches} batches)")
+            self.say(0.2, f"warm-up ({len(warmup)} batches)")
             with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
                 measurement = measure(step, len(device_batches), settings, clock_for(self.job.device),
-                                      on_repeat=self._on_repeat)
+                                      on_repeat=self._on_repeat, warmup=warmup)
             del device_batches, step
         self.job.model.eval()
         return self._measured_result(measurement, host_batches, memory[0], activity[0] if activity else None)
@@ -165,11 +167,14 @@ class StrategyRun:
     def _to_device(self, kernel: AttentionKernel, batch: Batch) -> Batch:
         return kernel.prepare(batch.to(self.job.device))
 
-    def _settings(self, kernel: AttentionKernel, n_batches: int) -> MeasurementSpec:
+    def _warmup(self, kernel: AttentionKernel, host_batches: list[Batch], settings: MeasurementSpec) -> list[int]:
+        # A kernel that compiles per batch shape compiles once for each; all of that must land in the warm-up,
+        # never in the measurement, so the warm-up also runs the first batch of every shape.
+        per_shape = first_of_each_shape(host_batches) if kernel.compiles_per_shape else []
+        return warmup_order(len(host_batches), settings.warmup_batches, per_shape)
+
+    def _settings(self) -> MeasurementSpec:
         settings = self.job.spec.measurement
-        if kernel.compiles_per_shape and settings.warmup_batches < n_batches:
-            # Every batch shape compiles once; all of that must land in the warm-up, never in the measurement.
-            return settings.model_copy(update={"warmup_batches": n_batches})
         if self.job.spec.compile and settings.warmup_batches == 0:
             # Compilation happens on the first call; it must land in the warm-up, never in the measurement.
             return settings.model_copy(update={"warmup_batches": 1})
