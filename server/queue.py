@@ -113,12 +113,27 @@ def extend_lease(
 
 def complete_job(session: Session, job_id: int, lease_token: str, result: dict[str, Any]) -> bool:
     """Mark the job succeeded and store its result; False (nothing stored) when the lease is not held."""
-    finished = session.execute(
-        update(Job).where(_holds_lease(job_id, lease_token))
-        .values(status=SUCCEEDED, progress=1.0, finished_at=db_now(), lease_token=None, lease_expires_at=None)
-        .returning(Job.id).execution_options(**PLAIN_UPDATE)
-    ).first()
-    if finished is None:
+    finished = (update(Job).where(_holds_lease(job_id, lease_token))
+                .values(status=SUCCEEDED, progress=1.0, finished_at=db_now(), lease_token=None, lease_expires_at=None))
+    return _end_with_result(session, job_id, finished, result)
+
+
+def cancel_with_partial_result(session: Session, job_id: int, lease_token: str, error: str,
+                               result: dict[str, Any]) -> bool:
+    """End a job whose cancel was requested as `cancelled`, keeping the rows it finished (`result`, marked
+    partial). False (nothing stored) unless the lease is held and the cancel was requested.
+
+    The lease is cleared in the same statement, so the rows are accepted once, and only from the worker
+    that ran them; a job that ends here can never become `succeeded`.
+    """
+    cancelled = (update(Job).where(_holds_lease(job_id, lease_token), Job.cancel_requested)
+                 .values(status=CANCELLED, error=error, finished_at=db_now(), lease_token=None, lease_expires_at=None))
+    return _end_with_result(session, job_id, cancelled, result)
+
+
+def _end_with_result(session: Session, job_id: int, ending: Update, result: dict[str, Any]) -> bool:
+    """Run `ending` (the fenced UPDATE that ends the job) and, only when it matched, store `result` for the job."""
+    if session.execute(ending.returning(Job.id).execution_options(**PLAIN_UPDATE)).first() is None:
         return False
     session.execute(insert(JobResult).values(job_id=job_id, result=result, created_at=db_now()))
     return True

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from padbench.contract.bounds import DbId, Label, LeaseToken, Message, Name, NoNul
-from padbench.contract.results import JobResult
+from padbench.contract.results import AttentionResult, JobResult, PaddingResult
 from padbench.contract.spec import JobSpec
 
 API_PREFIX = "/v1"
@@ -125,11 +125,33 @@ class LeaseComplete(Body):
     lease_token: LeaseToken
     result: JobResult
 
+    @field_validator("result")
+    @classmethod
+    def _not_partial(cls, result: PaddingResult | AttentionResult) -> PaddingResult | AttentionResult:
+        # Rows kept from a cancelled run are reported as such (`LeaseCancelled`); they never make a job succeed.
+        if result.partial is not None:
+            raise ValueError("a completed job's result must not be marked partial (result.partial)")
+        return result
+
 
 class LeaseFail(Body):
     lease_token: LeaseToken
     error: Annotated[str, Field(max_length=10_000), NoNul]
     traceback: Annotated[str, Field(max_length=200_000), NoNul] | None = None
+
+
+class LeaseCancelled(Body):
+    """The job stopped on a cancel request after finishing some rows: those rows, marked partial."""
+
+    lease_token: LeaseToken
+    result: JobResult
+
+    @field_validator("result")
+    @classmethod
+    def _marked_partial(cls, result: PaddingResult | AttentionResult) -> PaddingResult | AttentionResult:
+        if result.partial is None:
+            raise ValueError("a cancelled job's result must be marked partial (result.partial)")
+        return result
 
 
 class LeaseRelease(Body):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
 
@@ -178,6 +178,34 @@ class StrategyResult(ResultModel):
         return f"binned[{self.n_bins}]" if self.strategy == "binned" else self.strategy
 
 
+# Above the most rows a result can hold: 32 strategies × 16 batch sizes, or 16 kernels × 64 sequence lengths.
+MAX_RESULT_ROWS = 4096
+RowCount = Annotated[int, Field(ge=1, le=MAX_RESULT_ROWS)]
+
+
+class PartialResult(ResultModel):
+    """Set only on the result of a job cancelled while it ran: what it finished before the cancel stopped it.
+
+    Each row listed is a whole measurement, exactly as it would stand in a finished result; the rows not
+    listed were never measured. A finished result never carries this.
+    """
+
+    reason: Literal["cancelled"] = "cancelled"
+    rows_finished: RowCount  # the strategy rows (padding) or cells (attention) listed
+    rows_planned: RowCount  # how many the whole job would have listed
+
+
+def check_partial_rows(partial: PartialResult | None, listed: int) -> None:
+    """A partial result counts the rows it lists, and lists no more than the job planned."""
+    if partial is None:
+        return
+    if partial.rows_finished != listed:
+        raise ValueError(f"partial.rows_finished is {partial.rows_finished} but the result lists {listed} rows")
+    if partial.rows_finished > partial.rows_planned:
+        raise ValueError(f"partial.rows_finished ({partial.rows_finished}) exceeds rows_planned "
+                         f"({partial.rows_planned})")
+
+
 class PaddingResult(ResultModel):
     kind: Literal["padding"] = "padding"
     spec: PaddingJobSpec
@@ -188,6 +216,12 @@ class PaddingResult(ResultModel):
     num_sequences: int
     real_tokens_total: int
     strategies: list[StrategyResult]
+    partial: PartialResult | None = None
+
+    @model_validator(mode="after")
+    def _partial_counts_the_rows(self) -> PaddingResult:
+        check_partial_rows(self.partial, len(self.strategies))
+        return self
 
 
 class AttentionCell(ResultModel):
@@ -211,6 +245,12 @@ class AttentionResult(ResultModel):
     environment: Environment
     matmul_tflops: float | None = None  # measured in the same run, for context
     cells: list[AttentionCell]
+    partial: PartialResult | None = None
+
+    @model_validator(mode="after")
+    def _partial_counts_the_rows(self) -> AttentionResult:
+        check_partial_rows(self.partial, len(self.cells))
+        return self
 
 
 JobResult = Annotated[PaddingResult | AttentionResult, Field(discriminator="kind")]

@@ -12,6 +12,7 @@ from typing import Any
 
 from padbench.contract.results import AttentionCell, AttentionResult
 from padbench.report.padding import MISSING, format_bytes
+from padbench.report.partial import partial_lines
 
 BASELINE = "naive"
 CellFormatter = Callable[[AttentionCell, AttentionCell | None], str | None]
@@ -110,7 +111,8 @@ def _notes(result: AttentionResult) -> list[str]:
 
 
 def render_table(result: AttentionResult) -> str:
-    sections = [_header(result)] + [_table(title, formatter, result) for title, formatter in METRICS]
+    header = [*partial_lines(result), *_header(result)]
+    sections = [header] + [_table(title, formatter, result) for title, formatter in METRICS]
     notes = _notes(result)
     if notes:
         sections.append(notes)

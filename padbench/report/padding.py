@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from padbench.contract.results import GpuActivity, MemoryStats, PaddingResult, ProbeReport, StrategyResult
+from padbench.report.partial import partial_lines
 from padbench.report.verdict import compact_rate, curve_lines, ranked_rows, verdict_lines, winner
 
 MISSING = "—"
@@ -167,7 +168,7 @@ def _clock_line(result: PaddingResult) -> list[str]:
 
 
 def header_lines(result: PaddingResult) -> list[str]:
-    return [*_header(result), *_clock_line(result)]
+    return [*partial_lines(result), *_header(result), *_clock_line(result)]
 
 
 def render_table(result: PaddingResult) -> str:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from padbench.contract.results import Environment, PaddingResult
+from padbench.contract.results import Environment, PaddingResult, PartialResult, StrategyResult
 from padbench.contract.spec import PaddingJobSpec
 from padbench.worker.runtime.isolation import ChildContext
 
@@ -17,10 +17,34 @@ def finish_with_progress(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, A
     for step in range(3):
         ctx.progress((step + 1) / 3, f"step {step + 1} of 3")
         time.sleep(0.5)
+    return padding_result([])
+
+
+def padding_result(rows: list[StrategyResult], partial: PartialResult | None = None) -> dict[str, Any]:
     environment = Environment(hostname="unit", device="cpu", python="3", torch="none", started_at="2026-11-21")
     result = PaddingResult(spec=PaddingJobSpec(), environment=environment, model_parameters=1,
-                           flops_per_token=1.0, num_sequences=0, real_tokens_total=0, strategies=[])
+                           flops_per_token=1.0, num_sequences=0, real_tokens_total=0, strategies=rows,
+                           partial=partial)
     return result.model_dump(mode="json")
+
+
+FINISHED_ROW = StrategyResult(strategy="static", attention="sdpa", kernel="torch-sdpa", batch_size=8, status="ok",
+                              tokens_per_s=1234.5)
+
+
+def finish_a_row_then_wait(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    """Hands over one finished row of two (a partial result), says so, then works on until killed."""
+    ctx.finished(padding_result([FINISHED_ROW], PartialResult(rows_finished=1, rows_planned=2)))
+    while True:
+        ctx.progress(0.5, "row 1 of 2 finished")
+        time.sleep(0.1)
+
+
+def hand_over_rows(ctx: ChildContext, count: int) -> str:
+    """Hands over `count` numbered pieces, then returns."""
+    for number in range(count):
+        ctx.finished({"row": number})
+    return "done"
 
 
 def return_non_result(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:

@@ -7,11 +7,13 @@ from typing import Any
 import pytest
 import torch
 
-from padbench.contract.results import AttentionCell
+from padbench.contract.results import AttentionCell, AttentionResult, Environment
 from padbench.contract.spec import AttentionJobSpec
 from padbench.worker.jobs.attention import cells as cells_module
+from padbench.worker.jobs.attention import job as attention_job
 from padbench.worker.jobs.attention.cells import _one_cell, run_cells
 from padbench.worker.jobs.attention.inputs import Problem
+from padbench.worker.jobs.attention.job import run_attention_job
 from padbench.worker.jobs.attention.kernels import SWEEP_KERNELS
 from padbench.worker.jobs.attention.measure import CellSettings
 from padbench.worker.runtime.isolation import ChildReport
@@ -31,14 +33,18 @@ MATH = [("sdpa-math", 64), ("sdpa-math", 128), ("sdpa-math", 256)]
 class FakeChildren:
     """Stands in for run_in_child: answers each call from a script and records the lengths asked for."""
 
-    def __init__(self, answers: list[ChildReport]) -> None:
+    def __init__(self, answers: list[ChildReport], hand_over: bool = False) -> None:
         self.answers = answers
         self.groups: list[list[tuple[str, int]]] = []
+        self.hand_over = hand_over  # hand each answered cell over on the way, as the real child does
 
     def __call__(self, target: str, spec: dict[str, Any], keys: list[tuple[str, int]], device: str,
                  **options: Any) -> ChildReport:
         self.groups.append(list(keys))
-        return self.answers.pop(0)
+        answer = self.answers.pop(0)
+        for cell in answer.value if self.hand_over else []:
+            options["on_finished"](cell)
+        return answer
 
 
 def run_with(monkeypatch: pytest.MonkeyPatch, answers: list[ChildReport]) -> tuple[list[AttentionCell], FakeChildren]:
@@ -85,3 +91,19 @@ def test_a_sticky_cuda_error_ends_the_child(monkeypatch: pytest.MonkeyPatch) -> 
     cell, sticky = _one_cell(SWEEP_KERNELS.get("naive"), problem, torch.device("cpu"), CellSettings(1, 1, False), None)
     assert (cell.status, sticky) == ("error", True)
     assert cell.reason is not None and "illegal memory access" in cell.reason
+
+
+def test_each_cell_a_child_hands_over_reaches_the_job_as_a_partial_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    everything = [measured(n, k) for k, n in NAIVE + MATH]
+    monkeypatch.setattr(cells_module, "run_in_child", FakeChildren([ChildReport("ok", value=everything)],
+                                                                   hand_over=True))
+    environment = Environment(hostname="unit", device="cpu", python="3", torch="none", started_at="2026-11-23")
+    monkeypatch.setattr(attention_job, "_measure_context", lambda spec, device: (environment, 10.0))
+    partials: list[AttentionResult] = []
+    result = run_attention_job(SPEC, lambda fraction, message: None, partials.append)
+    # The flash-attn cells (it cannot run on a CPU) are known from the start; each measured cell adds one.
+    assert [p.partial.rows_finished for p in partials if p.partial] == [4, 5, 6, 7, 8, 9]
+    assert {p.partial.rows_planned for p in partials if p.partial} == {9}
+    flash = [("flash-attn", 64), ("flash-attn", 128), ("flash-attn", 256)]
+    assert [(cell.kernel, cell.seq_len) for cell in partials[0].cells] == [("naive", 64), *flash]
+    assert partials[-1].cells == result.cells and result.partial is None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from padbench.contract.results import AttentionCell, AttentionResult, Environment
+from padbench.contract.results import AttentionCell, AttentionResult, Environment, PartialResult
 from padbench.contract.spec import AttentionJobSpec
 from padbench.report import render_csv
 from padbench.report.attention import METRICS, csv_rows, render_table
@@ -62,3 +62,11 @@ def test_csv_has_one_row_per_cell_with_the_configuration() -> None:
     assert header.startswith("job_id,model,gpu,dtype,mode,date,batch,heads")
     first = render_csv(result(), job_id=9).splitlines()[1]
     assert first.startswith("9,attention B8 H32 D64,NVIDIA H200,bf16,forward,2026-11-01,")
+
+
+def test_a_partial_sweep_is_marked_above_its_tables_and_a_whole_one_is_not() -> None:
+    whole = result()
+    kept = whole.model_copy(update={"cells": whole.cells[:2],
+                                    "partial": PartialResult(rows_finished=2, rows_planned=6)})
+    assert render_table(kept).startswith("PARTIAL RESULT: the job was cancelled after 2 of 6 cells")
+    assert "PARTIAL" not in render_table(whole)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from padbench.contract.results import Environment, MemoryStats, PaddingResult, StrategyResult
+from padbench.contract.results import Environment, MemoryStats, PaddingResult, PartialResult, StrategyResult
 from padbench.contract.spec import PaddingJobSpec
 from padbench.report import render, render_csv
 from padbench.report.padding import COLUMNS, WINNER_MARK, csv_rows, format_bytes, render_table
@@ -85,3 +85,13 @@ def test_render_dispatches_padding_results() -> None:
 def test_byte_formatting() -> None:
     assert [format_bytes(n) for n in (None, 512, 2048, 3 << 20, 5 * GIB)] == ["—", "512 B", "2.0 KiB", "3.0 MiB",
                                                                                 "5.0 GiB"]
+
+
+def test_a_partial_result_is_marked_above_its_table_and_a_whole_one_is_not() -> None:
+    whole = sample_result()
+    planned = len(whole.strategies) + 2
+    kept = whole.model_copy(update={"partial": PartialResult(rows_finished=len(whole.strategies),
+                                                               rows_planned=planned)})
+    assert render_table(kept).startswith(f"PARTIAL RESULT: the job was cancelled after {len(whole.strategies)} of "
+                                         f"{planned} strategy rows")
+    assert "PARTIAL" not in render_table(whole)

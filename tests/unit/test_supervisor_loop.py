@@ -26,10 +26,14 @@ class FakeServer:
     """Answers the worker endpoints; records every call as (action, body)."""
 
     def __init__(self, heartbeat_status: int = 200, cancel: bool = False, jobs: list[dict[str, Any]] | None = None,
-                 down_for_reports: int = 0):
+                 down_for_reports: int = 0, cancel_after_progress: bool = False,
+                 refuse: dict[str, int] | None = None):
         self.calls: list[tuple[str, Any]] = []
         self.heartbeat_status = heartbeat_status
         self.cancel = cancel
+        # Cancel only once a heartbeat carries progress: the child has got that far.
+        self.cancel_after_progress = cancel_after_progress
+        self.refuse = refuse or {}  # action → the status it is answered with
         self.jobs = list(jobs or [])
         # The first this-many complete/fail calls get 503, as from a proxy in front of a restarting server.
         self.down_for_reports = down_for_reports
@@ -49,7 +53,11 @@ class FakeServer:
         if action == "heartbeat":
             if self.heartbeat_status != 200:
                 return httpx.Response(self.heartbeat_status, json={"detail": "not the current lease"})
-            return httpx.Response(200, json={"cancel_requested": self.cancel, "lease_expires_at": expires})
+            progressed = body is not None and body["progress"] is not None
+            cancel = self.cancel or (self.cancel_after_progress and progressed)
+            return httpx.Response(200, json={"cancel_requested": cancel, "lease_expires_at": expires})
+        if action in self.refuse:
+            return httpx.Response(self.refuse[action], json={"detail": f"{action} refused"})
         if action in ("complete", "fail") and self.down_for_reports > 0:
             self.down_for_reports -= 1
             return httpx.Response(503, json={"detail": "restarting"})
@@ -117,6 +125,23 @@ def test_a_cancel_on_a_heartbeat_kills_the_child(tmp_path: Path) -> None:
     assert not process_alive(pid)
     assert "heartbeat" in server.actions()
     assert "cancelled" in server.last("fail")["error"]
+
+
+def test_a_cancel_reports_the_rows_the_job_finished_marked_partial() -> None:
+    server = FakeServer(cancel_after_progress=True)
+    run_one(server, "finish_a_row_then_wait", {"kind": "padding"})
+    assert server.actions()[-1] == "cancelled" and "fail" not in server.actions()
+    report = server.last("cancelled")
+    assert report["lease_token"] == "lease-abc"
+    assert report["result"]["partial"] == {"reason": "cancelled", "rows_finished": 1, "rows_planned": 2}
+    assert [row["tokens_per_s"] for row in report["result"]["strategies"]] == [1234.5]
+
+
+def test_finished_rows_the_server_refuses_still_end_the_job_cancelled() -> None:
+    server = FakeServer(cancel_after_progress=True, refuse={"cancelled": 422})
+    run_one(server, "finish_a_row_then_wait", {"kind": "padding"})
+    assert server.actions()[-2:] == ["cancelled", "fail"]
+    assert "cancelled on request" in server.last("fail")["error"]
 
 
 def test_a_lost_lease_kills_the_child_and_reports_nothing(tmp_path: Path) -> None:

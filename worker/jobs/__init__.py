@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
@@ -19,8 +20,13 @@ PLUGIN_MODULES: dict[str, str] = {
 }
 
 
+# Called by a job kind each time a row (a strategy, a sweep cell) finishes, with the result as it would stand
+# if the job stopped there: the rows so far, marked partial. The last one is what a cancel keeps.
+PartialFn = Callable[[PaddingResult | AttentionResult], None]
+
+
 class JobKind(Protocol):
-    def run(self, spec: Any, progress: ProgressFn) -> PaddingResult | AttentionResult: ...
+    def run(self, spec: Any, progress: ProgressFn, on_partial: PartialFn) -> PaddingResult | AttentionResult: ...
 
 
 JOB_KINDS: Registry[JobKind] = Registry("job kind")
@@ -33,7 +39,14 @@ def get_job_kind(kind: str) -> JobKind:
 
 
 def run_job(ctx: ChildContext, spec_document: dict[str, Any]) -> dict[str, Any]:
-    """Child-process entry point (`padbench.worker.jobs:run_job`): spec in, JSON-ready result out."""
+    """Child-process entry point (`padbench.worker.jobs:run_job`): spec in, JSON-ready result out.
+
+    Each partial result on the way is handed to the parent (`ctx.finished`) as a JSON-ready document too.
+    """
     spec: PaddingJobSpec | AttentionJobSpec = JOB_SPEC_ADAPTER.validate_python(spec_document)
-    result = get_job_kind(spec.kind).run(spec, ctx.progress)
+
+    def hand_over(partial: PaddingResult | AttentionResult) -> None:
+        ctx.finished(JOB_RESULT_ADAPTER.dump_python(partial, mode="json"))
+
+    result = get_job_kind(spec.kind).run(spec, ctx.progress, hand_over)
     return JOB_RESULT_ADAPTER.dump_python(result, mode="json")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import time
@@ -27,6 +28,7 @@ from typing import Any, Literal
 from padbench.worker.runtime.procfs import die_with_parent, group_rss_bytes
 from padbench.worker.runtime.progress import ProgressFn
 
+FinishedFn = Callable[[Any], None]
 Outcome = Literal["ok", "oom", "cuda_error", "error", "timeout", "crash", "cancelled"]
 
 # Messages that mean "the device (or the CPU budget) ran out of memory", matched after the exception
@@ -54,6 +56,11 @@ class ChildContext:
 
     def progress(self, fraction: float, message: str = "") -> None:
         self._connection.send(("progress", (float(fraction), message)))
+
+    def finished(self, value: Any) -> None:
+        """Hand the parent a piece of work as soon as it is done (picklable), so that it is kept even when
+        the child is stopped before its result; what a piece is, the target and its caller agree on."""
+        self._connection.send(("finished", value))
 
 
 def classify_exception(error: BaseException) -> Outcome:
@@ -124,30 +131,47 @@ def _describe_exit(code: int | None) -> str:
     return f"child exited with code {code} without a result"
 
 
+def _drain_finished(receiver: Connection, on_finished: FinishedFn | None) -> None:
+    """Deliver the pieces a stopped child handed over that are still unread in the pipe, so a stop that
+    lands just after a piece was sent does not lose it. A message the kill cut short ends the drain."""
+    if on_finished is None:
+        return
+    try:
+        while receiver.poll():
+            kind, payload = receiver.recv()
+            if kind == "finished":
+                on_finished(payload)
+    except (EOFError, OSError, pickle.UnpicklingError):
+        return
+
+
 def await_reply(receiver: Connection, process: multiprocessing.process.BaseProcess, started: float, *,
                  timeout_s: float | None, on_progress: ProgressFn | None, should_stop: Callable[[], bool] | None,
-                 poll_s: float, join_on_result: bool, memory_cap_bytes: int | None = None) -> ChildReport:
-    """Wait for the child's result or error, forwarding its progress; kill it past the deadline, on stop, or
-    when its process group's resident memory passes `memory_cap_bytes`."""
+                 poll_s: float, join_on_result: bool, memory_cap_bytes: int | None = None,
+                 on_finished: FinishedFn | None = None) -> ChildReport:
+    """Wait for the child's result or error, forwarding its progress and finished pieces; kill it past the
+    deadline, on stop, or when its process group's resident memory passes `memory_cap_bytes`."""
     deadline = None if timeout_s is None else started + timeout_s
 
     def report(outcome: Outcome, **fields: Any) -> ChildReport:
         return ChildReport(outcome=outcome, seconds=time.monotonic() - started, **fields)
 
+    def stopped(outcome: Outcome, error: str) -> ChildReport:
+        kill_group(process)
+        _drain_finished(receiver, on_finished)
+        return report(outcome, error=error)
+
     while True:
         remaining = None if deadline is None else deadline - time.monotonic()
         if remaining is not None and remaining <= 0:
-            kill_group(process)
-            return report("timeout", error=f"child ran past its {timeout_s:.0f} s limit")
+            return stopped("timeout", f"child ran past its {timeout_s:.0f} s limit")
         if should_stop is not None and should_stop():
-            kill_group(process)
-            return report("cancelled", error="stopped by the parent")
+            return stopped("cancelled", "stopped by the parent")
         if memory_cap_bytes is not None and process.pid is not None:
             resident = group_rss_bytes(process.pid)
             if resident > memory_cap_bytes:
-                kill_group(process)
-                return report("oom", error=f"the job's processes held {resident / 2**30:.2f} GiB of host memory, "
-                              f"over the worker's cap of {memory_cap_bytes / 2**30:.2f} GiB")
+                return stopped("oom", f"the job's processes held {resident / 2**30:.2f} GiB of host memory, "
+                               f"over the worker's cap of {memory_cap_bytes / 2**30:.2f} GiB")
         ready = wait([receiver, process.sentinel], timeout=min(poll_s, remaining or poll_s))
         if receiver in ready:
             try:
@@ -157,6 +181,8 @@ def await_reply(receiver: Connection, process: multiprocessing.process.BaseProce
                 return report("crash", error=_describe_exit(process.exitcode), exit_code=process.exitcode)
             if kind == "progress" and on_progress is not None:
                 on_progress(*payload)
+            elif kind == "finished" and on_finished is not None:
+                on_finished(payload)
             elif kind == "result":
                 if join_on_result:
                     process.join(timeout=30)
@@ -180,12 +206,15 @@ def run_in_child(
     poll_s: float = 0.5,
     memory_cap_bytes: int | None = None,
     workdir: str | None = None,
+    on_finished: FinishedFn | None = None,
 ) -> ChildReport:
     """Run `module:function(ctx, *args)` in a spawned child; never raises for anything the child does.
 
     `should_stop` is consulted every `poll_s` seconds (e.g. a cancel seen on a heartbeat); when it
     returns True the child's process group is killed and the outcome is "cancelled". The child's whole
     process group's resident memory is checked as often: past `memory_cap_bytes` it is killed ("oom").
+    `on_finished` receives, in order, each value the child hands over with `ctx.finished` before it ends;
+    they are all delivered before the report, however the child ends.
     The cap is watched from outside rather than set with RLIMIT_AS because CUDA reserves far more address
     space than it uses, and RSS is what actually starves the host.
     """
@@ -199,7 +228,7 @@ def run_in_child(
     try:
         return await_reply(receiver, process, started, timeout_s=timeout_s, on_progress=on_progress,
                             should_stop=should_stop, poll_s=poll_s, join_on_result=True,
-                            memory_cap_bytes=memory_cap_bytes)
+                            memory_cap_bytes=memory_cap_bytes, on_finished=on_finished)
     finally:
         if process.is_alive():
             kill_group(process)

@@ -13,6 +13,7 @@ from padbench.contract.api import (
     Capabilities,
     Heartbeat,
     HeartbeatAck,
+    LeaseCancelled,
     LeaseComplete,
     LeaseFail,
     LeaseOut,
@@ -65,6 +66,11 @@ class WorkerApi(ApiSession):
         # turns a schema slip into a clear failure instead of a bare 422 from the server.
         body = LeaseComplete.model_validate({"lease_token": token, "result": result})
         self._lease_call(job_id, "complete", body.model_dump(mode="json"))
+
+    def cancelled(self, job_id: int, token: str, partial_result: dict[str, Any]) -> None:
+        """The job stopped on its cancel request: report the rows it finished (a result marked partial)."""
+        body = LeaseCancelled.model_validate({"lease_token": token, "result": partial_result})
+        self._lease_call(job_id, "cancelled", body.model_dump(mode="json"))
 
     def fail(self, job_id: int, token: str, error: str, traceback: str | None) -> None:
         body = LeaseFail(lease_token=token, error=storable(error, 10_000),

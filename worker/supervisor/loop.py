@@ -3,7 +3,8 @@
 The parent never imports torch: the job runs through `run_in_child` (spawned, own process group, a
 wall-clock limit), and everything the parent does is HTTP. How each run ends decides the one call made
 to the server: a result → `complete`; a crash, OOM, error or timeout → `fail` with the child's error and
-traceback; a cancel seen on a heartbeat → `fail` saying so (the server records it as cancelled); a stop
+traceback; a cancel seen on a heartbeat → `cancelled` with the rows the job finished, marked partial (or,
+with none, `fail` saying so: the server records it as cancelled either way); a stop
 request (SIGTERM) → `release`, so another worker takes the job at once; a lost lease → nothing at all.
 
 A finished result is worth a GPU run, so it is saved in the outbox before it is reported, and a report the
@@ -74,6 +75,16 @@ class Backoff:
 
     def reset(self) -> None:
         self._next = self.first_s
+
+
+class LatestPartial:
+    """The last partial result the job's child handed over (`ctx.finished`): the rows a cancel keeps."""
+
+    def __init__(self) -> None:
+        self.latest: dict[str, Any] | None = None
+
+    def keep(self, document: Any) -> None:
+        self.latest = document
 
 
 class FatalWorkerError(RuntimeError):
@@ -156,16 +167,17 @@ class Supervisor:
         job = lease.job
         log.info("job %d (%s) claimed, attempt %d of %d", job.id, job.kind, job.attempts, job.max_attempts)
         # The keeper stays on while the report is retried: its heartbeats keep the lease alive meanwhile.
+        partials = LatestPartial()
         with LeaseKeeper(self.api, lease) as keeper:
             try:
                 spec = confine_spec_paths(job.spec, self.config.data_roots, self.config.model_roots)
             except PathRefused as refused:
                 report = ChildReport(outcome="error", error=str(refused))
             else:
-                report = self._run_child(spec, keeper)
+                report = self._run_child(spec, keeper, partials)
             log.info("job %d: child finished: %s in %.1f s", job.id, report.outcome, report.seconds)
             try:
-                self._settle(lease, report, keeper)
+                self._settle(lease, report, keeper, partials.latest)
             except LeaseLost as error:
                 log.warning("job %d: lease lost before the report (%s); dropping it", job.id, error)
             except ApiError as error:
@@ -174,7 +186,7 @@ class Supervisor:
                 log.error("job %d: could not report to the server: %s", job.id, error)
         return report
 
-    def _run_child(self, spec: dict[str, Any], keeper: LeaseKeeper) -> ChildReport:
+    def _run_child(self, spec: dict[str, Any], keeper: LeaseKeeper, partials: LatestPartial) -> ChildReport:
         with tempfile.TemporaryDirectory(prefix="padbench-job-") as workdir:  # empty, private: see confine
             return run_in_child(
                 self.config.job_target,
@@ -183,25 +195,42 @@ class Supervisor:
                 memory_cap_bytes=self.config.job_memory_cap_bytes,
                 env=gpu_environment(self.config.gpu),
                 on_progress=keeper.update,
+                on_finished=partials.keep,
                 should_stop=lambda: self.stopping or keeper.cancel_requested.is_set() or keeper.lost.is_set(),
                 workdir=workdir,
             )
 
-    def _settle(self, lease: LeaseOut, report: ChildReport, keeper: LeaseKeeper) -> None:
+    def _settle(self, lease: LeaseOut, report: ChildReport, keeper: LeaseKeeper,
+                partial: dict[str, Any] | None) -> None:
         job_id, token = lease.job.id, lease.lease_token
         if report.outcome == "ok":
             self._complete(job_id, token, report, keeper)
         elif keeper.lost.is_set():
             log.warning("job %d: lease lost while running; the child was stopped", job_id)
         elif keeper.cancel_requested.is_set():
-            self._retrying(keeper, lambda: self.api.fail(
-                job_id, token, "cancelled on request; the job's child process was stopped", None))
+            self._report_cancel(job_id, token, keeper, partial)
         elif self.stopping:
             log.info("job %d: stopping; releasing the lease", job_id)
             self.api.release(job_id, token)
         else:
             self._retrying(keeper, lambda: self.api.fail(
                 job_id, token, f"{report.outcome}: {report.error}", report.traceback))
+
+    def _report_cancel(self, job_id: int, token: str, keeper: LeaseKeeper, partial: dict[str, Any] | None) -> None:
+        """Stopped on a cancel: the rows the job finished go to the server, marked partial. Without rows, or
+        with rows the server refuses outright, the job just ends cancelled."""
+        if partial is not None:
+            try:
+                self._retrying(keeper, lambda: self.api.cancelled(job_id, token, partial))
+                return
+            except ValidationError as error:
+                log.error("job %d: the finished rows do not match the result contract (%s)", job_id, error)
+            except ApiError as error:
+                if error.is_transient or isinstance(error, LeaseLost):
+                    raise
+                log.error("job %d: the server refused the finished rows (%s)", job_id, error)
+        self._retrying(keeper, lambda: self.api.fail(
+            job_id, token, "cancelled on request; the job's child process was stopped", None))
 
     def _complete(self, job_id: int, token: str, report: ChildReport, keeper: LeaseKeeper) -> None:
         try:

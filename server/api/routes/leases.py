@@ -1,4 +1,5 @@
-"""Leases, for workers: claim the next job, then heartbeat, complete, fail or release it.
+"""Leases, for workers: claim the next job, then heartbeat, complete, fail or release it; a job stopped on a
+cancel request after finishing some rows reports them (`cancelled`), marked partial.
 
 The lease token travels in the body, never the URL. Anything presented with a token that is not the
 job's current, unexpired lease changes nothing and gets 409: the job was reclaimed, finished or
@@ -9,6 +10,8 @@ token is not enough to speak for someone else's worker.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, HTTPException, Response, status
 from sqlalchemy.orm import Session
 
@@ -16,13 +19,14 @@ from padbench.contract.api import (
     Capabilities,
     Heartbeat,
     HeartbeatAck,
+    LeaseCancelled,
     LeaseComplete,
     LeaseFail,
     LeaseOut,
     LeaseRelease,
     LeaseRequest,
 )
-from padbench.contract.results import JOB_RESULT_ADAPTER
+from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
 from padbench.server import queue
 from padbench.server.api.deps import JobIdPath, SessionDep, SettingsDep, WorkerAuth
 from padbench.server.api.errors import HTTP_UNPROCESSABLE
@@ -97,16 +101,43 @@ def heartbeat(job_id: JobIdPath, body: Heartbeat, session: SessionDep, settings:
 
 @router.post("/{job_id}/complete", status_code=status.HTTP_204_NO_CONTENT)
 def complete(job_id: JobIdPath, body: LeaseComplete, session: SessionDep, principal: WorkerAuth) -> None:
-    require_lease_holder(session, job_id, body.lease_token, principal)
+    result = storable_result(session, job_id, body.lease_token, body.result, principal)
+    if not queue.complete_job(session, job_id, body.lease_token, result):
+        raise lease_conflict(session, job_id)
+
+
+@router.post("/{job_id}/cancelled", status_code=status.HTTP_204_NO_CONTENT)
+def cancelled(job_id: JobIdPath, body: LeaseCancelled, session: SessionDep, principal: WorkerAuth) -> None:
+    """The worker stopped the job on its cancel request: the job ends cancelled, keeping the rows it finished."""
+    result = storable_result(session, job_id, body.lease_token, body.result, principal)
+    assert body.result.partial is not None  # LeaseCancelled refuses a result that is not marked partial
+    kept = body.result.partial
+    error = (f"cancelled on request after {kept.rows_finished} of {kept.rows_planned} rows; "
+             "the finished rows are kept as a partial result")
+    if not queue.cancel_with_partial_result(session, job_id, body.lease_token, error, result):
+        raise cancel_conflict(session, job_id, body.lease_token)
+
+
+def storable_result(session: Session, job_id: int, lease_token: str, result: PaddingResult | AttentionResult,
+                    principal: Principal) -> dict[str, Any]:
+    """The result as stored, after checking who sends it (403) and that it is of the job's kind (422)."""
+    require_lease_holder(session, job_id, lease_token, principal)
     row = reads.find_job(session, job_id, submitter=None)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} not found")
-    if body.result.kind != row.job.kind:
-        reason = f"{body.result.kind!r} does not match job {job_id}'s kind {row.job.kind!r}"
+    if result.kind != row.job.kind:
+        reason = f"{result.kind!r} does not match job {job_id}'s kind {row.job.kind!r}"
         raise HTTPException(HTTP_UNPROCESSABLE, f"result.kind: {reason}")
-    result = JOB_RESULT_ADAPTER.dump_python(body.result, mode="json")
-    if not queue.complete_job(session, job_id, body.lease_token, result):
-        raise lease_conflict(session, job_id)
+    return JOB_RESULT_ADAPTER.dump_python(result, mode="json")
+
+
+def cancel_conflict(session: Session, job_id: int, lease_token: str) -> HTTPException:
+    """409 for rows reported while no cancel was requested; otherwise as for any stale lease."""
+    row = reads.find_job(session, job_id, submitter=None)
+    if row is not None and row.job.lease_token == lease_token and not row.job.cancel_requested:
+        return HTTPException(status.HTTP_409_CONFLICT, f"job {job_id} has no cancel request: a running job "
+                             "reports its whole result (complete) or its failure (fail), never partial rows")
+    return lease_conflict(session, job_id)
 
 
 @router.post("/{job_id}/fail", status_code=status.HTTP_204_NO_CONTENT)

@@ -11,6 +11,16 @@ async function resultOf(job) {
   return resultCache.get(job.id);
 }
 
+// A cancelled job may have kept the rows it finished before the cancel (marked partial); most kept none (404).
+async function partialResultOf(job) {
+  try {
+    return await api(`/jobs/${job.id}/results`);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return null;
+    throw error;
+  }
+}
+
 // The list's items are summaries (no spec, so a page stays small); a job's spec never changes, so it is
 // fetched once per job and kept.
 const specCache = new Map();
@@ -142,7 +152,9 @@ function verdictOf(result) {
 
 function showResult(jobId, result) {
   document.getElementById("job-title").textContent = identityOf(jobId, result);
-  const verdict = verdictOf(result);
+  const kept = result.partial;
+  const partial = kept ? `Partial result: cancelled after ${kept.rows_finished} of ${kept.rows_planned} rows. ` : "";
+  const verdict = partial + (verdictOf(result) || "");
   const verdictBox = document.getElementById("verdict");
   verdictBox.textContent = verdict || "";
   verdictBox.hidden = !verdict;
@@ -169,6 +181,8 @@ async function startJob() {
     const job = await api(`/jobs/${jobId}`);
     showJobStatus(job);
     if (job.status === "succeeded") showResult(jobId, await resultOf(job));
+    const kept = job.status === "cancelled" ? await partialResultOf(job) : null;
+    if (kept) showResult(jobId, kept);
     if (!["succeeded", "failed", "cancelled"].includes(job.status)) setTimeout(() => poll().catch((e) => showError(e.message)), REFRESH_MS);
   };
   await poll();

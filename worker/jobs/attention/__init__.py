@@ -5,7 +5,7 @@
 - `measure`: time, TFLOP/s, peak memory and error against float64 for one cell;
 - `cells`: cells run in children, so an OOM or a sticky CUDA error costs one child;
 - `matmul`: the device's measured matmul rate and environment, for context;
-- `job`: `run_attention_job(spec, progress) -> AttentionResult`;
+- `job`: `run_attention_job(spec, progress, on_partial) -> AttentionResult`;
 - this module registers the job kind and imports `job` only when a job runs.
 
 Listing capabilities loads only `kernels`: nothing here imports torch.
@@ -15,16 +15,16 @@ from __future__ import annotations
 
 from padbench.contract.results import AttentionResult
 from padbench.contract.spec import AttentionJobSpec
-from padbench.worker.jobs import JOB_KINDS
+from padbench.worker.jobs import JOB_KINDS, PartialFn
 from padbench.worker.runtime.progress import ProgressFn
 
 
 class AttentionJobKind:
-    def run(self, spec: AttentionJobSpec, progress: ProgressFn) -> AttentionResult:
+    def run(self, spec: AttentionJobSpec, progress: ProgressFn, on_partial: PartialFn) -> AttentionResult:
         # Imported here so that listing job kinds and sweep kernels never loads torch.
         from padbench.worker.jobs.attention.job import run_attention_job
 
-        return run_attention_job(spec, progress)
+        return run_attention_job(spec, progress, on_partial)
 
 
 JOB_KINDS.add("attention", AttentionJobKind())

@@ -15,6 +15,7 @@ group misses it: `run_in_child` therefore has each child ask Linux to kill it wh
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -55,6 +56,7 @@ def measure_cells(ctx: ChildContext, spec_document: dict[str, Any], keys: list[C
         problem = Problem.from_spec(spec, seq_len)
         cell, sticky = _one_cell(kernel, problem, device, settings, out_of_memory_at.get(kernel_name))
         cells.append(cell.model_dump(mode="json"))
+        ctx.finished(cells[-1])  # kept by the parent even if a later cell kills this child or the job is stopped
         if cell.status == "oom":
             out_of_memory_at.setdefault(kernel_name, seq_len)
         if sticky:
@@ -121,13 +123,22 @@ def cap_address_space(budget_bytes: int) -> None:
 
 # --- in the parent ---------------------------------------------------------------------------------------------
 
-def run_cells(spec: AttentionJobSpec, device: str, on_progress: ProgressFn | None = None) -> list[AttentionCell]:
+def run_cells(spec: AttentionJobSpec, device: str, on_progress: ProgressFn | None = None,
+              on_cells: Callable[[list[AttentionCell]], None] | None = None) -> list[AttentionCell]:
     """Every (kernel, length) cell of the sweep, kernel by kernel, shortest length first.
 
-    The cells share a child until one kills it; then the cells it did not report each get a child.
+    The cells share a child until one kills it; then the cells it did not report each get a child. Each
+    time a child hands over a measured cell, `on_cells` gets every cell known so far, in the sweep's order.
     """
     lengths = sorted(set(spec.seq_lens))
     cells: dict[CellKey, AttentionCell] = {}
+
+    def keep(cell_document: dict[str, Any]) -> None:
+        cell = AttentionCell.model_validate(cell_document)
+        cells[cell.kernel, cell.seq_len] = cell
+        if on_cells is not None:
+            on_cells([cells[key] for key in sweep_order(spec, lengths) if key in cells])
+
     pending: list[CellKey] = []
     for kernel in spec.kernels:
         reason = _static_reason(spec, SWEEP_KERNELS.get(kernel), device)
@@ -143,7 +154,7 @@ def run_cells(spec: AttentionJobSpec, device: str, on_progress: ProgressFn | Non
         group = pending[:1] if isolated else pending
         report = run_in_child(CHILD_TARGET, spec.model_dump(mode="json"), group, device,
                               timeout_s=CHILD_STARTUP_S + spec.cell_timeout_s * len(group),
-                              on_progress=_scaled(on_progress, done, len(group), total))
+                              on_progress=_scaled(on_progress, done, len(group), total), on_finished=keep)
         if report.outcome == "ok" and report.value:
             finished = [AttentionCell.model_validate(cell) for cell in report.value]
         elif len(group) > 1:
@@ -154,7 +165,11 @@ def run_cells(spec: AttentionJobSpec, device: str, on_progress: ProgressFn | Non
         for cell in finished:
             cells[cell.kernel, cell.seq_len] = cell
         pending, done = pending[len(finished):], done + len(finished)
-    return [cells[kernel, seq_len] for kernel in spec.kernels for seq_len in lengths]
+    return [cells[key] for key in sweep_order(spec, lengths)]
+
+
+def sweep_order(spec: AttentionJobSpec, lengths: list[int]) -> list[CellKey]:
+    return [(kernel, seq_len) for kernel in spec.kernels for seq_len in lengths]
 
 
 def _static_reason(spec: AttentionJobSpec, kernel: SweepKernel, device: str) -> str | None:

@@ -7,7 +7,9 @@ job down with it.
 
 from __future__ import annotations
 
-from padbench.contract.results import AttentionCell, AttentionResult, Environment
+from collections.abc import Callable
+
+from padbench.contract.results import AttentionCell, AttentionResult, Environment, PartialResult
 from padbench.contract.spec import AttentionJobSpec
 from padbench.worker.jobs.attention.cells import run_cells
 from padbench.worker.runtime.device import resolve_device
@@ -24,14 +26,26 @@ class SweepError(RuntimeError):
     """The sweep cannot start at all: the context measurement failed."""
 
 
-def run_attention_job(spec: AttentionJobSpec, progress: ProgressFn) -> AttentionResult:
+def run_attention_job(spec: AttentionJobSpec, progress: ProgressFn,
+                      on_partial: Callable[[AttentionResult], None] | None = None) -> AttentionResult:
+    """The sweep's result; each time a cell is measured, `on_partial` gets the cells known so far (those a
+    kernel cannot run at all included), marked partial, so that a sweep stopped before its end keeps them."""
     device = resolve_device(spec.device).type
     environment, matmul_tflops = _measure_context(spec, device)
     progress(CONTEXT_SHARE, f"matmul {matmul_tflops:.1f} TFLOP/s")
-    measured = run_cells(spec, device, progress_span(progress, CONTEXT_SHARE, 1.0))
-    cells = [with_matmul_fraction(cell, matmul_tflops) for cell in measured]
+    planned = len(spec.kernels) * len(set(spec.seq_lens))
+
+    def result(cells: list[AttentionCell], partial: PartialResult | None) -> AttentionResult:
+        return AttentionResult(spec=spec, environment=environment, matmul_tflops=matmul_tflops, partial=partial,
+                               cells=[with_matmul_fraction(cell, matmul_tflops) for cell in cells])
+
+    def hand_over(cells: list[AttentionCell]) -> None:
+        if on_partial is not None:
+            on_partial(result(cells, PartialResult(rows_finished=len(cells), rows_planned=planned)))
+
+    measured = run_cells(spec, device, progress_span(progress, CONTEXT_SHARE, 1.0), on_cells=hand_over)
     progress(1.0, "attention sweep done")
-    return AttentionResult(spec=spec, environment=environment, matmul_tflops=matmul_tflops, cells=cells)
+    return result(measured, None)
 
 
 def _measure_context(spec: AttentionJobSpec, device: str) -> tuple[Environment, float]:

@@ -9,12 +9,12 @@ as failed with the reason, and the job goes on with the next one.
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
 
-from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.contract.results import Environment, PaddingResult, PartialResult, ProbeReport, StrategyResult
 from padbench.contract.spec import DataSpec, PaddingJobSpec
 from padbench.worker.engine import flops
 from padbench.worker.engine.correctness import gate_sample, reference_logits, reference_noise_floor
@@ -120,7 +120,10 @@ def flops_per_token(model: torch.nn.Module, mode: str) -> float:
     return float(per_token * (TRAINING_FLOP_FACTOR if mode == "training" else 1))
 
 
-def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn) -> PaddingResult:
+def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
+                    on_partial: Callable[[PaddingResult], None] | None = None) -> PaddingResult:
+    """The job's result; after each strategy row, `on_partial` gets the rows so far, marked partial, so that
+    a job stopped before its end keeps them."""
     # A list of batch sizes becomes one strategy per size. `batch_size: auto` is probed first, in child
     # processes, before this job's model is on the device; `sizes.spec` has the probed sizes; reports go
     # beside their results, failed probes fail their row only. A model that cannot fit fails before all that.
@@ -136,23 +139,33 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn) -> PaddingResult
     environment = collect_environment(
         job.device, dataset_digest=job.data.digest, peak_flops=job.peak_flops, peak_source=job.peak_source,
         seeds={"data": spec.data.seed, "model_init": spec.data.seed, "strategy_order": spec.data.seed})
-    share = (1.0 - setup_end) / len(measured.strategies)
-    results = []
+    environment = environment.model_copy(update={"clocks_at_start": clocks_at_start})
+    planned = len(measured.strategies)
+    share = (1.0 - setup_end) / planned
+    results: list[StrategyResult] = []
     for number, strategy in enumerate(measured.strategies):
         restore_weights(job)
         span = progress_span(progress, setup_end + number * share, setup_end + (number + 1) * share)
         if number in sizes.failures:
             results.append(unprobed_result(measured, strategy, sizes.failures[number]))
-            continue
-        results.append(StrategyRun(job, strategy, span).run())
-        release_device_memory(job.device)
+        else:
+            results.append(StrategyRun(job, strategy, span).run())
+            release_device_memory(job.device)
+        if on_partial is not None:
+            partial = PartialResult(rows_finished=len(results), rows_planned=planned)
+            on_partial(assemble_result(spec, environment, job, results, sizes.reports, partial))
     progress(1.0, "done")
+    return assemble_result(spec, environment, job, results, sizes.reports, None)
+
+
+def assemble_result(spec: PaddingJobSpec, environment: Environment, job: JobSetup, rows: Sequence[StrategyResult],
+                    probe_reports: dict[int, ProbeReport], partial: PartialResult | None) -> PaddingResult:
+    """The result document for the strategy rows finished so far (all of them unless `partial` says not)."""
     lengths = [len(sequence) for sequence in job.data.sequences]
-    clocks = {"clocks_at_start": clocks_at_start, "clocks_at_end": read_gpu_clocks(job.device)}
     return PaddingResult(
-        spec=spec, environment=environment.model_copy(update=clocks),
+        spec=spec, environment=environment.model_copy(update={"clocks_at_end": read_gpu_clocks(job.device)}),
         model_parameters=sum(parameter.numel() for parameter in job.model.parameters()),
         flops_per_token=flops_per_token(job.model, spec.mode),
         matmul_tflops=job.matmul_flops / 1e12 if job.matmul_flops else None,
         num_sequences=len(lengths), real_tokens_total=sum(lengths),
-        strategies=attach_probe_reports(with_speedups(results), sizes.reports))
+        strategies=attach_probe_reports(with_speedups(rows), probe_reports), partial=partial)

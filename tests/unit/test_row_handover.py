@@ -1,0 +1,44 @@
+"""Rows handed over as they finish: from a child to its parent (`ChildContext.finished`), and from a padding
+job to whoever runs it (`on_partial`), so a job stopped before its end keeps what it measured."""
+
+from __future__ import annotations
+
+import multiprocessing
+from typing import Any
+
+from padbench.contract.results import PaddingResult
+from padbench.worker.jobs.padding.job import run_padding_job
+from padbench.worker.runtime.isolation import _drain_finished, run_in_child
+from tests.unit.test_padding_job import tiny_spec
+
+TARGETS = "tests.unit.supervisor_targets"
+
+
+def test_pieces_a_child_hands_over_reach_the_parent_in_order_before_its_result() -> None:
+    pieces: list[Any] = []
+    report = run_in_child(f"{TARGETS}:hand_over_rows", 3, on_finished=pieces.append, timeout_s=60)
+    assert (report.outcome, report.value) == ("ok", "done")
+    assert pieces == [{"row": 0}, {"row": 1}, {"row": 2}]
+
+
+def test_pieces_still_unread_when_a_child_is_stopped_are_delivered() -> None:
+    receiver, sender = multiprocessing.Pipe(duplex=False)
+    sender.send(("finished", 1))
+    sender.send(("progress", (0.5, "working")))
+    sender.send(("finished", 2))
+    sender.send_bytes(b"\x80\x04cut")  # a message the kill cut short ends the drain quietly
+    sender.close()
+    pieces: list[Any] = []
+    _drain_finished(receiver, pieces.append)
+    assert pieces == [1, 2]
+
+
+def test_a_padding_job_hands_over_each_finished_strategy_row_marked_partial() -> None:
+    partials: list[PaddingResult] = []
+    result = run_padding_job(tiny_spec(strategies=["static", "packed"]), lambda fraction, message: None,
+                             partials.append)
+    assert [(p.partial.rows_finished, p.partial.rows_planned) for p in partials if p.partial] == [(1, 2), (2, 2)]
+    first = partials[0].strategies
+    assert [row.strategy for row in first] == ["static"] and first[0].status == "ok"
+    assert first[0].tokens_per_s == result.strategies[0].tokens_per_s  # the same measurement, kept as it was
+    assert result.partial is None and len(result.strategies) == 2
