@@ -16,6 +16,9 @@ from padbench.contract.results import PaddingResult, StrategyResult
 from padbench.contract.spec import MeasurementSpec
 
 DEFAULT_NOISE_CV = MeasurementSpec().noise_cv
+# A larger batch that gains less than this over a smaller one is not worth its memory: on a quiet GPU the
+# intervals shrink to a few hundredths of a percent, so "within noise" alone would call a 0.2% gain growth.
+PLATEAU_GAIN = 0.02
 
 
 def compact_rate(rate: float) -> str:
@@ -127,9 +130,13 @@ class Curve:
             return None
         best = max(measured, key=lambda row: row.tokens_per_s or 0.0)
         for row in measured:
-            if row is best or within_noise(row, best) or _within_threshold(row, best):
+            if row is best or within_noise(row, best) or _within_threshold(row, best) or _small_gain(row, best):
                 return row
         return best
+
+
+def _small_gain(row: StrategyResult, best: StrategyResult) -> bool:
+    return (row.tokens_per_s or 0.0) >= (best.tokens_per_s or 0.0) * (1 - PLATEAU_GAIN)
 
 
 def _within_threshold(row: StrategyResult, best: StrategyResult) -> bool:
@@ -166,7 +173,8 @@ def curve_lines(result: PaddingResult) -> list[str]:
         elif plateau is curve.measured[-1]:
             lines.append(f"  still growing at the largest size measured ({plateau.batch_size})")
         else:
-            lines.append(f"  stops growing at batch {plateau.batch_size}: larger sizes are within noise of it")
+            lines.append(f"  stops growing at batch {plateau.batch_size}: larger sizes gain less than "
+                         f"{PLATEAU_GAIN:.0%} or are within noise of it")
         if any(row.spread is not None and row.spread.noisy for row in curve.points):
             lines.append("  noisy points widen the intervals: more repeats or a longer min_seconds narrow them")
     return lines

@@ -79,7 +79,9 @@ def test_contended_rows_are_marked_and_left_out_of_the_verdict() -> None:
                            sm_clock_min_mhz=1400, sm_clock_max_mhz=1980)
     fast_but_contended = row("packed", [900.0, 901.0, 899.0], gpu_activity=activity)
     text = render_table(result(row("static", [100.0, 101.0, 99.0]), fast_but_contended))
-    assert "contended [1]" in text and "throttled [2]" in text
+    assert "contended [1]" in text and "power cap [2]" in text and "held its power limit" in text
+    hot = activity.model_copy(update={"contended": False, "throttle_reasons": ["sw_power_cap", "hw_thermal"]})
+    assert "throttled [1]" in render_table(result(row("packed", [900.0, 901.0, 899.0], gpu_activity=hot)))
     assert "1 other process(es) computed on the GPU in 75% of 40 samples" in text
     assert "sw_power_cap" in text and "1400–1980 MHz" in text
     assert "verdict: winner static" in text and "1 contended row(s) left out" in text
@@ -96,9 +98,19 @@ def test_batch_size_curve_shows_where_throughput_stops_growing() -> None:
             row("packed", [405.0, 415.0, 395.0], batch_size=380, probe=probe)]
     lines = curve_lines(result(*rows))
     assert lines[0] == "packed / flash: 16 → 100 · 64 → 300 · 256 → 400 · 380 (auto) → 405"
-    assert lines[1] == "  stops growing at batch 256: larger sizes are within noise of it"
+    assert lines[1] == "  stops growing at batch 256: larger sizes gain less than 2% or are within noise of it"
     text = render_table(result(*rows))
     assert "fit 400, OOM 410 → 380" in text and "batch-size curves" in text
+
+
+def test_a_gain_too_small_to_matter_ends_the_curve_even_when_the_intervals_are_tight() -> None:
+    # An H100's static curve: 0.6% from 256 to the probed 1317, with intervals of ±0.05%.
+    rows = [row("static", [185_800.0, 185_850.0, 185_900.0], batch_size=64),
+            row("static", [190_850.0, 190_886.0, 190_920.0], batch_size=256),
+            row("static", [191_950.0, 191_978.0, 192_000.0], batch_size=1317)]
+    assert curve_lines(result(*rows))[1].startswith("  stops growing at batch 256:")
+    rows[1] = row("static", [186_900.0, 186_950.0, 187_000.0], batch_size=256)  # 2.6% below: still growing
+    assert curve_lines(result(*rows))[1] == "  still growing at the largest size measured (1317)"
 
 
 def test_results_stored_before_spreads_still_parse() -> None:
