@@ -74,8 +74,13 @@ def _activity_notes(activity: GpuActivity | None, notes: list[str]) -> list[str]
         clocks = (f"; SM clock {activity.sm_clock_min_mhz}–{activity.sm_clock_max_mhz} MHz"
                   if activity.sm_clock_min_mhz is not None else "")
         reasons = ", ".join(activity.throttle_reasons) or "unspecified"
-        marker = _note(notes, f"throttled ({reasons}) in {activity.throttled_share:.0%} of samples{clocks}")
-        markers.append(f"throttled {marker}")
+        text = f"throttled ({reasons}) in {activity.throttled_share:.0%} of samples{clocks}"
+        # Held at the power limit is how a GPU runs at full load, unlike heat or a hardware slowdown: its
+        # rows stay comparable with each other, so the mark says which it is rather than raising an alarm.
+        at_power_cap = activity.throttle_reasons == ["sw_power_cap"]
+        if at_power_cap:
+            text += " — the GPU held its power limit, as it does at full load; rows under the same cap compare"
+        markers.append(f"{'power cap' if at_power_cap else 'throttled'} {_note(notes, text)}")
     return markers
 
 

@@ -96,7 +96,11 @@ function marksOf(row) {
   const marks = [];
   if (row.spread && row.spread.noisy) marks.push(`noisy CV ${(row.spread.cv * 100).toFixed(1)}%`);
   if (row.gpu_activity && row.gpu_activity.contended) marks.push("contended");
-  if (row.gpu_activity && row.gpu_activity.throttled) marks.push("throttled");
+  if (row.gpu_activity && row.gpu_activity.throttled) {
+    // Held at the power limit is how a GPU runs at full load; heat or a hardware slowdown is a real alarm.
+    const reasons = row.gpu_activity.throttle_reasons || [];
+    marks.push(reasons.length === 1 && reasons[0] === "sw_power_cap" ? "power cap" : "throttled");
+  }
   return marks.join(", ") || "yes";
 }
 
