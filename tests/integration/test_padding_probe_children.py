@@ -213,21 +213,34 @@ def test_the_probe_brackets_the_limit_of_other_model_families(cache: ProbeCache,
     assert report.smallest_oom - report.largest_fit <= bracket_tolerance(report.largest_fit)
 
 
-def test_on_a_gpu_the_child_that_reads_the_device_serves_the_first_probe_and_the_spare_the_next_strategy(
+def test_on_a_gpu_a_job_reads_the_device_once_in_the_child_that_probes_and_that_child_goes_on(
         cache: ProbeCache, monkeypatch: pytest.MonkeyPatch) -> None:
     from padbench.worker.jobs.padding.probe import trials
-    from padbench.worker.runtime.child_session import ChildSession
 
     monkeypatch.setattr(trials, "FACTS_TARGET", TARGETS + "fake_gpu_facts")
-    spec = cpu_spec().model_copy(update={"device": "cuda", "dtype": "bf16"})
-    with ChildSession(TARGETS + "fake_device", prestart=True) as session:
-        first = find_batch_size(spec, STATIC, "sdpa", quiet, cache=cache, probe_target=TARGETS + "fake_device",
-                                session=session)
+    monkeypatch.setattr(trials, "PROBE_TARGET", TARGETS + "fake_device")  # the spares import this, not torch
+    spec = cpu_spec(cap=8).model_copy(update={"device": "cuda", "dtype": "bf16"})  # the last size fits
+    messages: list[str] = []
+    with trials.SharedProbes(spec) as shared:
+        first = find_batch_size(spec, STATIC, "sdpa", lambda _, m: messages.append(m), cache=cache,
+                                probe_target=TARGETS + "fake_device", shared=shared)
         # No process of its own for reading the device: one start per new_process, the first included.
-        assert first.probes[0].new_process and session.starts == sum(a.new_process for a in first.probes)
-        assert session._live is None  # retired: the next strategy must not inherit this one's memory
-        starts = session.starts
-        packed = find_batch_size(spec, StrategySpec(name="packed"), "sdpa", quiet, cache=cache,
-                                 probe_target=TARGETS + "fake_device", session=session)
-        assert packed.probes[0].new_process and session.starts == starts + sum(a.new_process for a in packed.probes)
-    assert (first.largest_fit, packed.largest_fit) == (30, 30)
+        assert first.probes[0].new_process and shared.session.starts == sum(a.new_process for a in first.probes)
+        assert first.probes[-1].outcome == "fits"
+        starts = shared.session.starts
+        packed = find_batch_size(spec, StrategySpec(name="packed"), "sdpa", lambda _, m: messages.append(m),
+                                 cache=cache, probe_target=TARGETS + "fake_device", shared=shared)
+        # The child that fit last serves the next strategy (after an OOM a spare would).
+        assert not any(a.new_process for a in packed.probes) and shared.session.starts == starts
+    assert (first.chosen, packed.chosen) == (8, 8)
+    assert sum(message.startswith("device read in") for message in messages) == 1
+
+
+def test_on_the_cpu_every_strategy_of_a_job_starts_in_a_fresh_child(cache: ProbeCache) -> None:
+    from padbench.worker.jobs.padding.probe.trials import SharedProbes
+
+    with SharedProbes(cpu_spec()) as shared:
+        for strategy in (STATIC, StrategySpec(name="packed")):
+            report = find_batch_size(cpu_spec(), strategy, "sdpa", quiet, cache=cache,
+                                     probe_target=TARGETS + "fake_device", shared=shared)
+            assert report.probes[0].new_process and shared.session._live is None

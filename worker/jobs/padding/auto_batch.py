@@ -17,8 +17,7 @@ from padbench.contract.results import ProbeReport, StrategyResult
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
 from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES
-from padbench.worker.jobs.padding.probe.trials import ProbeFailed, find_batch_size, probe_session
-from padbench.worker.runtime.child_session import ChildSession
+from padbench.worker.jobs.padding.probe.trials import ProbeFailed, SharedProbes, find_batch_size
 from padbench.worker.runtime.device import torch_dtype
 from padbench.worker.runtime.progress import ProgressFn, progress_span
 
@@ -55,12 +54,12 @@ def probe_auto_batch_sizes(spec: PaddingJobSpec, device: torch.device, progress:
     sizes = AutoSizes(spec)
     strategies = list(spec.strategies)
     probed = [position for position, strategy in enumerate(spec.strategies) if spec.batch_size_for(strategy) == "auto"]
-    with probe_session(spec) as session:  # one spare child, ready for each strategy's first probe
+    with SharedProbes(spec) as shared:  # one session and one reading of the device for all of them
         for number, position in enumerate(probed):
             strategy = spec.strategies[position]
             span = progress_span(progress, number / len(probed), (number + 1) / len(probed))
             try:
-                report = _probe(spec, strategy, device, span, session)
+                report = _probe(spec, strategy, device, span, shared)
             except (ProbeFailed, KernelUnavailable) as error:
                 sizes.failures[position] = f"batch_size auto: {error}"
                 continue
@@ -72,11 +71,11 @@ def probe_auto_batch_sizes(spec: PaddingJobSpec, device: torch.device, progress:
 
 
 def _probe(spec: PaddingJobSpec, strategy: StrategySpec, device: torch.device, progress: ProgressFn,
-           session: ChildSession) -> ProbeReport:
+           shared: SharedProbes) -> ProbeReport:
     layout = STRATEGIES.get(strategy.name).layout
     kernel = resolve_kernel(spec.attention_for(strategy), layout, device, torch_dtype(spec.dtype))
     return find_batch_size(spec, strategy, kernel.name, _labelled(progress, f"{strategy.label} / {kernel.name}: "),
-                           session=session)
+                           shared=shared)
 
 
 def unprobed_result(spec: PaddingJobSpec, strategy: StrategySpec, error: str) -> StrategyResult:

@@ -14,7 +14,9 @@ runs out, and the peak is read from the kernel's VmPeak for this process.
 The probe keeps one child while sizes fit (`ChildSession`), so the model built for the first size serves
 the next ones: building it is most of a probe's cost. Between sizes everything of the last one is released
 (on CUDA the allocator's cache too, and its peak statistics reset), so each size starts from the model
-alone, as in a fresh process. Within one child the sizes only grow — the search probes above the largest
+alone, as in a fresh process; on a GPU the same holds when the child goes on to a job's next strategy,
+whose model replaces the last one's (on the CPU every strategy gets a fresh child). Within one strategy the
+sizes only grow — the search probes above the largest
 fit until something runs out, and running out ends the child — so on CPU the address space's high-water
 mark is always the current size's own peak.
 """
@@ -74,6 +76,8 @@ def _built(request: ProbeRequest, device: torch.device) -> _Built:
     if built is not None and built.settings == settings:
         return built
     _BUILT.clear()
+    if request.compile:
+        torch._dynamo.reset()  # new settings, a new graph: never the recompile limit of the last model's
     if device.type == "cpu":
         torch.set_num_threads(1)  # no new thread stacks once the address space is capped
     kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))

@@ -9,7 +9,8 @@ same device, software and model were probed before, and otherwise runs the searc
 of a child (sticky CUDA error, crash, timeout, plain error) stops the probe with `ProbeFailed`, which
 carries the child's log. One child serves the sizes of a strategy while they fit (between two
 out-of-memory results the search only moves upward), so its model is built once; a size that runs out
-of memory ends that child, and the next size starts in a fresh one. Call it before the job's own model
+of memory ends that child, and the next size starts in a fresh one. A job's strategies share their
+children and the device reading (`SharedProbes`). Call it before the job's own model
 is on the device: memory the calling process holds counts, to the children, as held by others.
 """
 
@@ -62,29 +63,25 @@ class ProbeFailed(RuntimeError):
 
 def find_batch_size(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, progress: ProgressFn, *,
                     cache: ProbeCache | None = None, probe_target: str = PROBE_TARGET,
-                    session: ChildSession | None = None) -> ProbeReport:
-    """Probe one strategy. Pass the `session` of `probe_session` to share its spare child across strategies;
-    without one, the probe opens its own."""
+                    shared: SharedProbes | None = None) -> ProbeReport:
+    """Probe one strategy. Pass a job's `SharedProbes` to give all its strategies one session and one reading
+    of the device; without one, the probe opens its own."""
     started = time.monotonic()
     cache = cache or ProbeCache()
-    owned = contextlib.nullcontext(session) if session is not None else probe_session(spec)
-    with owned as children:
-        starts_before = children.starts
-        facts = read_device_facts(spec, children)
-        if facts.device == "cuda":  # a child's start and imports: most of what the first probe used to cost
-            progress(0.0, f"device read in {time.monotonic() - started:.1f} s")
+    with contextlib.nullcontext(shared) if shared is not None else SharedProbes(spec) as probes:
+        facts = probes.device_facts(spec, progress)
         key = probe_key(spec, strategy, kernel_name, facts)
         ceiling = search_ceiling(spec.probe.cap, spec.probe.margin)
         cached = None if spec.probe.force else cache.get(key)
         if cached is not None and _still_valid(cached, ceiling, facts):
             progress(1.0, f"batch size from the probe cache: largest fit {cached.largest_fit}")
             return _report(spec, cached, facts, seconds=time.monotonic() - started, cached=True)
-        oracle = ChildOracle(spec, strategy, kernel_name, facts.device, progress, children, probe_target,
-                             starts_before)
+        oracle = ChildOracle(spec, strategy, kernel_name, facts.device, progress, probes.session, probe_target,
+                             probes.starts_before_strategy)
         try:
             result = search_limit(oracle, curve=memory_curve(strategy, kernel_name), ceiling=ceiling)
         finally:
-            children.retire()  # the next strategy starts from a fresh child, its memory free of this one
+            probes.strategy_done(facts.device)
     if result.largest_fit == 0:
         raise ProbeFailed(f"{strategy.label} with {kernel_name}: even size 1 runs out of memory",
                           oracle.attempts, oracle.last_oom_log)
@@ -94,6 +91,43 @@ def find_batch_size(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: s
                         seconds=time.monotonic() - started)
     cache.put(key, limit)
     return _report(spec, limit, facts, seconds=limit.seconds, cached=False)
+
+
+class SharedProbes:
+    """What the `auto` strategies of one job share: a child session and one reading of the device.
+
+    The device is read once, in the session's first child before it creates a CUDA context, so "held by
+    others" is the rest of the box and not this job's own probe children. On a GPU the child that fit the last
+    size of a strategy goes on to the next one: between sizes it frees everything but the CUDA context, and a
+    new strategy rebuilds the model, so only the process start and imports are saved. On the CPU each strategy
+    starts in a fresh child, because there the peak is the address space's high-water mark, which only a
+    fresh process resets. Use as a context manager; closing stops the children (and waits for the live one,
+    so its memory is free before anything is measured).
+    """
+
+    def __init__(self, spec: PaddingJobSpec) -> None:
+        self.session = probe_session(spec)
+        self.facts: DeviceFacts | None = None
+        self.starts_before_strategy = 0
+
+    def __enter__(self) -> SharedProbes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.session.close()
+
+    def device_facts(self, spec: PaddingJobSpec, progress: ProgressFn) -> DeviceFacts:
+        self.starts_before_strategy = self.session.starts
+        if self.facts is None:
+            started = time.monotonic()
+            self.facts = read_device_facts(spec, self.session)
+            if self.facts.device == "cuda":  # a child's start and imports: most of what a first probe costs
+                progress(0.0, f"device read in {time.monotonic() - started:.1f} s")
+        return self.facts
+
+    def strategy_done(self, device: Literal["cuda", "cpu"]) -> None:
+        if device == "cpu":
+            self.session.retire()
 
 
 def probe_device(spec: PaddingJobSpec) -> Literal["cuda", "cpu"]:
