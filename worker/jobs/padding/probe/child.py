@@ -75,6 +75,7 @@ def _built(request: ProbeRequest, device: torch.device) -> _Built:
     built = _BUILT.get("model")
     if built is not None and built.settings == settings:
         return built
+    del built  # the last settings' model goes before the next is built: no peak holding both
     _BUILT.clear()
     if request.compile:
         torch._dynamo.reset()  # new settings, a new graph: never the recompile limit of the last model's
