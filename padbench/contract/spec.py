@@ -157,8 +157,8 @@ class ProbeSpec(StrictModel):
     cap: Annotated[int, Field(ge=1, le=65_536)] = 4096
     force: bool = False  # ignore the probe cache and re-probe
     probe_timeout_s: TimeoutSeconds = 300.0
-    # One child tries a strategy's sizes while they fit, building the model once; false starts a fresh child
-    # for every size (slower, for comparison).
+    # One child tries a strategy's sizes while they fit, building the model once (on a GPU it goes on to the
+    # job's next strategy); false starts a fresh child for every size (slower, for comparison).
     reuse_child: bool = True
     # CPU only: the memory budget that stands in for device memory, so the probe path is testable.
     cpu_memory_budget_bytes: MemoryBudget | None = None
