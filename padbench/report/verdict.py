@@ -124,28 +124,25 @@ class Curve:
         return [row for row in self.points if row.status == "ok" and row.tokens_per_s is not None]
 
     def plateau(self) -> StrategyResult | None:
-        """The smallest size whose throughput is within noise of the best: where it stops growing."""
+        """The smallest size within noise of the best, or short of it by less than matters: where it stops
+        growing."""
         measured = self.measured
         if not measured:
             return None
         best = max(measured, key=lambda row: row.tokens_per_s or 0.0)
         for row in measured:
-            if row is best or within_noise(row, best) or _within_threshold(row, best) or _small_gain(row, best):
+            if row is best or within_noise(row, best) or \
+                    (row.tokens_per_s or 0.0) >= (best.tokens_per_s or 0.0) * (1 - _tolerated_shortfall(row, best)):
                 return row
         return best
 
 
-def _small_gain(row: StrategyResult, best: StrategyResult) -> bool:
-    return (row.tokens_per_s or 0.0) >= (best.tokens_per_s or 0.0) * (1 - PLATEAU_GAIN)
-
-
-def _within_threshold(row: StrategyResult, best: StrategyResult) -> bool:
-    """Without intervals, within the noise threshold of the best rate (a single repeat's only yardstick)."""
+def _tolerated_shortfall(row: StrategyResult, best: StrategyResult) -> float:
+    """PLATEAU_GAIN, or without intervals (a single repeat) the noise threshold where that is larger."""
     if row.spread is not None and best.spread is not None:
-        return False
+        return PLATEAU_GAIN
     spread = row.spread or best.spread
-    threshold = spread.cv_threshold if spread is not None else DEFAULT_NOISE_CV
-    return (row.tokens_per_s or 0.0) >= (best.tokens_per_s or 0.0) * (1 - threshold)
+    return max(PLATEAU_GAIN, spread.cv_threshold if spread is not None else DEFAULT_NOISE_CV)
 
 
 def curves(result: PaddingResult) -> list[Curve]:

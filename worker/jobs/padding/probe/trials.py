@@ -106,7 +106,10 @@ class SharedProbes:
     """
 
     def __init__(self, spec: PaddingJobSpec) -> None:
-        self.session = probe_session(spec)
+        # On a GPU a spare child with the imports done stands by (the host has cores to spare for it), so a
+        # size after an out-of-memory rarely waits for them.
+        self.session = ChildSession(PROBE_TARGET, env=allocator_environment(), reuse=spec.probe.reuse_child,
+                                    prestart=probe_device(spec) == "cuda")
         self.facts: DeviceFacts | None = None
         self.starts_before_strategy = 0
 
@@ -132,13 +135,6 @@ class SharedProbes:
 
 def probe_device(spec: PaddingJobSpec) -> Literal["cuda", "cpu"]:
     return "cpu" if spec.device == "cpu" or (spec.device == "auto" and not torch.cuda.is_available()) else "cuda"
-
-
-def probe_session(spec: PaddingJobSpec) -> ChildSession:
-    """The children a job's probes run in. On a GPU a spare child with the imports done stands by (the host
-    has cores to spare for it), so neither a new strategy nor a size after an out-of-memory waits for them."""
-    return ChildSession(PROBE_TARGET, env=allocator_environment(), reuse=spec.probe.reuse_child,
-                        prestart=probe_device(spec) == "cuda")
 
 
 def memory_curve(strategy: StrategySpec, kernel_name: str) -> MemoryCurve:
