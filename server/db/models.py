@@ -7,7 +7,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, CheckConstraint, Float, ForeignKey, Index, Integer, MetaData, String, Text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from padbench.contract.api import JobStatus
@@ -37,6 +49,8 @@ class Worker(Base):
     principal: Mapped[str] = mapped_column(String(200))
     capabilities: Mapped[dict[str, Any]] = mapped_column(JSON)
     registered_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    # Registration, claims and heartbeats all count: an idle worker polling for work is alive.
+    last_contact_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 
 class Job(Base):
@@ -48,6 +62,10 @@ class Job(Base):
         Index("ix_jobs_status_id", "status", "id"),
         Index("ix_jobs_status_lease_expires_at", "status", "lease_expires_at"),
         Index("ix_jobs_submitter_id", "submitter", "id"),
+        # Retention removes finished jobs by age.
+        Index("ix_jobs_finished_at", "finished_at"),
+        # A retried submit with the same key finds the job the first attempt stored.
+        UniqueConstraint("submitter", "idempotency_key", name="uq_jobs_submitter_idempotency_key"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -70,6 +88,8 @@ class Job(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    # The client's `Idempotency-Key` for the submit that created the job (unique per submitter).
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
 
 
 class JobRequirement(Base):
@@ -84,6 +104,20 @@ class JobRequirement(Base):
     capability: Mapped[str] = mapped_column(String(100), primary_key=True)
 
 
+class JobAttempt(Base):
+    """Every lease ever granted for a job. A result reported under an expired lease is still this job's
+    measurement: the token proves which job it belongs to even after the lease went back to the queue.
+    """
+
+    __tablename__ = "job_attempts"
+    __table_args__ = (Index("ix_job_attempts_job_id", "job_id"),)
+
+    lease_token: Mapped[str] = mapped_column(String(64), primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="SET NULL"))
+    claimed_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
 class JobResult(Base):
     """A job's stored result document (the contract's PaddingResult/AttentionResult as JSON)."""
 
@@ -92,3 +126,14 @@ class JobResult(Base):
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
     result: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    # The attempt (lease) that reported it: a retried report of the same result is recognised as such.
+    lease_token: Mapped[str | None] = mapped_column(String(64))
+
+
+class HealthProbe(Base):
+    """One row `/healthz` rewrites: proof that the database accepts writes, not only reads."""
+
+    __tablename__ = "health_probe"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    written_at: Mapped[datetime] = mapped_column(UtcDateTime)

@@ -50,7 +50,7 @@ PRINCIPALS: dict[str, tuple[str, str]] = {
     "admin": ("admin", "root"),
     "viewer": ("viewer", "dashboard"),
 }
-TABLES = "job_results, job_requirements, jobs, workers"
+TABLES = "health_probe, job_attempts, job_results, job_requirements, jobs, workers"
 
 
 # --- direct queue helpers (tests of padbench.server.queue, without HTTP) ----------------------------------------
