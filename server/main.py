@@ -1,8 +1,9 @@
 """The app factory: `create_app(settings)` builds a FastAPI app; nothing touches the database at import.
 
-At start-up (the lifespan) the engine is created, migrations are applied, and a reaper task begins
-returning expired leases to the queue every few seconds (claims also run it first, so the queue is
-correct even if the task lags).
+At start-up (the lifespan) the engine is created, migrations are applied, the worker threads are sized
+to the admission lanes (each admitted request uses at most one thread and one pooled connection at a time,
+and the pool has one per thread), and a reaper task begins returning expired leases to the queue every few
+seconds (claims also run it first, so the queue is correct even if the task lags).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 
+from anyio import to_thread
 from fastapi import APIRouter, FastAPI
 from starlette.concurrency import run_in_threadpool
 
@@ -19,6 +21,7 @@ import padbench
 from padbench.contract.api import API_PREFIX
 from padbench.server import queue
 from padbench.server.api.access_log import quiet_access_log
+from padbench.server.api.admission import AdmissionMiddleware, LaneLimits
 from padbench.server.api.auth_gate import AuthGateMiddleware, FailureLimiter
 from padbench.server.api.body_limit import BodySizeLimitMiddleware
 from padbench.server.api.errors import install_error_handlers
@@ -43,7 +46,7 @@ def load_tokens(settings: Settings) -> TokenStore:
 
 
 def reap_once(database: Database) -> int:
-    with database.write.begin() as session:
+    with database.writing() as session:
         return queue.requeue_expired_leases(session)
 
 
@@ -62,6 +65,7 @@ async def reap_periodically(database: Database, interval_seconds: float) -> None
 def build_lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        to_thread.current_default_thread_limiter().total_tokens = settings.worker_threads
         database = Database.connect(settings)
         await run_in_threadpool(upgrade_to_head, database.engine)
         app.state.database = database
@@ -75,6 +79,11 @@ def build_lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncConte
             database.dispose()
 
     return lifespan
+
+
+def lane_limits(settings: Settings) -> LaneLimits:
+    return LaneLimits(worker=settings.lane_worker, write=settings.lane_write, read=settings.lane_read,
+                      max_wait_s=settings.lane_max_wait_seconds, max_queue=settings.lane_max_queue)
 
 
 def create_app(settings: Settings, tokens: TokenStore | None = None) -> FastAPI:
@@ -92,6 +101,7 @@ def create_app(settings: Settings, tokens: TokenStore | None = None) -> FastAPI:
     quiet_access_log(settings.log_polls)
     app.state.tokens = tokens if tokens is not None else load_tokens(settings)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(AdmissionMiddleware, limits=lane_limits(settings))
     # Added last, so it runs first: nothing of an unauthenticated request's body is read.
     limiter = FailureLimiter(settings.auth_failure_limit, settings.auth_failure_window_seconds)
     app.add_middleware(AuthGateMiddleware, tokens=app.state.tokens, limiter=limiter)

@@ -1,12 +1,16 @@
 """Request dependencies as `Annotated` aliases: sessions, settings, and who is calling.
 
-Sessions close when the path function returns (scope="function"), before the response is sent: a
-client that reads its own write right after a 201 always sees it committed.
+The routers use `UnitOfWorkRoute` (padbench.server.api.transactions): a request's sessions are committed
+(or rolled back) and closed in the endpoint's own thread, before the response is serialized or sent, so
+a client that reads its own write right after a 201 always sees it committed. The session dependencies
+only create a session (no connection until the first statement) and close it afterwards in case the
+endpoint never ran. Everything here that does no I/O is `async`, so it runs on the event loop instead of
+costing a thread hop per dependency.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Request, status
@@ -22,7 +26,7 @@ from padbench.server.db.engine import Database
 bearer_scheme = HTTPBearer(auto_error=False, description="A token from PADBENCH_TOKENS_FILE")
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
@@ -30,18 +34,24 @@ def get_database(request: Request) -> Database:
     return request.app.state.database
 
 
-def get_write_session(request: Request) -> Iterator[Session]:
-    """One write transaction per request (BEGIN IMMEDIATE on SQLite): committed on success, else rolled back."""
-    with get_database(request).write.begin() as session:
+async def get_write_session(request: Request) -> AsyncIterator[Session]:
+    """One write transaction per request (BEGIN IMMEDIATE on SQLite), ended by the endpoint's route."""
+    session = get_database(request).write()
+    try:
         yield session
+    finally:
+        session.close()  # a no-op once the route ended it; nothing was executed if the endpoint never ran
 
 
-def get_read_session(request: Request) -> Iterator[Session]:
-    with get_database(request).read() as session:
+async def get_read_session(request: Request) -> AsyncIterator[Session]:
+    session = get_database(request).read()
+    try:
         yield session
+    finally:
+        session.close()
 
 
-def get_current_principal(
+async def get_current_principal(
     request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)]
 ) -> Principal:
     gated = gated_principal(request.state)
@@ -61,15 +71,15 @@ def get_current_principal(
 CurrentPrincipal = Annotated[Principal, Depends(get_current_principal)]
 
 
-def require_role(role: Role) -> Callable[[Principal], Principal]:
+def require_role(role: Role) -> Callable[[Principal], Awaitable[Principal]]:
     """A dependency admitting `role` and admins; anyone else authenticated gets 403."""
     return require_any_role(role)
 
 
-def require_any_role(*roles: Role) -> Callable[[Principal], Principal]:
+def require_any_role(*roles: Role) -> Callable[[Principal], Awaitable[Principal]]:
     """A dependency admitting any of `roles` and admins; anyone else authenticated gets 403."""
 
-    def check(principal: CurrentPrincipal) -> Principal:
+    async def check(principal: CurrentPrincipal) -> Principal:
         if principal.role not in roles and not principal.is_admin:
             needed = " or ".join(role.value for role in roles)
             caller = f"{principal.role.value}:{principal.name}"
@@ -80,8 +90,8 @@ def require_any_role(*roles: Role) -> Callable[[Principal], Principal]:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-SessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
-ReadSessionDep = Annotated[Session, Depends(get_read_session, scope="function")]
+SessionDep = Annotated[Session, Depends(get_write_session)]
+ReadSessionDep = Annotated[Session, Depends(get_read_session)]
 SubmitterAuth = Annotated[Principal, Depends(require_role(Role.submitter))]
 WorkerAuth = Annotated[Principal, Depends(require_role(Role.worker))]
 AdminAuth = Annotated[Principal, Depends(require_role(Role.admin))]

@@ -59,6 +59,16 @@ class Settings(BaseSettings):
     log_polls: bool = False
     auth_failure_limit: int = Field(default=20, ge=1)
     auth_failure_window_seconds: float = Field(default=60.0, gt=0, allow_inf_nan=False)
+    # Admission lanes (see padbench.server.api.admission): requests of each class running at once. Workers
+    # have their own lane so a crowd of pollers never delays a heartbeat. SQLite runs one writer at a time
+    # anyway, so a few writes in flight are enough; reads run in parallel (WAL).
+    lane_worker: int = Field(default=8, ge=1, le=256)
+    lane_write: int = Field(default=4, ge=1, le=256)
+    lane_read: int = Field(default=16, ge=1, le=1024)
+    # A request that waits this long for a place in its lane gets 503 with Retry-After; so does one that
+    # finds this many already waiting. Both mean the server is saturated, not that the request failed.
+    lane_max_wait_seconds: float = Field(default=5.0, gt=0, le=300, allow_inf_nan=False)
+    lane_max_queue: int = Field(default=2000, ge=1, le=1_000_000)
 
     @field_validator("tokens_file", mode="before")
     @classmethod
@@ -74,6 +84,12 @@ class Settings(BaseSettings):
         if not self.database_url.strip():
             raise ValueError("PADBENCH_DATABASE_URL is empty")
         return self
+
+    @property
+    def worker_threads(self) -> int:
+        """Threads (and database connections) for request work: every lane's places, plus a few for the
+        reaper and for requests outside the lanes (the dashboard's pages)."""
+        return self.lane_worker + self.lane_write + self.lane_read + 4
 
     @property
     def is_sqlite(self) -> bool:

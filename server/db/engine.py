@@ -5,11 +5,22 @@ foreign keys on, and write transactions begun with `BEGIN IMMEDIATE`. A deferred
 later upgrades to a write fails at once with "database is locked", ignoring the busy timeout; taking
 the write lock at BEGIN makes concurrent writers queue politely instead. Read-only sessions begin
 DEFERRED so pollers never take the write lock.
+
+A server process also serializes its own SQLite writers on `WriterLock` before they begin: SQLite's busy
+handler polls with growing sleeps (up to 100 ms), so writers queued inside SQLite wait far longer than the
+few milliseconds each holds the lock, while a lock in the process wakes the next one at once. Other
+processes (a second server, `padbench db`) still meet the busy timeout.
+
+The pool has a connection for every thread that may run database work at once (`threads`), so no thread
+ever waits for a connection.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +31,30 @@ from sqlalchemy.orm import Session, sessionmaker
 from padbench.server.core.config import Settings
 
 BEGIN_MODE_OPTION = "padbench_sqlite_begin"
+# Where a write session carries the lock its unit of work must hold (see padbench.server.api.transactions).
+WRITE_LOCK_INFO_KEY = "padbench_write_lock"
+# Connections kept beyond the worker threads: start-up, the CLI's own commands, a request racing shutdown.
+SPARE_CONNECTIONS = 4
+
+
+class DatabaseBusy(Exception):
+    """This process's SQLite writers did not get the write lock within the busy timeout."""
+
+
+class WriterLock:
+    """One SQLite writer at a time in this process; waiting longer than the busy timeout raises DatabaseBusy."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> WriterLock:
+        if not self._lock.acquire(timeout=self.timeout_s):
+            raise DatabaseBusy(f"the database's write lock was not free within {self.timeout_s:g} s")
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._lock.release()
 
 
 def normalize_database_url(url: str) -> str:
@@ -46,15 +81,16 @@ def _begin_sqlite_transaction(connection: Connection) -> None:
     connection.exec_driver_sql(f"BEGIN {mode}")
 
 
-def _create_sqlite_engine(url: str, settings: Settings) -> Engine:
+def _create_sqlite_engine(url: str, settings: Settings, connections: int) -> Engine:
     database = make_url(url).database
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(
         url,
         connect_args={"check_same_thread": False, "timeout": settings.sqlite_busy_timeout_ms / 1000},
-        pool_size=10,
-        max_overflow=30,
+        pool_size=connections,
+        max_overflow=SPARE_CONNECTIONS,
+        pool_timeout=settings.sqlite_busy_timeout_ms / 1000,
     )
     event.listen(engine, "connect", lambda conn, _record: _prepare_sqlite_connection(
         conn, settings.sqlite_busy_timeout_ms))
@@ -64,28 +100,42 @@ def _create_sqlite_engine(url: str, settings: Settings) -> Engine:
 
 def create_db_engine(settings: Settings) -> Engine:
     url = normalize_database_url(settings.database_url)
+    connections = settings.worker_threads
     if url.startswith("sqlite"):
-        return _create_sqlite_engine(url, settings)
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=30)
+        return _create_sqlite_engine(url, settings, connections)
+    return create_engine(url, pool_pre_ping=True, pool_size=connections, max_overflow=SPARE_CONNECTIONS,
+                         pool_timeout=10)
 
 
 @dataclass(frozen=True)
 class Database:
-    """The engine plus two session factories: `write` (BEGIN IMMEDIATE on SQLite) and `read` (deferred)."""
+    """The engine plus two session factories: `write` (BEGIN IMMEDIATE on SQLite) and `read` (deferred).
+
+    On SQLite, `write` sessions carry the process's `WriterLock` in `info`; `writing()` holds it.
+    """
 
     engine: Engine
     write: sessionmaker[Session]
     read: sessionmaker[Session]
+    writer_lock: WriterLock | None = field(default=None)
 
     @classmethod
     def connect(cls, settings: Settings) -> Database:
         engine = create_db_engine(settings)
         reader = engine.execution_options(**{BEGIN_MODE_OPTION: "DEFERRED"})
+        lock = WriterLock(settings.sqlite_busy_timeout_ms / 1000) if engine.dialect.name == "sqlite" else None
         return cls(
             engine=engine,
-            write=sessionmaker(engine, expire_on_commit=False),
+            write=sessionmaker(engine, expire_on_commit=False, info={WRITE_LOCK_INFO_KEY: lock} if lock else None),
             read=sessionmaker(reader, expire_on_commit=False),
+            writer_lock=lock,
         )
+
+    @contextmanager
+    def writing(self) -> Iterator[Session]:
+        """One write transaction outside a request (the reaper, maintenance): committed, or rolled back."""
+        with self.writer_lock or nullcontext(), self.write.begin() as session:
+            yield session
 
     @property
     def is_postgresql(self) -> bool:

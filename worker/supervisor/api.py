@@ -44,6 +44,10 @@ class LeaseLost(ApiError):
 
 
 class WorkerApi(ApiSession):
+    # Each call retries a saturated server only briefly: the supervisor's loops (claiming, heartbeats,
+    # reports) already retry with their own back-off, and a heartbeat thread must not hang in one call.
+    default_retry_budget_s = 2.0
+
     def register(self, name: str, capabilities: Capabilities) -> WorkerOut:
         body = WorkerRegister(name=name, capabilities=capabilities)
         return parse_body(WorkerOut, self.request("POST", "/workers", json=body.model_dump(mode="json")))

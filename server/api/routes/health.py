@@ -6,8 +6,9 @@ from fastapi import APIRouter, HTTPException, status
 from sqlalchemy import text
 
 from padbench.server.api.deps import ReadSessionDep
+from padbench.server.api.transactions import UnitOfWorkRoute
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], route_class=UnitOfWorkRoute)
 
 
 @router.get("/healthz")

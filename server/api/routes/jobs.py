@@ -16,6 +16,7 @@ from padbench.contract.spec import JOB_SPEC_ADAPTER
 from padbench.server import queue
 from padbench.server.api.deps import JobIdPath, ReaderAuth, ReadSessionDep, SessionDep, SettingsDep, SubmitterAuth
 from padbench.server.api.errors import HTTP_UNPROCESSABLE
+from padbench.server.api.transactions import UnitOfWorkRoute
 from padbench.server.api.views import finite_json, job_out, job_summary
 from padbench.server.core.security import Principal
 from padbench.server.cost import over_limits
@@ -23,7 +24,7 @@ from padbench.server.db import reads
 from padbench.server.paths import path_errors
 from padbench.server.requirements import job_requirements
 
-router = APIRouter(prefix="/jobs", tags=["jobs"])
+router = APIRouter(prefix="/jobs", tags=["jobs"], route_class=UnitOfWorkRoute)
 
 
 def owner_filter(principal: Principal) -> str | None:

@@ -30,13 +30,14 @@ from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, Paddi
 from padbench.server import queue
 from padbench.server.api.deps import JobIdPath, SessionDep, SettingsDep, WorkerAuth
 from padbench.server.api.errors import HTTP_UNPROCESSABLE
+from padbench.server.api.transactions import UnitOfWorkRoute
 from padbench.server.api.views import job_out
 from padbench.server.core.security import Principal
 from padbench.server.db import reads
 from padbench.server.db.models import Worker
 from padbench.server.requirements import offered_capabilities
 
-router = APIRouter(prefix="/leases", tags=["leases"])
+router = APIRouter(prefix="/leases", tags=["leases"], route_class=UnitOfWorkRoute)
 
 
 def lease_conflict(session: Session, job_id: int) -> HTTPException:

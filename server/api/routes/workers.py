@@ -7,11 +7,12 @@ from sqlalchemy import select
 
 from padbench.contract.api import WorkerOut, WorkerRegister
 from padbench.server.api.deps import AdminAuth, ReadSessionDep, SessionDep, WorkerAuth
+from padbench.server.api.transactions import UnitOfWorkRoute
 from padbench.server.api.views import worker_out
 from padbench.server.db.models import Worker
 from padbench.server.db.workers import WorkerNameTaken, register_worker
 
-router = APIRouter(prefix="/workers", tags=["workers"])
+router = APIRouter(prefix="/workers", tags=["workers"], route_class=UnitOfWorkRoute)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED)

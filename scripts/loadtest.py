@@ -1,0 +1,207 @@
+"""Load test: a team polling one padbench server while a worker holds a job. Plain httpx on asyncio (no locust).
+
+Not a test: it prints figures. From the repository root:
+
+    .venv/bin/python scripts/loadtest.py --clients 10 50 200 500 --seconds 20
+    .venv/bin/python scripts/loadtest.py --database-url postgresql://postgres@127.0.0.1:5432/loadtest
+
+It starts a real `padbench server` subprocess on loopback (a fresh SQLite file in a temporary directory unless
+`--database-url` names a database, which it empties first) and, for each client count, runs for `--seconds`:
+- N clients, each sending requests back to back on its own connection, as people running `padbench wait`,
+  `padbench list` and the dashboard do: 80 % `GET /v1/jobs/{id}`, 10 % `GET /v1/jobs?limit=20`, 10 %
+  `POST /v1/jobs` (each submit with its own Idempotency-Key);
+- one worker holding a job: it claims, heartbeats every second, and completes the job when the period ends.
+Latency is client-side wall time per request. Errors are any 5xx, 429, timeout or refused connection; a 503
+with Retry-After (the server saying it is saturated) is counted apart, since clients retry it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from sqlalchemy import create_engine, text
+
+from padbench.client.demo import Tokens, background, free_loopback_port, padbench_command, wait_until_healthy
+from padbench.contract.api import Capabilities
+from padbench.contract.spec import PaddingJobSpec
+
+SPEC = PaddingJobSpec(name="loadtest", device="cpu", dtype="fp32", attention="sdpa").model_dump(mode="json")
+REQUEST_TIMEOUT_S = 60.0
+SEED_JOBS = 20
+HEARTBEAT_EVERY_S = 1.0
+
+
+@dataclass
+class Tally:
+    latencies_s: list[float] = field(default_factory=list)
+    outcomes: Counter[str] = field(default_factory=Counter)
+    submitted_ids: list[int] = field(default_factory=list)
+
+    def record(self, started: float, outcome: str) -> None:
+        self.latencies_s.append(time.perf_counter() - started)
+        self.outcomes[outcome] += 1
+
+
+def outcome_of(response: httpx.Response) -> str:
+    if response.status_code == 503 and "retry-after" in response.headers:
+        return "503+Retry-After"
+    return str(response.status_code) if response.status_code >= 400 else "ok"
+
+
+async def one_client(http: httpx.AsyncClient, headers: dict[str, str], job_ids: list[int], stop_at: float,
+                     tally: Tally) -> None:
+    while time.perf_counter() < stop_at:
+        draw = random.random()
+        started = time.perf_counter()
+        try:
+            if draw < 0.8:
+                response = await http.get(f"/v1/jobs/{random.choice(job_ids)}", headers=headers)
+            elif draw < 0.9:
+                response = await http.get("/v1/jobs", params={"limit": 20}, headers=headers)
+            else:
+                keyed = {**headers, "Idempotency-Key": str(uuid.uuid4())}
+                response = await http.post("/v1/jobs", json={"spec": SPEC}, headers=keyed)
+                if response.status_code in (200, 201):
+                    tally.submitted_ids.append(response.json()["id"])
+        except httpx.TimeoutException:
+            tally.record(started, "timeout")
+            continue
+        except httpx.TransportError as error:
+            tally.record(started, type(error).__name__)
+            await asyncio.sleep(0.1)
+            continue
+        tally.record(started, outcome_of(response))
+        if response.status_code == 503:
+            await asyncio.sleep(float(response.headers.get("retry-after", "1")) * random.uniform(0.5, 1.5))
+
+
+@dataclass
+class WorkerRun:
+    heartbeats_s: list[float] = field(default_factory=list)
+    heartbeat_failures: Counter[str] = field(default_factory=Counter)
+    claimed_job: int | None = None
+    completed: str = "not reported"
+
+
+async def hold_a_job(url: str, token: str, stop_at: float, run: WorkerRun) -> None:
+    """A worker's traffic: claim a job, heartbeat every second until `stop_at`, then report a result."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S, headers=headers) as http:
+        capabilities = Capabilities(device="cpu", kernels=["sdpa"], job_kinds=["padding"]).model_dump(mode="json")
+        worker = (await http.post("/v1/workers", json={"name": f"load-{uuid.uuid4().hex[:8]}",
+                                                       "capabilities": capabilities})).json()
+        claimed = await http.post("/v1/leases", json={"worker_id": worker["id"]})
+        if claimed.status_code != 200:
+            run.completed = f"claim answered {claimed.status_code}"
+            return
+        lease = claimed.json()
+        run.claimed_job, token_body = lease["job"]["id"], {"lease_token": lease["lease_token"]}
+        while time.perf_counter() < stop_at:
+            started = time.perf_counter()
+            try:
+                beat = await http.post(f"/v1/leases/{run.claimed_job}/heartbeat", json=token_body)
+                run.heartbeats_s.append(time.perf_counter() - started)
+                if beat.status_code != 200:
+                    run.heartbeat_failures[str(beat.status_code)] += 1
+            except httpx.HTTPError as error:
+                run.heartbeat_failures[type(error).__name__] += 1
+            await asyncio.sleep(HEARTBEAT_EVERY_S)
+        fail = await http.post(f"/v1/leases/{run.claimed_job}/fail",
+                               json={**token_body, "error": "load test: the job is not run"})
+        run.completed = "kept" if fail.status_code == 204 else f"refused with {fail.status_code}"
+
+
+async def seed_jobs(url: str, token: str) -> list[int]:
+    async with httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S,
+                                 headers={"Authorization": f"Bearer {token}"}) as http:
+        return [(await http.post("/v1/jobs", json={"spec": SPEC})).json()["id"] for _ in range(SEED_JOBS)]
+
+
+async def measure(url: str, tokens: Tokens, clients: int, seconds: float) -> tuple[Tally, WorkerRun, float]:
+    job_ids = await seed_jobs(url, tokens.submitter)
+    tally, worker_run = Tally(), WorkerRun()
+    headers = {"Authorization": f"Bearer {tokens.submitter}"}
+    limits = httpx.Limits(max_connections=clients + 10, max_keepalive_connections=clients + 10)
+    started = time.perf_counter()
+    stop_at = started + seconds
+    async with httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S, limits=limits) as http:
+        await asyncio.gather(
+            hold_a_job(url, tokens.worker, stop_at, worker_run),
+            *(one_client(http, headers, job_ids, stop_at, tally) for _ in range(clients)),
+        )
+    return tally, worker_run, time.perf_counter() - started
+
+
+def percentile_ms(values: list[float], fraction: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return 1000 * ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def summary_line(backend: str, clients: int, tally: Tally, worker: WorkerRun, elapsed: float) -> str:
+    errors = sum(count for outcome, count in tally.outcomes.items() if outcome not in ("ok", "503+Retry-After"))
+    shed = tally.outcomes.get("503+Retry-After", 0)
+    total = sum(tally.outcomes.values())
+    error_kinds = ", ".join(f"{count}×{kind}" for kind, count in tally.outcomes.items() if kind != "ok") or "none"
+    beats = (f"heartbeat p99 {percentile_ms(worker.heartbeats_s, 0.99):.0f} ms, "
+             f"max {1000 * max(worker.heartbeats_s, default=0):.0f} ms")
+    p50, p99 = percentile_ms(tally.latencies_s, 0.5), percentile_ms(tally.latencies_s, 0.99)
+    return (f"| {backend} | {clients} | {total / elapsed:.0f} | {p50:.0f} ms "
+            f"| {p99:.0f} ms | {errors} | {shed} | {beats}; result {worker.completed}"
+            f" | {error_kinds} |")
+
+
+def empty_database(database_url: str) -> None:
+    """A PostgreSQL database named on the command line starts empty, so runs compare on equal tables."""
+    engine = create_engine(database_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.begin() as connection:
+        connection.execute(text("DROP SCHEMA public CASCADE"))
+        connection.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, nargs="+", default=[10, 50, 200, 500])
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--database-url", help="PostgreSQL URL (emptied first); default: a fresh SQLite file")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="padbench-load-") as scratch:
+        directory = Path(scratch)
+        tokens = Tokens.generate()
+        tokens.write(directory / "tokens")
+        database_url = args.database_url or f"sqlite:///{directory / 'load.sqlite3'}"
+        if args.database_url:
+            empty_database(args.database_url)
+        port = free_loopback_port()
+        url = f"http://127.0.0.1:{port}"
+        env = {**os.environ, "PADBENCH_TOKENS_FILE": str(directory / "tokens"), "PADBENCH_DATABASE_URL": database_url,
+               "PADBENCH_LEASE_SECONDS": "10"}
+        backend = "PostgreSQL" if database_url.startswith("postgres") else "SQLite"
+        log_path = directory / "server.log"
+        print("| backend | clients | req/s | p50 | p99 | errors | 503 shed | worker | outcomes |")
+        print("|---|---:|---:|---:|---:|---:|---:|---|---|")
+        with background(padbench_command("server", "--port", str(port), "--log-level", "warning"), log_path,
+                        env) as server:
+            wait_until_healthy(url, server, log_path)
+            for clients in args.clients:
+                tally, worker, elapsed = asyncio.run(measure(url, tokens, clients, args.seconds))
+                print(summary_line(backend, clients, tally, worker, elapsed), flush=True)
+        print(f"server log tail:\n{log_path.read_text(errors='replace')[-2000:]}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Admission lanes: how many requests of each class run at once, and how long one may wait for a place.
+
+Three lanes, each with its own capacity, so no class of traffic can queue behind another:
+- `worker`: registrations, claims, heartbeats and reports. A worker whose heartbeat waits behind a crowd
+  of pollers loses its lease, and with it a GPU run; this lane is never shared with anyone else.
+- `write`: the other state changes (submits, cancels, prunes).
+- `read`: everything else that reads the database (job pages, results, health, metrics).
+The capacities add up to less than the worker threads and the database connections the server has (see
+`padbench.server.main`), so an admitted request never waits for a thread or a connection: requests cannot
+wait on each other in a cycle. A request that finds its lane full waits in line (asynchronously, holding
+nothing); when it has waited `max_wait_s`, or the line is already `max_queue` long, the server is truly
+saturated and it answers 503 with `Retry-After` at once, rather than letting every client time out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Literal
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from padbench.contract.api import API_PREFIX
+
+log = logging.getLogger("padbench.server.admission")
+LaneName = Literal["worker", "write", "read"]
+WORKER_PATHS = (f"{API_PREFIX}/leases", f"{API_PREFIX}/workers")
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Paths that touch the database; the dashboard's pages and static files do not, and pass straight through.
+DATABASE_PATHS = (f"{API_PREFIX}/", "/healthz", "/metrics")
+HTTP_SERVICE_UNAVAILABLE = 503
+
+
+@dataclass(frozen=True)
+class LaneLimits:
+    worker: int
+    write: int
+    read: int
+    max_wait_s: float
+    max_queue: int
+
+    @property
+    def total(self) -> int:
+        return self.worker + self.write + self.read
+
+
+class Lane:
+    """A capacity and a line: `admit()` returns once a place is free, or raises `Saturated`."""
+
+    def __init__(self, name: LaneName, capacity: int, max_wait_s: float, max_queue: int) -> None:
+        self.name = name
+        self.capacity = capacity
+        self.max_wait_s = max_wait_s
+        self.max_queue = max_queue
+        self._places = asyncio.Semaphore(capacity)
+        self.waiting = 0
+
+    async def admit(self) -> None:
+        if self.waiting >= self.max_queue:
+            raise Saturated(self.name, f"{self.waiting} requests already wait")
+        self.waiting += 1
+        try:
+            await asyncio.wait_for(self._places.acquire(), timeout=self.max_wait_s)
+        except asyncio.TimeoutError:
+            raise Saturated(self.name, f"no place within {self.max_wait_s:g} s") from None
+        finally:
+            self.waiting -= 1
+
+    def leave(self) -> None:
+        self._places.release()
+
+
+class Saturated(Exception):
+    def __init__(self, lane: LaneName, why: str) -> None:
+        super().__init__(f"the server is saturated ({lane} requests: {why}); retry shortly")
+        self.lane = lane
+
+
+def lane_of(method: str, path: str) -> LaneName | None:
+    """Which lane a request belongs to; None for requests that never touch the database."""
+    if not path.startswith(DATABASE_PATHS):
+        return None
+    if path.startswith(WORKER_PATHS) and method not in READ_METHODS:
+        return "worker"
+    return "read" if method in READ_METHODS else "write"
+
+
+class AdmissionMiddleware:
+    def __init__(self, app: ASGIApp, limits: LaneLimits) -> None:
+        self.app = app
+        self.limits = limits
+        self.lanes = {name: Lane(name, getattr(limits, name), limits.max_wait_s, limits.max_queue)
+                      for name in ("worker", "write", "read")}
+        self.shed: Counter[str] = Counter()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        name = lane_of(scope["method"], scope["path"]) if scope["type"] == "http" else None
+        if name is None:
+            await self.app(scope, receive, send)
+            return
+        lane = self.lanes[name]
+        try:
+            await lane.admit()
+        except Saturated as saturated:
+            self.shed[name] += 1
+            log.warning("%s %s: %s", scope["method"], scope["path"], saturated)
+            retry_after = str(max(1, math.ceil(self.limits.max_wait_s / 4)))
+            response = JSONResponse({"detail": str(saturated)}, HTTP_SERVICE_UNAVAILABLE,
+                                    headers={"Retry-After": retry_after})
+            await response(scope, receive, send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            lane.leave()
