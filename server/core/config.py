@@ -53,12 +53,17 @@ class Settings(BaseSettings):
     # its 989 TFLOP/s dense bf16 peak.
     max_job_tokens: int = Field(default=50_000_000_000, ge=1)
     max_job_flops: float = Field(default=1e19, gt=0, allow_inf_nan=False)
-    # A client address with this many failed authentications within the window gets 429 until the oldest
-    # ages out: a person who mistyped a token is not hindered, a guesser is held to a few tries a minute.
     # Access-log the polls too (empty claims, heartbeats, health checks); off, only state changes are logged.
     log_polls: bool = False
+    # One wrong (or missing) token tried this many times from one address within the window gets 429 until
+    # the oldest try ages out: a person who mistyped a token is not hindered, a client stuck on a stale token
+    # is slowed to a few tries a minute. A valid token is never refused, whatever its address has done.
     auth_failure_limit: int = Field(default=20, ge=1)
     auth_failure_window_seconds: float = Field(default=60.0, gt=0, allow_inf_nan=False)
+    # Invalid attempts from one address within the window, whatever was presented, before all of that
+    # address's invalid attempts get 429: a client varying its guesses is held back as well. Room for a few
+    # stale clients behind one proxy each reaching the limit above.
+    auth_failure_address_limit: int = Field(default=100, ge=1)
 
     @field_validator("tokens_file", mode="before")
     @classmethod
