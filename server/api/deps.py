@@ -80,6 +80,7 @@ def require_any_role(*roles: Role) -> Callable[[Principal], Principal]:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+DatabaseDep = Annotated[Database, Depends(get_database)]
 SessionDep = Annotated[Session, Depends(get_write_session, scope="function")]
 ReadSessionDep = Annotated[Session, Depends(get_read_session, scope="function")]
 SubmitterAuth = Annotated[Principal, Depends(require_role(Role.submitter))]

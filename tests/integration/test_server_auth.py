@@ -59,7 +59,7 @@ def test_endpoint_auth_matrix(live_server: LiveServer, method: str, path: str, b
 def test_healthz_needs_no_token(live_server: LiveServer) -> None:
     with live_server.client() as anonymous:
         response = anonymous.get("/healthz")
-    assert response.status_code == 200 and response.json() == {"status": "ok", "database": "ok"}
+    assert response.status_code == 200 and response.json()["status"] == "ok"
 
 
 def test_openapi_documents_the_v1_routes(live_server: LiveServer) -> None:
