@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     # address's invalid attempts get 429: a client varying its guesses is held back as well. Room for a few
     # stale clients behind one proxy each reaching the limit above.
     auth_failure_address_limit: int = Field(default=100, ge=1)
+    # Connections and requests uvicorn serves at once; beyond it, it answers 503 at once instead of queuing
+    # without bound. Ample for a team: a worker polls over one kept-alive connection, a client uses a few.
+    limit_concurrency: int = Field(default=1000, ge=1)
     # /healthz answers 503 when the filesystem holding a SQLite database has less free space than this: a
     # full disk refuses new jobs and results (507), so the alarm should come first.
     min_free_disk_bytes: int = Field(default=256 * 1024 * 1024, ge=0)
