@@ -21,6 +21,18 @@ from padbench.server.core.security import (
 )
 from padbench.specfile import format_validation_error
 
+# How long an idle kept-alive connection stays open: longer than a worker's idle poll (0.5 s) and its
+# backoff while the server errs (5 s), so a polling worker keeps one connection; short enough that idle
+# connections, which count against PADBENCH_LIMIT_CONCURRENCY, give their slot back soon.
+KEEP_ALIVE_SECONDS = 15
+# Connections the kernel holds for accept() while the server is busy (Linux caps it at net.core.somaxconn).
+LISTEN_BACKLOG = 2048
+# The most of an unfinished request line and headers h11 buffers: a connection that sends more without
+# ending its headers is answered 400, which bounds the memory a slow or endless head can hold. (A head that
+# arrives complete is parsed whatever its size; the proxy's large_client_header_buffers bounds those.)
+# A bearer token is ~50 bytes: 16 KiB is ample for any client.
+MAX_REQUEST_HEAD_BYTES = 16 * 1024
+
 
 def load_settings(**overrides: Any) -> Settings | None:
     """Settings from PADBENCH_* plus command-line overrides; None (after saying why) when they are refused."""
@@ -41,6 +53,21 @@ def announce_dev_tokens(settings: Settings) -> TokenStore:
     return dev_token_store(tokens)
 
 
+def uvicorn_options(settings: Settings, log_level: str) -> dict[str, Any]:
+    """How uvicorn serves the app (`uvicorn.run` keyword arguments). uvicorn has no timeout for reading a
+    request's headers, so a client sending them slowly holds its connection: deployments reachable by
+    untrusted clients put a reverse proxy with header and body timeouts in front (docker/nginx.conf)."""
+    return {
+        "host": settings.host, "port": settings.port, "log_level": log_level,
+        # h11 explicitly: with httptools installed, "auto" would pick it, and it ignores the head limit.
+        "http": "h11",
+        "h11_max_incomplete_event_size": MAX_REQUEST_HEAD_BYTES,
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+        "limit_concurrency": settings.limit_concurrency,  # beyond it, 503 at once rather than an unbounded queue
+        "backlog": LISTEN_BACKLOG,
+    }
+
+
 def run_server(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -54,7 +81,7 @@ def run_server(args: argparse.Namespace) -> int:
     except TokenFileError as error:
         print(f"padbench server: {error}", file=sys.stderr)
         return 2
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
+    uvicorn.run(app, **uvicorn_options(settings, args.log_level))
     return 0
 
 

@@ -103,7 +103,8 @@ def create_app(settings: Settings, tokens: TokenStore | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(AdmissionMiddleware, limits=lane_limits(settings))
     # Added last, so it runs first: nothing of an unauthenticated request's body is read.
-    limiter = FailureLimiter(settings.auth_failure_limit, settings.auth_failure_window_seconds)
+    limiter = FailureLimiter(settings.auth_failure_limit, settings.auth_failure_window_seconds,
+                             settings.auth_failure_address_limit)
     app.add_middleware(AuthGateMiddleware, tokens=app.state.tokens, limiter=limiter)
     install_error_handlers(app)
     app.include_router(health.router)

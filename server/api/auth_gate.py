@@ -2,18 +2,31 @@
 
 FastAPI reads and parses a body before it resolves dependencies, so a bearer check in a dependency
 lets anyone make the server buffer up to PADBENCH_MAX_BODY_BYTES per request. This middleware answers
-401 for every `/v1` request without a valid token before the application touches the body, and 429 to a
-client address with too many failed attempts in a window (PADBENCH_AUTH_FAILURE_LIMIT per
-PADBENCH_AUTH_FAILURE_WINDOW_SECONDS), which slows token guessing to a crawl. Each failure is logged with
-the client's address and the reason, never with what was presented.
+401 for every `/v1` request without a valid token before the application touches the body.
+
+Failed attempts are counted per client address AND presented credential: a short hash of the token's
+first characters (a missing token is a credential of its own). A client retrying one wrong token, such
+as a worker with a stale token file, gets 429 with Retry-After after PADBENCH_AUTH_FAILURE_LIMIT failures
+within PADBENCH_AUTH_FAILURE_WINDOW_SECONDS; other clients at the same address are not affected. Every
+invalid attempt from an address also counts towards PADBENCH_AUTH_FAILURE_ADDRESS_LIMIT in the same
+window, so a client that varies what it presents is held back too.
+
+A request presenting a valid token is never refused by the limiter: clients on one host, or behind one
+proxy, share an address, and one misconfigured client must not take the others' leases away. Answering a
+valid token while refusing wrong ones does tell a guesser when a guess is right, but the tokens are 32
+random bytes (2^256 possibilities), so no rate of guessing finds one; the limiter bounds the log lines,
+the hashing and the memory that floods of wrong tokens cost. Each failure is logged with the client's
+address, the reason and the credential's hash, never with what was presented.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -23,41 +36,76 @@ from padbench.server.core.security import Principal, TokenStore
 
 log = logging.getLogger("padbench.server.auth")
 HTTP_TOO_MANY_REQUESTS = 429
-# Addresses remembered at once; the oldest is forgotten first, so a flood of addresses cannot grow memory.
-MAX_TRACKED_CLIENTS = 10_000
+# Keys remembered at once, per counter; the one that failed least recently is forgotten first, so a flood
+# of addresses or of distinct tokens cannot grow memory.
+MAX_TRACKED_KEYS = 10_000
+# A presented token's characters that name its credential. The hash is cut to 32 bits, fewer than the
+# 48 bits of those characters, so neither the memory nor the log can confirm what was presented.
+CREDENTIAL_PREFIX_CHARACTERS = 8
+CREDENTIAL_TAG_HEX_DIGITS = 8
+MISSING_CREDENTIAL = "none"
 CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
-class FailureLimiter:
-    """Failed authentications per client address within a sliding window."""
+def credential_tag(presented: str | None) -> str:
+    """Which credential a request presented, as far as failures are counted: a hash of its first characters."""
+    if presented is None:
+        return MISSING_CREDENTIAL
+    digest = hashlib.sha256(presented[:CREDENTIAL_PREFIX_CHARACTERS].encode()).hexdigest()
+    return digest[:CREDENTIAL_TAG_HEX_DIGITS]
 
-    def __init__(self, limit: int, window_seconds: float) -> None:
+
+class SlidingWindowCounter:
+    """Failure times per key within a sliding window: at most `limit` times per key and `max_keys` keys."""
+
+    def __init__(self, limit: int, window_seconds: float, max_keys: int = MAX_TRACKED_KEYS) -> None:
         self.limit = limit
         self.window_seconds = window_seconds
-        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+        self.max_keys = max_keys
+        self._times: OrderedDict[Hashable, deque[float]] = OrderedDict()
 
-    def _recent(self, client: str, now: float) -> deque[float]:
-        times = self._failures.get(client, deque())
+    def retry_after(self, key: Hashable, now: float) -> float | None:
+        """Seconds until `key` is below its limit again, or None when it is below it now."""
+        times = self._times.get(key)
+        if times is None:
+            return None
         while times and times[0] <= now - self.window_seconds:
             times.popleft()
-        return times
-
-    def retry_after(self, client: str) -> float | None:
-        """Seconds until `client` may try again, or None when it is not refused."""
-        now = time.monotonic()
-        times = self._recent(client, now)
         if len(times) < self.limit:
             return None
         return times[0] + self.window_seconds - now
 
-    def record_failure(self, client: str) -> None:
-        now = time.monotonic()
-        times = self._recent(client, now)
+    def record(self, key: Hashable, now: float) -> None:
+        times = self._times.pop(key, None) or deque(maxlen=self.limit)
         times.append(now)
-        self._failures[client] = times
-        self._failures.move_to_end(client)
-        while len(self._failures) > MAX_TRACKED_CLIENTS:
-            self._failures.popitem(last=False)
+        self._times[key] = times  # (re)inserted last: the most recently failing key
+        while len(self._times) > self.max_keys:
+            self._times.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._times)
+
+
+class FailureLimiter:
+    """Failed authentications per (address, credential) and per address, each within a sliding window."""
+
+    def __init__(self, limit: int, window_seconds: float, address_limit: int,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.by_credential = SlidingWindowCounter(limit, window_seconds)
+        self.by_address = SlidingWindowCounter(address_limit, window_seconds)
+        self._clock = clock
+
+    def retry_after(self, address: str, credential: str) -> float | None:
+        """Seconds until this credential may be tried again from `address`, or None when it is not refused."""
+        now = self._clock()
+        waits = [wait for wait in (self.by_credential.retry_after((address, credential), now),
+                                   self.by_address.retry_after(address, now)) if wait is not None]
+        return max(waits, default=None)
+
+    def record_failure(self, address: str, credential: str) -> None:
+        now = self._clock()
+        self.by_credential.record((address, credential), now)
+        self.by_address.record(address, now)
 
 
 def bearer_token(scope: Scope) -> str | None:
@@ -78,24 +126,30 @@ class AuthGateMiddleware:
         if scope["type"] != "http" or not scope["path"].startswith(API_PREFIX + "/"):
             await self.app(scope, receive, send)
             return
-        client = scope["client"][0] if scope.get("client") else "unknown"
-        wait = self.limiter.retry_after(client)
-        if wait is not None:
-            detail = f"too many failed authentications from {client}; retry in {math.ceil(wait)} s"
-            response = JSONResponse({"detail": detail}, HTTP_TOO_MANY_REQUESTS,
-                                    headers={"Retry-After": str(math.ceil(wait))})
-            await response(scope, receive, send)
-            return
         presented = bearer_token(scope)
         principal = self.tokens.authenticate(presented) if presented is not None else None
-        if principal is None:
-            reason = "missing bearer token (Authorization: Bearer …)" if presented is None else "invalid bearer token"
-            self.limiter.record_failure(client)
-            log.warning("authentication failed from %s: %s (%s %s)", client, reason, scope["method"], scope["path"])
-            await JSONResponse({"detail": reason}, 401, headers=CHALLENGE)(scope, receive, send)
+        if principal is not None:
+            scope.setdefault("state", {})["principal"] = principal
+            await self.app(scope, receive, send)
             return
-        scope.setdefault("state", {})["principal"] = principal
-        await self.app(scope, receive, send)
+        await self.refuse(scope, receive, send, presented)
+
+    async def refuse(self, scope: Scope, receive: Receive, send: Send, presented: str | None) -> None:
+        """401 for a missing or invalid token; 429 once its credential or its address failed too often."""
+        client = scope["client"][0] if scope.get("client") else "unknown"
+        credential = credential_tag(presented)
+        wait = self.limiter.retry_after(client, credential)
+        if wait is not None:
+            seconds = math.ceil(wait)  # at least 1: the oldest failure is still inside the window
+            detail = f"too many failed authentications from {client}; retry in {seconds} s"
+            response = JSONResponse({"detail": detail}, HTTP_TOO_MANY_REQUESTS, headers={"Retry-After": str(seconds)})
+            await response(scope, receive, send)
+            return
+        reason = "missing bearer token (Authorization: Bearer …)" if presented is None else "invalid bearer token"
+        self.limiter.record_failure(client, credential)
+        log.warning("authentication failed from %s: %s, credential %s (%s %s)", client, reason, credential,
+                    scope["method"], scope["path"])
+        await JSONResponse({"detail": reason}, 401, headers=CHALLENGE)(scope, receive, send)
 
 
 def gated_principal(state: object) -> Principal | None:

@@ -90,6 +90,7 @@ def require_any_role(*roles: Role) -> Callable[[Principal], Awaitable[Principal]
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+DatabaseDep = Annotated[Database, Depends(get_database)]
 SessionDep = Annotated[Session, Depends(get_write_session)]
 ReadSessionDep = Annotated[Session, Depends(get_read_session)]
 SubmitterAuth = Annotated[Principal, Depends(require_role(Role.submitter))]

@@ -3,18 +3,29 @@
 Validation errors keep FastAPI's list shape (`[{loc, msg, type}]`, which clients already parse), minus
 noise: the `body` prefix and the tag pydantic inserts for the job-kind union (`spec.padding.batch_size`
 reads better as `spec.batch_size`).
+
+A database that cannot take a write answers for itself: a full disk is 507 Insufficient Storage (the
+request's transaction was rolled back, so nothing half-stored remains and everything stored before is
+intact), a database busy past its timeout or a connection pool with no connection free is 503 with
+Retry-After. Any other database error is a bug and stays a 500.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any, get_args
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
+from padbench.server.db.failures import DatabaseFailure, classify
 from padbench.specfile import did_you_mean
+
+log = logging.getLogger("padbench.server")
 
 # Top-level body fields holding a job-kind union (JobCreate.spec, LeaseComplete.result) and the tags
 # pydantic puts right after them in an error location.
@@ -23,6 +34,9 @@ UNION_TAGS = frozenset(
     tag for spec in (PaddingJobSpec, AttentionJobSpec) for tag in get_args(spec.model_fields["kind"].annotation)
 )
 HTTP_UNPROCESSABLE = 422
+# A busy SQLite writer holds its lock for milliseconds and a pooled connection frees up as fast: a couple
+# of seconds is long enough to find the database free, short enough not to stall a worker's lease.
+DATABASE_RETRY_AFTER_SECONDS = 2
 
 
 def clean_location(location: tuple[Any, ...] | list[Any]) -> list[Any]:
@@ -51,5 +65,23 @@ async def validation_error_handler(request: Request, exc: Exception) -> JSONResp
                         content={"detail": describe_errors(list(exc.errors()))})
 
 
+async def database_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    failure = classify(exc)
+    if failure is None:
+        raise exc  # not a condition of the database: the server's error middleware logs it as the bug it is
+    where = f"{request.method} {request.url.path}"
+    if failure is DatabaseFailure.disk_full:
+        log.error("%s: %s; nothing of this request was stored", where, failure.value)
+        detail = (f"{failure.value}: nothing of this request was stored, and what was stored before is intact; "
+                  "the server's administrator must free space on the database's volume")
+        return JSONResponse({"detail": detail}, status.HTTP_507_INSUFFICIENT_STORAGE)
+    log.warning("%s: %s; answered 503", where, failure.value)
+    return JSONResponse({"detail": f"{failure.value}; retry in {DATABASE_RETRY_AFTER_SECONDS} s"},
+                        status.HTTP_503_SERVICE_UNAVAILABLE,
+                        headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)})
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error_handler)
+    app.add_exception_handler(DBAPIError, database_error_handler)
+    app.add_exception_handler(PoolTimeoutError, database_error_handler)

@@ -53,10 +53,11 @@ class Settings(BaseSettings):
     # its 989 TFLOP/s dense bf16 peak.
     max_job_tokens: int = Field(default=50_000_000_000, ge=1)
     max_job_flops: float = Field(default=1e19, gt=0, allow_inf_nan=False)
-    # A client address with this many failed authentications within the window gets 429 until the oldest
-    # ages out: a person who mistyped a token is not hindered, a guesser is held to a few tries a minute.
     # Access-log the polls too (empty claims, heartbeats, health checks); off, only state changes are logged.
     log_polls: bool = False
+    # One wrong (or missing) token tried this many times from one address within the window gets 429 until
+    # the oldest try ages out: a person who mistyped a token is not hindered, a client stuck on a stale token
+    # is slowed to a few tries a minute. A valid token is never refused, whatever its address has done.
     auth_failure_limit: int = Field(default=20, ge=1)
     auth_failure_window_seconds: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     # Admission lanes (see padbench.server.api.admission): requests of each class running at once. Workers
@@ -69,6 +70,16 @@ class Settings(BaseSettings):
     # finds this many already waiting. Both mean the server is saturated, not that the request failed.
     lane_max_wait_seconds: float = Field(default=5.0, gt=0, le=300, allow_inf_nan=False)
     lane_max_queue: int = Field(default=2000, ge=1, le=1_000_000)
+    # Invalid attempts from one address within the window, whatever was presented, before all of that
+    # address's invalid attempts get 429: a client varying its guesses is held back as well. Room for a few
+    # stale clients behind one proxy each reaching the limit above.
+    auth_failure_address_limit: int = Field(default=100, ge=1)
+    # Connections and requests uvicorn serves at once; beyond it, it answers 503 at once instead of queuing
+    # without bound. Ample for a team: a worker polls over one kept-alive connection, a client uses a few.
+    limit_concurrency: int = Field(default=1000, ge=1)
+    # /healthz answers 503 when the filesystem holding a SQLite database has less free space than this: a
+    # full disk refuses new jobs and results (507), so the alarm should come first.
+    min_free_disk_bytes: int = Field(default=256 * 1024 * 1024, ge=0)
 
     @field_validator("tokens_file", mode="before")
     @classmethod

@@ -1,20 +1,31 @@
-"""`GET /healthz`: no authentication; says whether the database answers."""
+"""`GET /healthz`: no authentication; says whether the database answers, accepts a write, and has room.
+
+200 `{"status": "ok", "database": "ok", "database_write": "ok", "disk_free_bytes": N}` (null on
+PostgreSQL); 503 with the same fields and a `detail` naming each problem, so a load balancer or
+orchestrator stops sending work to a server that could not store it.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, status
-from sqlalchemy import text
+import logging
 
-from padbench.server.api.deps import ReadSessionDep
-from padbench.server.api.transactions import UnitOfWorkRoute
+from fastapi import APIRouter, status
+from fastapi.responses import JSONResponse
 
-router = APIRouter(tags=["health"], route_class=UnitOfWorkRoute)
+from padbench.server.api.deps import DatabaseDep, SettingsDep
+from padbench.server.db.health import check_health
+
+router = APIRouter(tags=["health"])
+log = logging.getLogger("padbench.server")
 
 
-@router.get("/healthz")
-def healthz(session: ReadSessionDep) -> dict[str, str]:
-    try:
-        session.execute(text("SELECT 1"))
-    except Exception as error:  # any database failure means "not healthy", with the reason
-        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, f"database: {type(error).__name__}") from error
-    return {"status": "ok", "database": "ok"}
+@router.get("/healthz", responses={status.HTTP_503_SERVICE_UNAVAILABLE: {"description": "a check failed"}})
+def healthz(database: DatabaseDep, settings: SettingsDep) -> JSONResponse:
+    report = check_health(database, settings.min_free_disk_bytes)
+    body: dict[str, object] = {"status": "unavailable" if report.problems else "ok", "database": report.database,
+                               "database_write": report.database_write, "disk_free_bytes": report.disk_free_bytes}
+    if not report.problems:
+        return JSONResponse(body)
+    body["detail"] = "; ".join(report.problems)
+    log.warning("health check failed: %s", body["detail"])
+    return JSONResponse(body, status.HTTP_503_SERVICE_UNAVAILABLE)
