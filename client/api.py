@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from padbench.contract.api import JobCreated, JobOut, JobPage, JobStatus, WorkerOut
+from padbench.contract.api import JobCreated, JobOut, JobPage, JobsPruned, JobStatus, WorkerOut
 from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
 from padbench.http import ApiError, ApiSession, parse_body
 
@@ -19,7 +19,7 @@ WORKERS_ADAPTER = TypeAdapter(list[WorkerOut])
 
 
 class PadbenchClient(ApiSession):
-    """Submit, inspect, wait for, read and cancel jobs."""
+    """Submit, inspect, wait for, read and cancel jobs; prune old jobs (admins)."""
 
     def submit(self, spec_document: dict[str, Any]) -> JobCreated:
         return parse_body(JobCreated, self.request("POST", "/jobs", json={"spec": spec_document}))
@@ -50,6 +50,10 @@ class PadbenchClient(ApiSession):
 
     def cancel(self, job_id: int) -> JobOut:
         return parse_body(JobOut, self.request("POST", f"/jobs/{job_id}/cancel"))
+
+    def prune(self, older_than_days: int) -> JobsPruned:
+        """Remove jobs that finished more than `older_than_days` ago, with their results (admin tokens only)."""
+        return parse_body(JobsPruned, self.request("POST", "/jobs/prune", json={"older_than_days": older_than_days}))
 
     def wait(
         self,

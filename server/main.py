@@ -2,7 +2,7 @@
 
 At start-up (the lifespan) the engine is created, migrations are applied, and a reaper task begins
 returning expired leases to the queue every few seconds (claims also run it first, so the queue is
-correct even if the task lags).
+correct even if the task lags) and, with PADBENCH_RETENTION_DAYS set, removing old finished jobs.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from padbench.server.core.security import TokenFileError, TokenStore, read_token
 from padbench.server.db.engine import Database
 from padbench.server.db.migrate import upgrade_to_head
 from padbench.server.metrics import install_metrics
+from padbench.server.retention import Retention
 from padbench.server.web.pages import install_web
 
 log = logging.getLogger("padbench.server")
@@ -47,9 +48,10 @@ def reap_once(database: Database) -> int:
         return queue.requeue_expired_leases(session)
 
 
-async def reap_periodically(database: Database, interval_seconds: float) -> None:
+async def reap_periodically(database: Database, interval_seconds: float, retention: Retention) -> None:
     while True:
         await asyncio.sleep(interval_seconds)
+        await run_in_threadpool(retention.prune_if_due, database)  # at most once a minute; logs its own failures
         try:
             moved = await run_in_threadpool(reap_once, database)
         except Exception:  # a locked or briefly unreachable database must not kill the reaper
@@ -65,7 +67,8 @@ def build_lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncConte
         database = Database.connect(settings)
         await run_in_threadpool(upgrade_to_head, database.engine)
         app.state.database = database
-        reaper = asyncio.create_task(reap_periodically(database, settings.reaper_interval_seconds))
+        reaper = asyncio.create_task(reap_periodically(
+            database, settings.reaper_interval_seconds, Retention(settings.retention_days)))
         try:
             yield
         finally:

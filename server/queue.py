@@ -17,7 +17,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, CursorResult, Update, and_, case, exists, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    CursorResult,
+    Delete,
+    Update,
+    and_,
+    case,
+    delete,
+    exists,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session, aliased
 
 from padbench.contract.api import JobStatus
@@ -26,6 +39,8 @@ from padbench.server.db.models import Job, JobRequirement, JobResult
 
 QUEUED, RUNNING = JobStatus.queued.value, JobStatus.running.value
 SUCCEEDED, FAILED, CANCELLED = JobStatus.succeeded.value, JobStatus.failed.value, JobStatus.cancelled.value
+FINISHED = (SUCCEEDED, FAILED, CANCELLED)
+SECONDS_PER_DAY = 24 * 3600
 LEASE_EXPIRED_ERROR = "the worker's lease expired on its last attempt (no attempts left)"
 # ORM UPDATEs here are plain statements: no in-Python evaluation of which loaded objects they touched.
 PLAIN_UPDATE = {"synchronize_session": False}
@@ -209,6 +224,20 @@ def requeue_expired_leases(session: Session) -> int:
     return _rowcount(session, statement)
 
 
-def _rowcount(session: Session, statement: Update) -> int:
-    # An UPDATE always yields a CursorResult; Session.execute's stubs only promise the Result base class.
+def delete_finished_jobs(session: Session, *, older_than_days: int) -> int:
+    """Retention: remove jobs that finished (succeeded, failed, cancelled) more than `older_than_days` ago.
+
+    Their results, requirements and attempts go with them (the foreign keys cascade). Queued and running
+    jobs are never removed, however old. Returns how many jobs were removed.
+    """
+    statement = (
+        delete(Job)
+        .where(Job.status.in_(FINISHED), Job.finished_at < db_now(-older_than_days * SECONDS_PER_DAY))
+        .execution_options(**PLAIN_UPDATE)
+    )
+    return _rowcount(session, statement)
+
+
+def _rowcount(session: Session, statement: Update | Delete) -> int:
+    # An UPDATE or DELETE always yields a CursorResult; Session.execute's stubs only promise the Result base class.
     return cast(CursorResult[Any], session.execute(statement)).rowcount

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from padbench.contract.bounds import DbId, Label, LeaseToken, Message, Name, NoNul
+from padbench.contract.bounds import MAX_RETENTION_DAYS, DbId, Label, LeaseToken, Message, Name, NoNul
 from padbench.contract.results import AttentionResult, JobResult, PaddingResult
 from padbench.contract.spec import JobSpec
 
@@ -46,6 +46,16 @@ class JobCreate(Body):
 class JobCreated(Body):
     id: int
     status: JobStatus
+
+
+class JobsPrune(Body):
+    """Remove finished jobs (succeeded, failed, cancelled) that ended more than `older_than_days` ago."""
+
+    older_than_days: Annotated[int, Field(ge=1, le=MAX_RETENTION_DAYS)]
+
+
+class JobsPruned(Body):
+    removed: Annotated[int, Field(ge=0)]
 
 
 class JobSummary(Body):

@@ -24,6 +24,8 @@ MAX_LABEL_LENGTH = 200
 MAX_MESSAGE_LENGTH = 2000
 # A seed is any 64-bit value torch and numpy accept.
 MAX_SEED = 2**63 - 1
+# How long finished jobs may be kept, in days: at most a century.
+MAX_RETENTION_DAYS = 36_500
 # A URL's scheme (RFC 3986, section 3.1: a letter, then letters, digits, '+', '-' or '.') followed by `://`.
 URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 

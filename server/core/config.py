@@ -14,6 +14,8 @@ import platformdirs
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from padbench.contract.bounds import MAX_RETENTION_DAYS
+
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
 
 
@@ -59,8 +61,11 @@ class Settings(BaseSettings):
     log_polls: bool = False
     auth_failure_limit: int = Field(default=20, ge=1)
     auth_failure_window_seconds: float = Field(default=60.0, gt=0, allow_inf_nan=False)
+    # Finished jobs (succeeded, failed, cancelled) are removed, with their results, this many days after they
+    # ended; unset keeps them forever. Queued and running jobs are never removed.
+    retention_days: int | None = Field(default=None, ge=1, le=MAX_RETENTION_DAYS)
 
-    @field_validator("tokens_file", mode="before")
+    @field_validator("tokens_file", "retention_days", mode="before")
     @classmethod
     def _empty_means_unset(cls, value: object) -> object:
         return None if value == "" else value

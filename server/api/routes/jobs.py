@@ -1,5 +1,5 @@
-"""Jobs, for submitters: submit, list, read, read results, cancel. Submitters see only their own jobs;
-admins see all. Someone else's job answers 404, exactly like a job that does not exist.
+"""Jobs, for submitters: submit, list, read, read results, cancel; for admins also prune. Submitters see
+only their own jobs; admins see all. Someone else's job answers 404, exactly like a job that does not exist.
 """
 
 from __future__ import annotations
@@ -9,12 +9,20 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, status
 from fastapi.responses import JSONResponse
 
-from padbench.contract.api import JobCreate, JobCreated, JobOut, JobPage, JobStatus
+from padbench.contract.api import JobCreate, JobCreated, JobOut, JobPage, JobsPrune, JobsPruned, JobStatus
 from padbench.contract.bounds import MAX_DB_ID
 from padbench.contract.results import JobResult
 from padbench.contract.spec import JOB_SPEC_ADAPTER
 from padbench.server import queue
-from padbench.server.api.deps import JobIdPath, ReaderAuth, ReadSessionDep, SessionDep, SettingsDep, SubmitterAuth
+from padbench.server.api.deps import (
+    AdminAuth,
+    JobIdPath,
+    ReaderAuth,
+    ReadSessionDep,
+    SessionDep,
+    SettingsDep,
+    SubmitterAuth,
+)
 from padbench.server.api.errors import HTTP_UNPROCESSABLE
 from padbench.server.api.views import finite_json, job_out, job_summary
 from padbench.server.core.security import Principal
@@ -53,6 +61,13 @@ def submit_job(body: JobCreate, session: SessionDep, settings: SettingsDep, prin
         requirements=job_requirements(spec),
     )
     return JobCreated(id=job_id, status=JobStatus.queued)
+
+
+@router.post("/prune")
+def prune_jobs(body: JobsPrune, session: SessionDep, principal: AdminAuth) -> JobsPruned:
+    """Remove the jobs that finished (succeeded, failed or cancelled) more than `older_than_days` ago, with
+    their results; queued and running jobs stay, however old. Admin tokens only."""
+    return JobsPruned(removed=queue.delete_finished_jobs(session, older_than_days=body.older_than_days))
 
 
 @router.get("")
