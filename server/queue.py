@@ -7,6 +7,8 @@ Rules the statements keep (after procrastinate and Oban):
 - Everything a lease holder does is fenced by the lease token AND an unexpired deadline: a worker whose
   lease expired (and perhaps went to someone else) changes nothing; its caller answers 409.
 - The reaper is one idempotent UPDATE; running it twice changes nothing the second time.
+- A submit with an idempotency key is one `INSERT … ON CONFLICT DO NOTHING`: two racing retries of the same
+  submit cannot both create a job, and neither needs an error (which would abort a PostgreSQL transaction).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
 from padbench.contract.api import JobStatus
@@ -71,15 +74,25 @@ def insert_job(
     submitter: str,
     max_attempts: int,
     requirements: Collection[str],
-) -> int:
-    """A new queued job and the capabilities a worker needs to claim it."""
-    job_id: int = session.execute(
-        insert(Job)
+    idempotency_key: str | None = None,
+) -> int | None:
+    """A new queued job and the capabilities a worker needs to claim it.
+
+    None (nothing inserted) when the submitter already used `idempotency_key`: the caller reads that job.
+    Without a key the job is always new.
+    """
+    # Each dialect has its own ON CONFLICT construct; both render the same SQL here.
+    insert_unless_known = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    job_id: int | None = session.execute(
+        insert_unless_known(Job)
         .values(kind=kind, name=name, spec=spec, status=QUEUED, submitter=submitter, attempts=0,
-                max_attempts=max_attempts, cancel_requested=False, created_at=db_now())
+                max_attempts=max_attempts, cancel_requested=False, created_at=db_now(),
+                idempotency_key=idempotency_key)
+        .on_conflict_do_nothing(index_elements=[Job.submitter, Job.idempotency_key])
         .returning(Job.id)
-    ).scalar_one()
-    session.execute(insert(JobRequirement), [{"job_id": job_id, "capability": c} for c in sorted(requirements)])
+    ).scalar_one_or_none()
+    if job_id is not None:
+        session.execute(insert(JobRequirement), [{"job_id": job_id, "capability": c} for c in sorted(requirements)])
     return job_id
 
 

@@ -13,6 +13,10 @@ from padbench.contract.results import AttentionResult, JobResult, PaddingResult
 from padbench.contract.spec import JobSpec
 
 API_PREFIX = "/v1"
+# A submit's key, new per job and the same on every retry of that submit; a retry answered from the
+# existing job carries the second header (value `true`).
+IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
 
 
 class Body(BaseModel):

@@ -22,6 +22,7 @@ MAX_NAME_LENGTH = 200
 # Free text a person writes or a worker reports (progress messages, kernel names, hostnames).
 MAX_LABEL_LENGTH = 200
 MAX_MESSAGE_LENGTH = 2000
+MAX_IDEMPOTENCY_KEY_LENGTH = 200
 # A seed is any 64-bit value torch and numpy accept.
 MAX_SEED = 2**63 - 1
 # How long finished jobs may be kept, in days: at most a century.
@@ -34,6 +35,13 @@ def _no_nul(value: str) -> str:
     # PostgreSQL text cannot hold U+0000, so such a value would fail at the database instead of here.
     if "\x00" in value:
         raise ValueError("must not contain NUL characters (U+0000)")
+    return value
+
+
+def _printable_ascii(value: str) -> str:
+    # What an HTTP header carries as it is: no control characters, nothing a proxy might re-encode.
+    if not all(" " <= character <= "~" for character in value):
+        raise ValueError("must be printable ASCII characters only (space to '~')")
     return value
 
 
@@ -60,5 +68,8 @@ Message = Annotated[str, Field(max_length=MAX_MESSAGE_LENGTH), NoNul]
 Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
 # A file or directory name in a spec; where it may point is the worker's decision (its roots).
 PathName = Annotated[str, Field(min_length=1, max_length=1024), NoNul]
+# A client's key for one submit (the `Idempotency-Key` header), as long as the jobs.idempotency_key column.
+IdempotencyKey = Annotated[str, Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_LENGTH),
+                           AfterValidator(_printable_ascii)]
 # A lease token is what `secrets.token_urlsafe(24)` makes (32 characters); 64 is the column's width.
 LeaseToken = Annotated[str, Field(min_length=1, max_length=64), NoNul]

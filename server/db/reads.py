@@ -52,6 +52,14 @@ def list_jobs(
     return [JobRow(job, name) for job, name in rows], total
 
 
+def find_submitted_job(session: Session, *, submitter: str, idempotency_key: str) -> Job | None:
+    """The submitter's job created under `idempotency_key`, if any."""
+    return session.scalar(
+        select(Job).where(Job.submitter == submitter, Job.idempotency_key == idempotency_key)
+        .execution_options(populate_existing=True)
+    )
+
+
 def find_result(session: Session, job_id: int) -> dict[str, Any] | None:
     return session.scalar(select(JobResult.result).where(JobResult.job_id == job_id))
 
