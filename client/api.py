@@ -28,7 +28,7 @@ WORKERS_ADAPTER = TypeAdapter(list[WorkerOut])
 
 
 class PadbenchClient(ApiSession):
-    """Submit, inspect, wait for, read and cancel jobs; prune old jobs (admins)."""
+    """Submit, inspect, wait for, read and cancel jobs; list workers and prune old jobs (admins)."""
 
     def submit(self, spec_document: dict[str, Any], *, idempotency_key: str | None = None) -> JobCreated:
         """Queue a job. The request carries an `Idempotency-Key` (a fresh UUID unless given): when the session
@@ -53,7 +53,7 @@ class PadbenchClient(ApiSession):
             raise ApiError(f"job {job_id}'s stored result does not match the result contract: {error}") from error
 
     def workers(self) -> list[WorkerOut]:
-        """Every registered worker with its capabilities and last heartbeat (admin tokens only)."""
+        """Every registered worker: capabilities, last contact and running job (admin or viewer tokens)."""
         response = self.request("GET", "/workers")
         try:
             return WORKERS_ADAPTER.validate_json(response.content)

@@ -104,6 +104,6 @@ def create_app(settings: Settings, tokens: TokenStore | None = None) -> FastAPI:
     for resource in (jobs, workers, leases):
         v1.include_router(resource.router)
     app.include_router(v1)
-    install_metrics(app, settings.lease_seconds)
+    install_metrics(app)
     install_web(app)
     return app

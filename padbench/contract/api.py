@@ -108,10 +108,13 @@ class WorkerRegister(Body):
 
 
 class WorkerOut(Body):
-    id: int
-    name: str
+    id: DbId
+    name: Name
     capabilities: Capabilities
     registered_at: datetime
+    # Its latest registration, claim (even one that found no job) or heartbeat, by the database's clock.
+    last_contact_at: datetime | None = None
+    running_job_id: DbId | None = None
 
 
 class LeaseRequest(Body):

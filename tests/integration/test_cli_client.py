@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -166,7 +167,22 @@ def test_the_token_can_come_from_a_file_kept_out_of_ps(cli, live_server: LiveSer
     assert code == 2 and "--token-file" in err and "cannot read it" in err
 
 
-# --- the fleet: pruning -------------------------------------------------------------------------
+# --- the fleet: workers and pruning -------------------------------------------------------------------
+
+def test_workers_shows_each_worker_with_its_last_contact_and_running_job(cli, live_server: LiveServer,
+                                                                       spec_file: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    job_id = cli("submit", str(spec_file))[1].split()[1]
+    claim_one(live_server)
+    code, _, err = cli("workers")
+    assert code == 1 and "HTTP 403" in err  # a submitter token
+    monkeypatch.setenv("PADBENCH_TOKEN", live_server.tokens["viewer"])
+    code, out, _ = cli("workers")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["NAME", "DEVICE", "GPU", "LAST", "CONTACT", "RUNNING", "JOB"]
+    assert re.fullmatch(rf"cli-test-worker\s+cpu\s+-\s+\d+ s ago\s+{job_id}", lines[1])
+    assert lines[2] == "(1 registered)"
+
 
 def test_prune_removes_old_finished_jobs_for_admins_only(cli, live_server: LiveServer, spec_file: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
