@@ -6,12 +6,21 @@ Failures are `padbench.http.ApiError`s: one line a person can act on.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from padbench.contract.api import JobCreated, JobOut, JobPage, JobStatus, WorkerOut
+from padbench.contract.api import (
+    IDEMPOTENCY_KEY_HEADER,
+    JobCreated,
+    JobOut,
+    JobPage,
+    JobsPruned,
+    JobStatus,
+    WorkerOut,
+)
 from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
 from padbench.http import ApiError, ApiSession, parse_body
 
@@ -19,10 +28,13 @@ WORKERS_ADAPTER = TypeAdapter(list[WorkerOut])
 
 
 class PadbenchClient(ApiSession):
-    """Submit, inspect, wait for, read and cancel jobs."""
+    """Submit, inspect, wait for, read and cancel jobs; list workers and prune old jobs (admins)."""
 
-    def submit(self, spec_document: dict[str, Any]) -> JobCreated:
-        return parse_body(JobCreated, self.request("POST", "/jobs", json={"spec": spec_document}))
+    def submit(self, spec_document: dict[str, Any], *, idempotency_key: str | None = None) -> JobCreated:
+        """Queue a job. The request carries an `Idempotency-Key` (a fresh UUID unless given): when the session
+        sends it again after an answer was lost, the server returns the job the first attempt created."""
+        headers = {IDEMPOTENCY_KEY_HEADER: idempotency_key or str(uuid.uuid4())}
+        return parse_body(JobCreated, self.request("POST", "/jobs", json={"spec": spec_document}, headers=headers))
 
     def job(self, job_id: int) -> JobOut:
         return parse_body(JobOut, self.request("GET", f"/jobs/{job_id}"))
@@ -41,7 +53,7 @@ class PadbenchClient(ApiSession):
             raise ApiError(f"job {job_id}'s stored result does not match the result contract: {error}") from error
 
     def workers(self) -> list[WorkerOut]:
-        """Every registered worker with its capabilities and last heartbeat (admin tokens only)."""
+        """Every registered worker: capabilities, last contact and running job (admin or viewer tokens)."""
         response = self.request("GET", "/workers")
         try:
             return WORKERS_ADAPTER.validate_json(response.content)
@@ -50,6 +62,10 @@ class PadbenchClient(ApiSession):
 
     def cancel(self, job_id: int) -> JobOut:
         return parse_body(JobOut, self.request("POST", f"/jobs/{job_id}/cancel"))
+
+    def prune(self, older_than_days: int) -> JobsPruned:
+        """Remove jobs that finished more than `older_than_days` ago, with their results (admin tokens only)."""
+        return parse_body(JobsPruned, self.request("POST", "/jobs/prune", json={"older_than_days": older_than_days}))
 
     def wait(
         self,

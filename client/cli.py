@@ -1,4 +1,5 @@
-"""Client subcommands: submit, status, wait, results, list, cancel, compare, plot, schema, init (and `demo`).
+"""Client subcommands: submit, status, wait, results, list, cancel, compare, plot, schema, init (and `demo`);
+for admins and viewers `workers`, for admins `prune`.
 
 Every command takes `--server`/`PADBENCH_SERVER` and `--token`/`PADBENCH_TOKEN`. A failure prints one
 line on stderr — the server's own reason when it gave one (e.g. a 422's field and message) — and exits
@@ -12,15 +13,18 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
+from rich.table import Table
 
 from padbench.client.api import PadbenchClient
-from padbench.client.display import format_page, format_status, page_table
+from padbench.client.display import format_page, format_status, format_workers, page_table, workers_table
 from padbench.client.exits import EXIT_FAILED, reported
 from padbench.client.progress import ProgressBar
 from padbench.contract.api import JobOut, JobStatus
+from padbench.contract.bounds import MAX_RETENTION_DAYS
 from padbench.http import TokenFileUnreadable, token_from_file
 from padbench.report import render
 from padbench.report.terminal import write_table
@@ -77,6 +81,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing.add_argument("--offset", type=int, default=0, help="skip this many of the newest first")
     cancel = _command(subparsers, "cancel", cancel_job, "stop a queued or running job")
     cancel.add_argument("job_id", type=int, metavar="ID")
+    _command(subparsers, "workers", list_workers,
+             "list the registered workers: device, GPU, last contact, running job (admin or viewer token)")
+    prune = _command(subparsers, "prune", prune_jobs,
+                     "remove finished jobs, with their results, that ended long ago (admin token)")
+    prune.add_argument("--older-than-days", type=int, required=True, metavar="N",
+                       help=f"remove jobs that finished more than N days ago (1 to {MAX_RETENTION_DAYS}); "
+                            "queued and running jobs always stay")
     register_views(subparsers, _connection_options())
     register_starter(subparsers)
     add_demo_command(subparsers)
@@ -139,11 +150,16 @@ def list_jobs(client: PadbenchClient, args: argparse.Namespace) -> int:
         raise UsageError("--limit must be at least 1 and --offset not negative")
     status = JobStatus(args.status) if args.status else None
     page = client.jobs(status=status, limit=args.limit, offset=args.offset)
-    if sys.stdout.isatty():
-        Console().print(page_table(page))
-    else:
-        print(format_page(page))
+    _print_table(page_table(page), format_page(page))
     return 0
+
+
+def _print_table(drawn: Table, plain: str) -> None:
+    """The rich table on a terminal; piped or redirected, plain columns that tools can split."""
+    if sys.stdout.isatty():
+        Console().print(drawn)
+    else:
+        print(plain)
 
 
 def cancel_job(client: PadbenchClient, args: argparse.Namespace) -> int:
@@ -152,6 +168,21 @@ def cancel_job(client: PadbenchClient, args: argparse.Namespace) -> int:
         print(f"job {job.id} {job.status.value}")
     else:
         print(f"job {job.id} {job.status.value}: cancel requested")
+    return 0
+
+
+def list_workers(client: PadbenchClient, args: argparse.Namespace) -> int:
+    workers = client.workers()
+    now = datetime.now(timezone.utc)
+    _print_table(workers_table(workers, now), format_workers(workers, now))
+    return 0
+
+
+def prune_jobs(client: PadbenchClient, args: argparse.Namespace) -> int:
+    if not 1 <= args.older_than_days <= MAX_RETENTION_DAYS:
+        raise UsageError(f"--older-than-days must be from 1 to {MAX_RETENTION_DAYS}")
+    pruned = client.prune(args.older_than_days)
+    print(f"removed {pruned.removed} job(s) that finished more than {args.older_than_days} days ago")
     return 0
 
 

@@ -1,13 +1,14 @@
-"""Views of jobs for the client CLI: one job's status, and a page of jobs as a table (plain text, or drawn
+"""Views for the client CLI: one job's status, a page of jobs and the workers, as tables (plain text, or drawn
 with rich on a terminal)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from rich.table import Table
 
-from padbench.contract.api import JobOut, JobPage, JobSummary
+from padbench.contract.api import JobOut, JobPage, JobSummary, WorkerOut
 
 STATUS_STYLES = {"succeeded": "green", "failed": "red", "running": "yellow", "cancelled": "dim", "queued": ""}
 
@@ -61,8 +62,53 @@ def page_table(page: JobPage) -> Table:
 
 
 def format_page(page: JobPage) -> str:
-    rows = [LIST_COLUMNS] + [_list_row(job) for job in page.items]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(LIST_COLUMNS))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.append(_shown(page))
-    return "\n".join(lines)
+    return "\n".join([*_plain_rows(LIST_COLUMNS, [_list_row(job) for job in page.items]), _shown(page)])
+
+
+def _plain_rows(columns: Sequence[str], rows: list[tuple[str, ...]]) -> list[str]:
+    """Columns aligned with spaces: for pipes and files, where rich's box drawing would be noise."""
+    table = [tuple(columns), *rows]
+    widths = [max(len(row[column]) for row in table) for column in range(len(columns))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in table]
+
+
+WORKER_COLUMNS = ("NAME", "DEVICE", "GPU", "LAST CONTACT", "RUNNING JOB")
+AGE_UNITS = (("d", 86_400), ("h", 3600), ("min", 60))
+
+
+def format_age(moment: datetime | None, now: datetime) -> str:
+    """How long ago `moment` was, in its largest whole unit: `3 s ago`, `12 min ago`, `2 d ago`."""
+    if moment is None:
+        return "never"
+    seconds = max(0, int((now - moment).total_seconds()))  # clocks a little apart never give "-2 s ago"
+    for unit, length in AGE_UNITS:
+        if seconds >= length:
+            return f"{seconds // length} {unit} ago"
+    return f"{seconds} s ago"
+
+
+def _gpu(worker: WorkerOut) -> str:
+    capabilities = worker.capabilities
+    if capabilities.gpu_name is None:
+        return "-"
+    if capabilities.gpu_memory_bytes is None:
+        return capabilities.gpu_name
+    return f"{capabilities.gpu_name} ({capabilities.gpu_memory_bytes / 2**30:.0f} GiB)"
+
+
+def _worker_row(worker: WorkerOut, now: datetime) -> tuple[str, ...]:
+    running = str(worker.running_job_id) if worker.running_job_id is not None else "-"
+    return (worker.name, worker.capabilities.device, _gpu(worker), format_age(worker.last_contact_at, now), running)
+
+
+def workers_table(workers: list[WorkerOut], now: datetime) -> Table:
+    table = Table(*WORKER_COLUMNS, show_edge=False, header_style="bold", pad_edge=False,
+                  caption=f"({len(workers)} registered)")
+    for worker in workers:
+        table.add_row(*_worker_row(worker, now), style="yellow" if worker.running_job_id is not None else None)
+    return table
+
+
+def format_workers(workers: list[WorkerOut], now: datetime) -> str:
+    rows = _plain_rows(WORKER_COLUMNS, [_worker_row(worker, now) for worker in workers])
+    return "\n".join([*rows, f"({len(workers)} registered)"])

@@ -26,8 +26,8 @@ class Role:
 ROLES: tuple[Role, ...] = (
     Role("padbench.worker.cli", "worker", ("run", "worker")),
     Role("padbench.server.cli", "server", ("server", "db", "token")),
-    Role("padbench.client.cli", None, ("submit", "status", "wait", "results", "list", "cancel", "compare", "plot",
-                                       "schema", "init", "demo")),
+    Role("padbench.client.cli", None, ("submit", "status", "wait", "results", "list", "cancel", "workers", "prune",
+                                       "compare", "plot", "schema", "init", "demo")),
 )
 
 

@@ -3,7 +3,8 @@
 At start-up (the lifespan) the engine is created, migrations are applied, the worker threads are sized
 to the admission lanes (each admitted request uses at most one thread and one pooled connection at a time,
 and the pool has one per thread), and a reaper task begins returning expired leases to the queue every few
-seconds (claims also run it first, so the queue is correct even if the task lags).
+seconds (claims also run it first, so the queue is correct even if the task lags) and, with
+PADBENCH_RETENTION_DAYS set, removing old finished jobs.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from padbench.server.core.security import TokenFileError, TokenStore, read_token
 from padbench.server.db.engine import Database
 from padbench.server.db.migrate import upgrade_to_head
 from padbench.server.metrics import install_metrics
+from padbench.server.retention import Retention
 from padbench.server.web.pages import install_web
 
 log = logging.getLogger("padbench.server")
@@ -50,9 +52,10 @@ def reap_once(database: Database) -> int:
         return queue.requeue_expired_leases(session)
 
 
-async def reap_periodically(database: Database, interval_seconds: float) -> None:
+async def reap_periodically(database: Database, interval_seconds: float, retention: Retention) -> None:
     while True:
         await asyncio.sleep(interval_seconds)
+        await run_in_threadpool(retention.prune_if_due, database)  # at most once a minute; logs its own failures
         try:
             moved = await run_in_threadpool(reap_once, database)
         except Exception:  # a locked or briefly unreachable database must not kill the reaper
@@ -69,7 +72,8 @@ def build_lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncConte
         database = Database.connect(settings)
         await run_in_threadpool(upgrade_to_head, database.engine)
         app.state.database = database
-        reaper = asyncio.create_task(reap_periodically(database, settings.reaper_interval_seconds))
+        reaper = asyncio.create_task(reap_periodically(
+            database, settings.reaper_interval_seconds, Retention(settings.retention_days)))
         try:
             yield
         finally:
@@ -112,6 +116,6 @@ def create_app(settings: Settings, tokens: TokenStore | None = None) -> FastAPI:
     for resource in (jobs, workers, leases):
         v1.include_router(resource.router)
     app.include_router(v1)
-    install_metrics(app, settings.lease_seconds)
+    install_metrics(app)
     install_web(app)
     return app

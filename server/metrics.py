@@ -3,13 +3,14 @@
 Every figure is read from the database when Prometheus scrapes, not counted in this process: several
 server processes behind one database report the same numbers, and a restart loses nothing. What the
 database does not record is not invented (a worker's last contact is the latest moment the queue saw
-it: registration, a claim, a heartbeat or a finished job).
+it: registration, a claim (also one that found no job: an idle worker polling for work is alive), a
+heartbeat or a finished job).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request, Response
@@ -66,9 +67,8 @@ def _histogram(name: str, documentation: str, values: list[float]) -> HistogramM
 class QueueCollector(Collector):
     """Reads the app's database (opened at start-up, after this collector is registered) on each scrape."""
 
-    def __init__(self, app_state: Any, lease_seconds: float) -> None:
+    def __init__(self, app_state: Any) -> None:
         self.app_state = app_state
-        self.lease_seconds = lease_seconds
 
     def collect(self) -> Iterator[Any]:
         database: Database = self.app_state.database
@@ -105,21 +105,15 @@ class QueueCollector(Collector):
         yield _histogram("padbench_job_run_seconds", "Seconds from the latest claim to the end, finished jobs", runs)
 
     def _workers(self, session: Session, now: datetime) -> Iterator[Any]:
-        last_job_contact = dict(session.execute(
-            select(Job.worker_id, func.max(func.coalesce(Job.finished_at, Job.started_at)))
+        # Claims (even those that found no job) and heartbeats set last_contact_at; a finished job's report does not.
+        last_finished = dict(session.execute(
+            select(Job.worker_id, func.max(Job.finished_at))
             .where(Job.worker_id.is_not(None)).group_by(Job.worker_id)).all())
-        # A running job's lease deadline is its last heartbeat plus the lease length.
-        heartbeats = dict(session.execute(
-            select(Job.worker_id, func.max(Job.lease_expires_at))
-            .where(Job.status == JobStatus.running.value).group_by(Job.worker_id)).all())
         age = GaugeMetricFamily("padbench_worker_last_seen_age_seconds",
-                                "Seconds since the worker's last heartbeat, claim, finished job or registration",
+                                "Seconds since the worker's last claim, heartbeat, finished job or registration",
                                 labels=["worker", "device", "gpu"])
         for worker in session.scalars(select(Worker)):
-            moments = [worker.registered_at, last_job_contact.get(worker.id)]
-            deadline = heartbeats.get(worker.id)
-            if deadline is not None:
-                moments.append(deadline - timedelta(seconds=self.lease_seconds))
+            moments = (worker.registered_at, worker.last_contact_at, last_finished.get(worker.id))
             latest = max(moment for moment in moments if moment is not None)
             capabilities = worker.capabilities or {}
             age.add_metric([worker.name, str(capabilities.get("device", "")), str(capabilities.get("gpu_name") or "")],
@@ -155,9 +149,9 @@ def metrics(request: Request, principal: ViewerAuth) -> Response:
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
 
-def install_metrics(app: FastAPI, lease_seconds: float) -> None:
+def install_metrics(app: FastAPI) -> None:
     """Add `/metrics` with a registry of the app's own (two apps in one process never share figures)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(QueueCollector(app.state, lease_seconds))
+    registry.register(QueueCollector(app.state))
     app.state.metrics_registry = registry
     app.include_router(router)

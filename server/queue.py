@@ -7,6 +7,8 @@ Rules the statements keep (after procrastinate and Oban):
 - Everything a lease holder does is fenced by the lease token AND an unexpired deadline: a worker whose
   lease expired (and perhaps went to someone else) changes nothing; its caller answers 409.
 - The reaper is one idempotent UPDATE; running it twice changes nothing the second time.
+- A submit with an idempotency key is one `INSERT … ON CONFLICT DO NOTHING`: two racing retries of the same
+  submit cannot both create a job, and neither needs an error (which would abort a PostgreSQL transaction).
 """
 
 from __future__ import annotations
@@ -17,7 +19,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, CursorResult, Update, and_, case, exists, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    CursorResult,
+    Delete,
+    Update,
+    and_,
+    case,
+    delete,
+    exists,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
 from padbench.contract.api import JobStatus
@@ -26,6 +42,8 @@ from padbench.server.db.models import Job, JobRequirement, JobResult
 
 QUEUED, RUNNING = JobStatus.queued.value, JobStatus.running.value
 SUCCEEDED, FAILED, CANCELLED = JobStatus.succeeded.value, JobStatus.failed.value, JobStatus.cancelled.value
+FINISHED = (SUCCEEDED, FAILED, CANCELLED)
+SECONDS_PER_DAY = 24 * 3600
 LEASE_EXPIRED_ERROR = "the worker's lease expired on its last attempt (no attempts left)"
 # ORM UPDATEs here are plain statements: no in-Python evaluation of which loaded objects they touched.
 PLAIN_UPDATE = {"synchronize_session": False}
@@ -56,15 +74,25 @@ def insert_job(
     submitter: str,
     max_attempts: int,
     requirements: Collection[str],
-) -> int:
-    """A new queued job and the capabilities a worker needs to claim it."""
-    job_id: int = session.execute(
-        insert(Job)
+    idempotency_key: str | None = None,
+) -> int | None:
+    """A new queued job and the capabilities a worker needs to claim it.
+
+    None (nothing inserted) when the submitter already used `idempotency_key`: the caller reads that job.
+    Without a key the job is always new.
+    """
+    # Each dialect has its own ON CONFLICT construct; both render the same SQL here.
+    insert_unless_known = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    job_id: int | None = session.execute(
+        insert_unless_known(Job)
         .values(kind=kind, name=name, spec=spec, status=QUEUED, submitter=submitter, attempts=0,
-                max_attempts=max_attempts, cancel_requested=False, created_at=db_now())
+                max_attempts=max_attempts, cancel_requested=False, created_at=db_now(),
+                idempotency_key=idempotency_key)
+        .on_conflict_do_nothing(index_elements=[Job.submitter, Job.idempotency_key])
         .returning(Job.id)
-    ).scalar_one()
-    session.execute(insert(JobRequirement), [{"job_id": job_id, "capability": c} for c in sorted(requirements)])
+    ).scalar_one_or_none()
+    if job_id is not None:
+        session.execute(insert(JobRequirement), [{"job_id": job_id, "capability": c} for c in sorted(requirements)])
     return job_id
 
 
@@ -209,6 +237,20 @@ def requeue_expired_leases(session: Session) -> int:
     return _rowcount(session, statement)
 
 
-def _rowcount(session: Session, statement: Update) -> int:
-    # An UPDATE always yields a CursorResult; Session.execute's stubs only promise the Result base class.
+def delete_finished_jobs(session: Session, *, older_than_days: int) -> int:
+    """Retention: remove jobs that finished (succeeded, failed, cancelled) more than `older_than_days` ago.
+
+    Their results, requirements and attempts go with them (the foreign keys cascade). Queued and running
+    jobs are never removed, however old. Returns how many jobs were removed.
+    """
+    statement = (
+        delete(Job)
+        .where(Job.status.in_(FINISHED), Job.finished_at < db_now(-older_than_days * SECONDS_PER_DAY))
+        .execution_options(**PLAIN_UPDATE)
+    )
+    return _rowcount(session, statement)
+
+
+def _rowcount(session: Session, statement: Update | Delete) -> int:
+    # An UPDATE or DELETE always yields a CursorResult; Session.execute's stubs only promise the Result base class.
     return cast(CursorResult[Any], session.execute(statement)).rowcount

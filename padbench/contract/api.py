@@ -8,11 +8,15 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from padbench.contract.bounds import DbId, Label, LeaseToken, Message, Name, NoNul
+from padbench.contract.bounds import MAX_RETENTION_DAYS, DbId, Label, LeaseToken, Message, Name, NoNul
 from padbench.contract.results import AttentionResult, JobResult, PaddingResult
 from padbench.contract.spec import JobSpec
 
 API_PREFIX = "/v1"
+# A submit's key, new per job and the same on every retry of that submit; a retry answered from the
+# existing job carries the second header (value `true`).
+IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
 
 
 class Body(BaseModel):
@@ -46,6 +50,16 @@ class JobCreate(Body):
 class JobCreated(Body):
     id: int
     status: JobStatus
+
+
+class JobsPrune(Body):
+    """Remove finished jobs (succeeded, failed, cancelled) that ended more than `older_than_days` ago."""
+
+    older_than_days: Annotated[int, Field(ge=1, le=MAX_RETENTION_DAYS)]
+
+
+class JobsPruned(Body):
+    removed: Annotated[int, Field(ge=0)]
 
 
 class JobSummary(Body):
@@ -94,10 +108,13 @@ class WorkerRegister(Body):
 
 
 class WorkerOut(Body):
-    id: int
-    name: str
+    id: DbId
+    name: Name
     capabilities: Capabilities
     registered_at: datetime
+    # Its latest registration, claim (even one that found no job) or heartbeat, by the database's clock.
+    last_contact_at: datetime | None = None
+    running_job_id: DbId | None = None
 
 
 class LeaseRequest(Body):

@@ -8,9 +8,11 @@ back (NaN is not JSON).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from pydantic import AfterValidator, Field
+from pydantic_core import PydanticCustomError
 
 # Ids are INTEGER columns on both backends: SQLite would raise OverflowError and PostgreSQL
 # NumericValueOutOfRange past 2**31 - 1.
@@ -20,8 +22,13 @@ MAX_NAME_LENGTH = 200
 # Free text a person writes or a worker reports (progress messages, kernel names, hostnames).
 MAX_LABEL_LENGTH = 200
 MAX_MESSAGE_LENGTH = 2000
+MAX_IDEMPOTENCY_KEY_LENGTH = 200
 # A seed is any 64-bit value torch and numpy accept.
 MAX_SEED = 2**63 - 1
+# How long finished jobs may be kept, in days: at most a century.
+MAX_RETENTION_DAYS = 36_500
+# A URL's scheme (RFC 3986, section 3.1: a letter, then letters, digits, '+', '-' or '.') followed by `://`.
+URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
 def _no_nul(value: str) -> str:
@@ -31,11 +38,38 @@ def _no_nul(value: str) -> str:
     return value
 
 
+def _printable_ascii(value: str) -> str:
+    # What an HTTP header carries as it is: no control characters, nothing a proxy might re-encode.
+    if not all(" " <= character <= "~" for character in value):
+        raise ValueError("must be printable ASCII characters only (space to '~')")
+    return value
+
+
+def refusing_urls(instead: str) -> AfterValidator:
+    """A check that a file or directory name is not written as a URL (`file:///…`, `https://…`, `s3://…`).
+
+    A worker reads only from the roots its operator configured; a URL could only be meant to fetch from
+    somewhere else, so it is refused with what to write `instead`.
+    """
+
+    def check(value: str) -> str:
+        if URL_START.match(value):
+            raise PydanticCustomError("url_not_accepted", f"URLs are not accepted; {instead}")
+        return value
+
+    return AfterValidator(check)
+
+
 NoNul = AfterValidator(_no_nul)
 DbId = Annotated[int, Field(ge=1, le=MAX_DB_ID)]
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_LENGTH), NoNul]
 Label = Annotated[str, Field(max_length=MAX_LABEL_LENGTH), NoNul]
 Message = Annotated[str, Field(max_length=MAX_MESSAGE_LENGTH), NoNul]
 Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+# A file or directory name in a spec; where it may point is the worker's decision (its roots).
+PathName = Annotated[str, Field(min_length=1, max_length=1024), NoNul]
+# A client's key for one submit (the `Idempotency-Key` header), as long as the jobs.idempotency_key column.
+IdempotencyKey = Annotated[str, Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_LENGTH),
+                           AfterValidator(_printable_ascii)]
 # A lease token is what `secrets.token_urlsafe(24)` makes (32 characters); 64 is the column's width.
 LeaseToken = Annotated[str, Field(min_length=1, max_length=64), NoNul]

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, model_validator
 
-from padbench.contract.bounds import NoNul
+from padbench.contract.bounds import NoNul, PathName, refusing_urls
 from padbench.contract.presets import MODEL_PRESETS, PresetName
 
 # Config keys are Python identifiers (transformers' config attributes); values are JSON scalars, short
@@ -41,7 +41,8 @@ class ModelSpec(BaseModel):
     # out take the config class's defaults.
     config: ArchitectureFields | None = None
     # A model directory; where it may point is the worker's decision (its roots), never the submitter's.
-    path: Annotated[str, Field(min_length=1, max_length=1024), NoNul] | None = None
+    path: Annotated[PathName, refusing_urls(
+        "name a local path (relative to the worker's model root) or a preset")] | None = None
     # Throughput does not depend on weight values, so random init is the default even for `path`.
     load_weights: bool = False
 

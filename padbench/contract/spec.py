@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from padbench.contract.bounds import Label, Name, NoNul, Seed
+from padbench.contract.bounds import Label, Name, PathName, Seed, refusing_urls
 from padbench.contract.model_spec import ModelSpec
 
 # torch's own names are accepted too and stored as the short name, so `dtype: bfloat16` and `dtype: bf16` are
@@ -75,8 +75,11 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-# A file, tokenizer or model directory name; where it may point is the worker's decision (its roots).
-PathName = Annotated[str, Field(min_length=1, max_length=1024), NoNul]
+DataSource = Annotated[PathName, refusing_urls(
+    "name a local file (relative to the worker's data root), an hf: data set (hf:NAME[:CONFIG[:SPLIT]]) or synthetic")]
+TokenizerName = Annotated[PathName, refusing_urls(
+    "name a local directory (relative to the worker's model or data root) or a tokenizer on the Hugging Face hub "
+    "(e.g. bert-base-uncased)")]
 # Seconds a person may ask one step to run before it counts as hung.
 TimeoutSeconds = Annotated[float, Field(gt=0, le=6 * 3600)]
 # A CPU stand-in for device memory: at most 1 TiB.
@@ -89,8 +92,8 @@ SeqLen = Annotated[int, Field(ge=1, le=1_048_576)]
 
 class DataSpec(StrictModel):
     # `hf:NAME[:CONFIG[:SPLIT]]`, a local .txt/.jsonl/.json/.parquet/.csv file, or `synthetic`.
-    source: PathName = "synthetic"
-    tokenizer: PathName | None = None
+    source: DataSource = "synthetic"
+    tokenizer: TokenizerName | None = None
     text_field: Label = "text"
     max_length: SeqLen = 640
     num_samples: Annotated[int, Field(ge=1, le=10_000_000)] = 2000

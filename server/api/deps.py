@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Path, Request, status
+from fastapi import Depends, Header, HTTPException, Path, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
-from padbench.contract.bounds import MAX_DB_ID
+from padbench.contract.api import IDEMPOTENCY_KEY_HEADER
+from padbench.contract.bounds import MAX_DB_ID, IdempotencyKey
 from padbench.server.api.auth_gate import gated_principal
 from padbench.server.core.config import Settings
 from padbench.server.core.security import Principal, Role, TokenStore
@@ -101,3 +102,11 @@ ReaderAuth = Annotated[Principal, Depends(require_any_role(Role.submitter, Role.
 ViewerAuth = Annotated[Principal, Depends(require_role(Role.viewer))]
 # An id in a URL: past the database's integer range it names nothing, so it is a 422, not a driver error.
 JobIdPath = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
+# A submit's `Idempotency-Key` header: a retry carrying the same key gets the job the first attempt created.
+IdempotencyKeyHeader = Annotated[IdempotencyKey | None, Header(
+    alias=IDEMPOTENCY_KEY_HEADER,
+    description="Any 1 to 200 printable ASCII characters, new for each job (a UUID, say) and the same on every "
+                "retry of that submit: a retry with the key answers 200 with the job the first attempt created "
+                "(and `Idempotent-Replayed: true`) instead of queuing it twice; the same key with another spec "
+                "is refused with 422. Keys are per submitter.",
+)]

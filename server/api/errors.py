@@ -40,6 +40,8 @@ DATABASE_RETRY_AFTER_SECONDS = 2
 
 
 def clean_location(location: tuple[Any, ...] | list[Any]) -> list[Any]:
+    if location[:1] in (("header",), ["header"]):
+        return list(location[:2])  # a header's name (e.g. Idempotency-Key) is the field, though no identifier
     # Union members and validators appear as labels like `constrained-int` or `function-after[…]`: not fields.
     parts = [part for part in location if isinstance(part, int) or str(part).isidentifier()]
     if parts and parts[0] == "body":

@@ -44,10 +44,12 @@ def finite_json(value: Any) -> Any:
     return value
 
 
-def worker_out(worker: Worker) -> WorkerOut:
+def worker_out(worker: Worker, running_job_id: int | None = None) -> WorkerOut:
     return WorkerOut(
         id=worker.id,
         name=worker.name,
         capabilities=Capabilities.model_validate(worker.capabilities),
         registered_at=worker.registered_at,
+        last_contact_at=worker.last_contact_at,
+        running_job_id=running_job_id,
     )

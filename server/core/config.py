@@ -14,6 +14,8 @@ import platformdirs
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from padbench.contract.bounds import MAX_RETENTION_DAYS
+
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
 
 
@@ -80,8 +82,11 @@ class Settings(BaseSettings):
     # /healthz answers 503 when the filesystem holding a SQLite database has less free space than this: a
     # full disk refuses new jobs and results (507), so the alarm should come first.
     min_free_disk_bytes: int = Field(default=256 * 1024 * 1024, ge=0)
+    # Finished jobs (succeeded, failed, cancelled) are removed, with their results, this many days after they
+    # ended; unset keeps them forever. Queued and running jobs are never removed.
+    retention_days: int | None = Field(default=None, ge=1, le=MAX_RETENTION_DAYS)
 
-    @field_validator("tokens_file", mode="before")
+    @field_validator("tokens_file", "retention_days", mode="before")
     @classmethod
     def _empty_means_unset(cls, value: object) -> object:
         return None if value == "" else value

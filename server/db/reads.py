@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, defer
 
+from padbench.contract.api import JobStatus
 from padbench.server.db.models import Job, JobResult, Worker
 
 
@@ -52,6 +53,14 @@ def list_jobs(
     return [JobRow(job, name) for job, name in rows], total
 
 
+def find_submitted_job(session: Session, *, submitter: str, idempotency_key: str) -> Job | None:
+    """The submitter's job created under `idempotency_key`, if any."""
+    return session.scalar(
+        select(Job).where(Job.submitter == submitter, Job.idempotency_key == idempotency_key)
+        .execution_options(populate_existing=True)
+    )
+
+
 def find_result(session: Session, job_id: int) -> dict[str, Any] | None:
     return session.scalar(select(JobResult.result).where(JobResult.job_id == job_id))
 
@@ -62,3 +71,19 @@ def find_worker(session: Session, worker_id: int) -> Worker | None:
 
 def find_worker_by_name(session: Session, name: str) -> Worker | None:
     return session.scalar(select(Worker).where(Worker.name == name))
+
+
+@dataclass(frozen=True)
+class WorkerRow:
+    worker: Worker
+    running_job_id: int | None
+
+
+def list_workers(session: Session) -> list[WorkerRow]:
+    """Every registered worker, oldest first, with the job it runs now (the newest, should there be two)."""
+    running = (
+        select(func.max(Job.id)).where(Job.worker_id == Worker.id, Job.status == JobStatus.running.value)
+        .correlate(Worker).scalar_subquery()
+    )
+    rows = session.execute(select(Worker, running).order_by(Worker.id)).all()
+    return [WorkerRow(worker, job_id) for worker, job_id in rows]

@@ -1,14 +1,15 @@
-"""Worker registration (workers are not jobs: their rows change outside `padbench.server.queue`)."""
+"""Worker registration and last contact (workers are not jobs: their rows change outside
+`padbench.server.queue`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import insert, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
 from padbench.server.db.clock import db_now
-from padbench.server.db.models import Worker
+from padbench.server.db.models import Job, Worker
 from padbench.server.db.reads import find_worker_by_name
 
 
@@ -27,7 +28,8 @@ def register_worker(
     if existing is None:
         worker = session.scalars(
             insert(Worker)
-            .values(name=name, principal=principal, capabilities=capabilities, registered_at=db_now())
+            .values(name=name, principal=principal, capabilities=capabilities, registered_at=db_now(),
+                    last_contact_at=db_now())
             .returning(Worker)
         ).one()
         return worker, True
@@ -35,7 +37,24 @@ def register_worker(
         raise WorkerNameTaken(name)
     worker = session.scalars(
         update(Worker).where(Worker.id == existing.id)
-        .values(capabilities=capabilities, registered_at=db_now())
+        .values(capabilities=capabilities, registered_at=db_now(), last_contact_at=db_now())
         .returning(Worker).execution_options(synchronize_session=False, populate_existing=True)
     ).one()
     return worker, False
+
+
+def record_contact(session: Session, worker_id: int) -> None:
+    """The worker spoke to the server just now (a claim, found work or not): it is alive even when idle."""
+    session.execute(
+        update(Worker).where(Worker.id == worker_id).values(last_contact_at=db_now())
+        .execution_options(synchronize_session=False)
+    )
+
+
+def record_lease_holder_contact(session: Session, job_id: int, lease_token: str) -> None:
+    """As `record_contact`, for the worker holding `lease_token` on job `job_id` (a heartbeat names no worker)."""
+    holder = select(Job.worker_id).where(Job.id == job_id, Job.lease_token == lease_token).scalar_subquery()
+    session.execute(
+        update(Worker).where(Worker.id == holder).values(last_contact_at=db_now())
+        .execution_options(synchronize_session=False)
+    )

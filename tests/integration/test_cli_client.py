@@ -9,16 +9,20 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import threading
 import time
 from pathlib import Path
 
 import pytest
 import yaml
+from sqlalchemy import update
 
 from padbench.cli import main
 from padbench.contract.api import Capabilities, LeaseOut
 from padbench.contract.results import JOB_RESULT_ADAPTER
+from padbench.server.db.clock import db_now
+from padbench.server.db.models import Job
 from padbench.worker.supervisor.api import WorkerApi
 from tests.integration.conftest import LiveServer, result_document
 from tests.unit.test_report_compare import faster_copy
@@ -161,3 +165,36 @@ def test_the_token_can_come_from_a_file_kept_out_of_ps(cli, live_server: LiveSer
     assert cli("list")[0] == 0
     code, _, err = cli("list", "--token-file", str(tmp_path / "missing"))
     assert code == 2 and "--token-file" in err and "cannot read it" in err
+
+
+# --- the fleet: workers and pruning -------------------------------------------------------------------
+
+def test_workers_shows_each_worker_with_its_last_contact_and_running_job(cli, live_server: LiveServer,
+                                                                       spec_file: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    job_id = cli("submit", str(spec_file))[1].split()[1]
+    claim_one(live_server)
+    code, _, err = cli("workers")
+    assert code == 1 and "HTTP 403" in err  # a submitter token
+    monkeypatch.setenv("PADBENCH_TOKEN", live_server.tokens["viewer"])
+    code, out, _ = cli("workers")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["NAME", "DEVICE", "GPU", "LAST", "CONTACT", "RUNNING", "JOB"]
+    assert re.fullmatch(rf"cli-test-worker\s+cpu\s+-\s+\d+ s ago\s+{job_id}", lines[1])
+    assert lines[2] == "(1 registered)"
+
+
+def test_prune_removes_old_finished_jobs_for_admins_only(cli, live_server: LiveServer, spec_file: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    old, kept = (cli("submit", str(spec_file))[1].split()[1] for _ in range(2))
+    assert cli("cancel", old)[0] == 0
+    with live_server.database.write.begin() as session:  # fake time in SQL: it ended 40 days ago
+        session.execute(update(Job).where(Job.id == int(old)).values(finished_at=db_now(-40 * 24 * 3600)))
+    code, _, err = cli("prune", "--older-than-days", "30")
+    assert code == 1 and "HTTP 403" in err
+    monkeypatch.setenv("PADBENCH_TOKEN", live_server.tokens["admin"])
+    code, _, err = cli("prune", "--older-than-days", "0")
+    assert code == 2 and "--older-than-days must be from 1 to 36500" in err
+    code, out, _ = cli("prune", "--older-than-days", "30")
+    assert code == 0 and out.strip() == "removed 1 job(s) that finished more than 30 days ago"
+    assert [line.split()[0] for line in cli("list")[1].splitlines()[1:-1]] == [kept]

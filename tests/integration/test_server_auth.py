@@ -1,6 +1,6 @@
 """Every endpoint's authentication and authorisation: 401 without or with a bad token, 403 for the wrong
-role, and through for the right one (admins may do everything; viewers read jobs, results and metrics and
-change nothing). `/healthz` needs no token.
+role, and through for the right one (admins may do everything; viewers read jobs, results, workers and
+metrics and change nothing). `/healthz` needs no token.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ ENDPOINTS: list[tuple[str, str, dict[str, Any] | None, set[str]]] = [
     ("GET", "/v1/jobs/1", None, READERS),
     ("GET", "/v1/jobs/1/results", None, READERS),
     ("POST", "/v1/jobs/1/cancel", None, SUBMITTERS),
+    ("POST", "/v1/jobs/prune", {"older_than_days": 30}, {"admin"}),
     ("POST", "/v1/workers", {"name": "w", "capabilities": {"device": "cpu"}}, WORKERS),
-    ("GET", "/v1/workers", None, {"admin"}),
+    ("GET", "/v1/workers", None, {"viewer", "admin"}),
     ("POST", "/v1/leases", {"worker_id": 1}, WORKERS),
     ("POST", "/v1/leases/1/heartbeat", LEASE_BODY, WORKERS),
     ("POST", "/v1/leases/1/complete", {**LEASE_BODY, "result": {"kind": "attention"}}, WORKERS),

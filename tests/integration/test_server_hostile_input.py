@@ -143,6 +143,14 @@ def test_file_names_leaving_the_worker_roots_are_422_naming_the_field(live_serve
         assert fine.status_code == 201
 
 
+def test_a_model_written_as_a_url_is_422_naming_the_field(live_server: LiveServer) -> None:
+    with live_server.client("submitter") as user:
+        response = user.post("/v1/jobs", json={"spec": {**SPEC, "model": "file:///etc"}})
+        assert response.status_code == 422 and locations(response) == {"spec.model.path"}
+        assert "URLs are not accepted; name a local path" in response.json()["detail"][0]["msg"]
+        assert user.get("/v1/jobs").json()["total"] == 0
+
+
 def test_a_job_over_the_cost_limits_is_422(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'db.sqlite3'}"
     with serve(url, tmp_path, max_job_tokens=1000) as server, server.client("submitter") as user:

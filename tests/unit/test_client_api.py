@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import datetime, timezone
 from typing import Any
 
@@ -42,6 +43,30 @@ def test_submit_sends_the_spec_under_spec_with_the_bearer_token() -> None:
     assert seen[0].url.path == "/v1/jobs"
     assert seen[0].headers["authorization"] == "Bearer t0ken"
     assert json.loads(seen[0].content) == {"spec": {"kind": "padding"}}
+    assert uuid.UUID(seen[0].headers["idempotency-key"]).version == 4
+
+
+class RetryingClient(PadbenchClient):
+    """Sends every request twice, as a session does that retries after an answer was lost."""
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        super().request(method, path, **kwargs)
+        return super().request(method, path, **kwargs)
+
+
+def test_each_submit_has_its_own_idempotency_key_and_a_retry_repeats_it() -> None:
+    keys: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        keys.append(request.headers["idempotency-key"])
+        return httpx.Response(201, json={"id": 3, "status": "queued"})
+
+    with RetryingClient("http://padbench.test", "t0ken", transport=httpx.MockTransport(handler)) as client:
+        client.submit({"kind": "padding"})
+        client.submit({"kind": "padding"})
+        client.submit({"kind": "padding"}, idempotency_key="my-own-key")
+    assert keys[0] == keys[1] and keys[2] == keys[3] and keys[0] != keys[2]
+    assert keys[4:] == ["my-own-key", "my-own-key"]
 
 
 def test_a_422_becomes_one_line_naming_the_field() -> None:

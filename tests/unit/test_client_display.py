@@ -1,16 +1,16 @@
-"""What people see: the progress line, a job's status, and the job list."""
+"""What people see: the progress line, a job's status, the job list and the worker list."""
 
 from __future__ import annotations
 
 import io
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from rich.console import Console
 
-from padbench.client.display import format_page, format_status, page_table
+from padbench.client.display import format_age, format_page, format_status, format_workers, page_table, workers_table
 from padbench.client.progress import ProgressBar, describe_progress
-from padbench.contract.api import JobOut, JobPage
+from padbench.contract.api import JobOut, JobPage, WorkerOut
 
 CREATED = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
 
@@ -76,3 +76,30 @@ def test_on_a_terminal_the_list_is_a_rich_table_coloured_by_status() -> None:
     console = Console(file=io.StringIO(), width=120)
     console.print(table)
     assert "seed" in console.file.getvalue() and "(2 shown, 1-2 of 2)" in console.file.getvalue()
+
+
+def worker(name: str, **fields: Any) -> WorkerOut:
+    base = {"id": 1, "name": name, "capabilities": {"device": "cpu"}, "registered_at": CREATED}
+    return WorkerOut.model_validate(base | fields)
+
+
+def test_ages_read_in_their_largest_whole_unit() -> None:
+    ago = [format_age(CREATED - timedelta(seconds=seconds), CREATED) for seconds in (3, 59, 60, 7199, 7200, 90_000)]
+    assert ago == ["3 s ago", "59 s ago", "1 min ago", "1 h ago", "2 h ago", "1 d ago"]
+    assert format_age(CREATED + timedelta(seconds=2), CREATED) == "0 s ago"  # a clock slightly ahead
+    assert format_age(None, CREATED) == "never"
+
+
+def test_the_worker_list_shows_device_gpu_last_contact_and_running_job() -> None:
+    gpu = {"device": "cuda", "gpu_name": "NVIDIA H100 80GB HBM3", "gpu_memory_bytes": 85_045_460_992}
+    workers = [worker("h100-0", capabilities=gpu, last_contact_at=CREATED - timedelta(seconds=3), running_job_id=12),
+               worker("cpu-box")]
+    lines = format_workers(workers, CREATED).splitlines()
+    assert lines[0].split() == ["NAME", "DEVICE", "GPU", "LAST", "CONTACT", "RUNNING", "JOB"]
+    assert lines[1].split() == ["h100-0", "cuda", "NVIDIA", "H100", "80GB", "HBM3", "(79", "GiB)", "3", "s", "ago",
+                                "12"]
+    assert lines[2].split() == ["cpu-box", "cpu", "-", "never", "-"]
+    assert lines[3] == "(2 registered)"
+    drawn = io.StringIO()
+    Console(file=drawn, width=120).print(workers_table(workers, CREATED))
+    assert "NVIDIA H100 80GB HBM3 (79 GiB)" in drawn.getvalue() and "3 s ago" in drawn.getvalue()

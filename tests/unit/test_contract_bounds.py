@@ -107,3 +107,40 @@ def test_a_list_of_batch_sizes_multiplies_the_estimate() -> None:
     curve = parse_job_spec({"data": {"num_samples": 100, "max_length": 64}, "measurement": {"repeats": 1},
                             "batch_size": ["auto", 800]})
     assert job_cost(curve).tokens == 2 * job_cost(one).tokens  # each strategy at each size
+
+
+URLS = ["file:///etc", "http://example.org/model", "https://host/x.txt", "s3://bucket/key", "HF://org/name",
+        "git+ssh://host/repo"]
+# (where the name goes in a spec, the field its error names)
+NAMED_FILES: list[tuple[Any, str]] = [
+    (lambda url: {"model": url}, "model.path"),
+    (lambda url: {"model": {"path": url}}, "model.path"),
+    (lambda url: {"data": {"source": url, "tokenizer": "bert-base-uncased"}}, "data.source"),
+    (lambda url: {"data": {"tokenizer": url}}, "data.tokenizer"),
+]
+
+
+@pytest.mark.parametrize("url", URLS)
+@pytest.mark.parametrize(("document", "field"), NAMED_FILES, ids=[field for _, field in NAMED_FILES])
+def test_urls_are_refused_wherever_a_spec_names_a_file(document: Any, field: str, url: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        parse_job_spec(document(url))
+    assert error_locations(refused.value) == {field}
+    assert refused.value.errors()[0]["msg"].startswith("URLs are not accepted; name a local ")
+
+
+def test_the_model_refusal_says_what_to_write_instead() -> None:
+    with pytest.raises(ValidationError) as refused:
+        parse_job_spec({"model": "file:///etc"})
+    assert refused.value.errors()[0]["msg"] == ("URLs are not accepted; name a local path (relative to the "
+                                                "worker's model root) or a preset")
+
+
+@pytest.mark.parametrize("document", [
+    {"model": "meta-llama/Llama-3.2-1B"},  # a hub ID is a name, not a URL
+    {"model": "models/qwen:latest"},
+    {"data": {"source": "hf:wikitext:wikitext-103-raw-v1:train", "tokenizer": "org/tokenizer"}},
+    {"data": {"source": "corpora/http_logs.txt", "tokenizer": "bert-base-uncased"}},
+])
+def test_names_that_only_resemble_urls_are_kept(document: dict[str, Any]) -> None:
+    parse_job_spec(document)

@@ -47,3 +47,15 @@ def test_loopback_detection() -> None:
 def test_postgresql_urls_use_psycopg3() -> None:
     assert normalize_database_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
     assert normalize_database_url("sqlite:///x.db") == "sqlite:///x.db"
+
+
+def test_retention_is_off_unless_set_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PADBENCH_RETENTION_DAYS", raising=False)
+    assert Settings().retention_days is None
+    monkeypatch.setenv("PADBENCH_RETENTION_DAYS", "")
+    assert Settings().retention_days is None
+    monkeypatch.setenv("PADBENCH_RETENTION_DAYS", "90")
+    assert Settings().retention_days == 90
+    for days in (0, 36_501):
+        with pytest.raises(ValidationError, match="retention_days"):
+            Settings(retention_days=days)

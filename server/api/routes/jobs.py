@@ -1,20 +1,40 @@
-"""Jobs, for submitters: submit, list, read, read results, cancel. Submitters see only their own jobs;
-admins see all. Someone else's job answers 404, exactly like a job that does not exist.
+"""Jobs, for submitters: submit, list, read, read results, cancel; for admins also prune. Submitters see
+only their own jobs; admins see all. Someone else's job answers 404, exactly like a job that does not exist.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, HTTPException, Query, Response, status
 from fastapi.responses import JSONResponse
+from sqlalchemy.orm import Session
 
-from padbench.contract.api import JobCreate, JobCreated, JobOut, JobPage, JobStatus
+from padbench.contract.api import (
+    IDEMPOTENCY_KEY_HEADER,
+    REPLAYED_HEADER,
+    JobCreate,
+    JobCreated,
+    JobOut,
+    JobPage,
+    JobsPrune,
+    JobsPruned,
+    JobStatus,
+)
 from padbench.contract.bounds import MAX_DB_ID
 from padbench.contract.results import JobResult
 from padbench.contract.spec import JOB_SPEC_ADAPTER
 from padbench.server import queue
-from padbench.server.api.deps import JobIdPath, ReaderAuth, ReadSessionDep, SessionDep, SettingsDep, SubmitterAuth
+from padbench.server.api.deps import (
+    AdminAuth,
+    IdempotencyKeyHeader,
+    JobIdPath,
+    ReaderAuth,
+    ReadSessionDep,
+    SessionDep,
+    SettingsDep,
+    SubmitterAuth,
+)
 from padbench.server.api.errors import HTTP_UNPROCESSABLE
 from padbench.server.api.transactions import UnitOfWorkRoute
 from padbench.server.api.views import finite_json, job_out, job_summary
@@ -35,8 +55,20 @@ def not_found(job_id: int) -> HTTPException:
     return HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} not found")
 
 
-@router.post("", status_code=status.HTTP_201_CREATED)
-def submit_job(body: JobCreate, session: SessionDep, settings: SettingsDep, principal: SubmitterAuth) -> JobCreated:
+REPLAY_RESPONSE = {
+    "model": JobCreated,
+    "description": "A retry: this submitter already sent the same spec with this `Idempotency-Key`; the body "
+                   "names the job that first request created (and its status now). Nothing new is queued.",
+    "headers": {REPLAYED_HEADER: {"description": "`true`", "schema": {"type": "string"}}},
+}
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, responses={200: REPLAY_RESPONSE})
+def submit_job(body: JobCreate, response: Response, session: SessionDep, settings: SettingsDep,
+               principal: SubmitterAuth, idempotency_key: IdempotencyKeyHeader = None) -> JobCreated:
+    """Queue a job (201). Send an `Idempotency-Key` header to make retrying safe: a retry of the same submit
+    with the same key answers 200 with the job the first attempt created, whether or not that attempt's
+    answer arrived, and never queues a second one."""
     spec = body.spec
     refused_paths = path_errors(spec)
     if refused_paths:
@@ -44,16 +76,43 @@ def submit_job(body: JobCreate, session: SessionDep, settings: SettingsDep, prin
     too_costly = over_limits(spec, max_tokens=settings.max_job_tokens, max_flops=settings.max_job_flops)
     if too_costly is not None:
         raise HTTPException(HTTP_UNPROCESSABLE, [{"loc": ["spec"], "msg": too_costly, "type": "job_too_costly"}])
+    document = JOB_SPEC_ADAPTER.dump_python(spec, mode="json")
     job_id = queue.insert_job(
         session,
         kind=spec.kind,
         name=spec.name,
-        spec=JOB_SPEC_ADAPTER.dump_python(spec, mode="json"),
+        spec=document,
         submitter=principal.name,
         max_attempts=settings.max_attempts,
         requirements=job_requirements(spec),
+        idempotency_key=idempotency_key,
     )
+    if job_id is None:
+        assert idempotency_key is not None  # only a known key inserts nothing
+        response.status_code = status.HTTP_200_OK
+        response.headers[REPLAYED_HEADER] = "true"
+        return replayed_submit(session, principal.name, idempotency_key, document)
     return JobCreated(id=job_id, status=JobStatus.queued)
+
+
+def replayed_submit(session: Session, submitter: str, idempotency_key: str, spec: dict[str, Any]) -> JobCreated:
+    """The job an earlier submit created under this key; 422 when that submit was of another spec."""
+    job = reads.find_submitted_job(session, submitter=submitter, idempotency_key=idempotency_key)
+    if job is None:  # PostgreSQL: retention removed it between the INSERT and this read
+        raise HTTPException(status.HTTP_409_CONFLICT, f"{IDEMPOTENCY_KEY_HEADER}: the job submitted with this key "
+                            "was removed while this request ran; submit again")
+    if job.spec != spec:
+        reason = f"already used for job {job.id} with a different spec; send a new key for a new job"
+        raise HTTPException(HTTP_UNPROCESSABLE, [{"loc": ["header", IDEMPOTENCY_KEY_HEADER], "msg": reason,
+                                                  "type": "idempotency_key_reused"}])
+    return JobCreated(id=job.id, status=JobStatus(job.status))
+
+
+@router.post("/prune")
+def prune_jobs(body: JobsPrune, session: SessionDep, principal: AdminAuth) -> JobsPruned:
+    """Remove the jobs that finished (succeeded, failed or cancelled) more than `older_than_days` ago, with
+    their results; queued and running jobs stay, however old. Admin tokens only."""
+    return JobsPruned(removed=queue.delete_finished_jobs(session, older_than_days=body.older_than_days))
 
 
 @router.get("")

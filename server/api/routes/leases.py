@@ -35,6 +35,7 @@ from padbench.server.api.views import job_out
 from padbench.server.core.security import Principal
 from padbench.server.db import reads
 from padbench.server.db.models import Worker
+from padbench.server.db.workers import record_contact, record_lease_holder_contact
 from padbench.server.requirements import offered_capabilities
 
 router = APIRouter(prefix="/leases", tags=["leases"], route_class=UnitOfWorkRoute)
@@ -80,6 +81,7 @@ def require_lease_holder(session: Session, job_id: int, lease_token: str, princi
 @router.post("", response_model=LeaseOut, responses={204: {"description": "No queued job this worker can run"}})
 def claim(body: LeaseRequest, session: SessionDep, settings: SettingsDep, principal: WorkerAuth) -> LeaseOut | Response:
     worker = owned_worker(session, body.worker_id, principal)
+    record_contact(session, worker.id)  # an idle worker polling for work is alive
     queue.requeue_expired_leases(session)  # expired leases first, so their jobs can be claimed right now
     offered = offered_capabilities(Capabilities.model_validate(worker.capabilities))
     job = queue.claim_next_job(session, worker_id=worker.id, offered=offered, lease_seconds=settings.lease_seconds)
@@ -97,6 +99,7 @@ def heartbeat(job_id: JobIdPath, body: Heartbeat, session: SessionDep, settings:
                                    progress=body.progress, message=body.message)
     if extension is None:
         raise lease_conflict(session, job_id)
+    record_lease_holder_contact(session, job_id, body.lease_token)
     return HeartbeatAck(cancel_requested=extension.cancel_requested, lease_expires_at=extension.lease_expires_at)
 
 

@@ -1,15 +1,15 @@
-"""Workers: register (name and capabilities); admins can list them."""
+"""Workers: register (name and capabilities); admins and viewers list them, with each one's last contact and
+the job it runs now."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Response, status
-from sqlalchemy import select
 
 from padbench.contract.api import WorkerOut, WorkerRegister
-from padbench.server.api.deps import AdminAuth, ReadSessionDep, SessionDep, WorkerAuth
+from padbench.server.api.deps import ReadSessionDep, SessionDep, ViewerAuth, WorkerAuth
 from padbench.server.api.transactions import UnitOfWorkRoute
 from padbench.server.api.views import worker_out
-from padbench.server.db.models import Worker
+from padbench.server.db import reads
 from padbench.server.db.workers import WorkerNameTaken, register_worker
 
 router = APIRouter(prefix="/workers", tags=["workers"], route_class=UnitOfWorkRoute)
@@ -32,5 +32,7 @@ def register(body: WorkerRegister, response: Response, session: SessionDep, prin
 
 
 @router.get("")
-def list_workers(session: ReadSessionDep, principal: AdminAuth) -> list[WorkerOut]:
-    return [worker_out(worker) for worker in session.scalars(select(Worker).order_by(Worker.id))]
+def list_workers(session: ReadSessionDep, principal: ViewerAuth) -> list[WorkerOut]:
+    """Every registered worker: its capabilities, last contact (registration, claim or heartbeat) and the job
+    it runs now, if any."""
+    return [worker_out(row.worker, row.running_job_id) for row in reads.list_workers(session)]
