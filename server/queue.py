@@ -4,8 +4,17 @@ Rules the statements keep (after procrastinate and Oban):
 - Time comes from the database clock (`db_now`), never from Python's.
 - A claim is one atomic `UPDATE … WHERE id = (SELECT … LIMIT 1 [FOR UPDATE SKIP LOCKED]) RETURNING …`;
   attempts are counted at claim time, so a job that crashes its worker every time runs out of attempts.
-- Everything a lease holder does is fenced by the lease token AND an unexpired deadline: a worker whose
-  lease expired (and perhaps went to someone else) changes nothing; its caller answers 409.
+  Each claim's lease is recorded in `job_attempts` in the same transaction; a released lease gives its
+  attempt back and its record with it, so `jobs.attempts` counts exactly the recorded attempts.
+- A result is a GPU run's worth of measurement, so it is accepted from ANY recorded attempt of the job,
+  even one whose lease expired or went to another worker, as long as the job has no result yet and has
+  not ended otherwise (a job failed only because its last lease expired still takes it). One fenced UPDATE
+  decides: the first result wins; a later one changes nothing and its caller answers 409.
+- A heartbeat is fenced by the lease token alone (the reaper clears the token when it takes a lease away),
+  so a lease past its deadline that nobody took yet is simply extended; the job's latest attempt may also
+  resume its lease when the reaper took it but nobody claimed the job again.
+- fail, release and cancelled are fenced by the lease token AND an unexpired deadline: a worker whose
+  lease expired (and perhaps went to someone else) changes nothing there; its caller answers 409.
 - The reaper is one idempotent UPDATE; running it twice changes nothing the second time.
 - A submit with an idempotency key is one `INSERT … ON CONFLICT DO NOTHING`: two racing retries of the same
   submit cannot both create a job, and neither needs an error (which would abort a PostgreSQL transaction).
@@ -38,7 +47,7 @@ from sqlalchemy.orm import Session, aliased
 
 from padbench.contract.api import JobStatus
 from padbench.server.db.clock import db_now
-from padbench.server.db.models import Job, JobRequirement, JobResult
+from padbench.server.db.models import Job, JobAttempt, JobRequirement, JobResult
 
 QUEUED, RUNNING = JobStatus.queued.value, JobStatus.running.value
 SUCCEEDED, FAILED, CANCELLED = JobStatus.succeeded.value, JobStatus.failed.value, JobStatus.cancelled.value
@@ -55,14 +64,32 @@ class LeaseExtension:
     lease_expires_at: datetime
 
 
+def _is_lease(job_id: int, lease_token: str) -> ColumnElement[bool]:
+    """The job runs under exactly this lease, whatever its deadline: the reaper clears the token when it acts."""
+    return and_(Job.id == job_id, Job.status == RUNNING, Job.lease_token == lease_token)
+
+
 def _holds_lease(job_id: int, lease_token: str) -> ColumnElement[bool]:
     """The fencing condition: the job is running under exactly this lease, and the lease has not expired."""
-    return and_(
-        Job.id == job_id,
-        Job.status == RUNNING,
-        Job.lease_token == lease_token,
-        Job.lease_expires_at > db_now(),
-    )
+    return and_(_is_lease(job_id, lease_token), Job.lease_expires_at > db_now())
+
+
+def _is_attempt(job_id: int, lease_token: str) -> ColumnElement[bool]:
+    """`lease_token` is one of the job's leases: the current one, or any attempt recorded for the job."""
+    recorded = exists().where(JobAttempt.job_id == job_id, JobAttempt.lease_token == lease_token)
+    return or_(Job.lease_token == lease_token, recorded)
+
+
+def _attempt_worker(lease_token: str) -> ColumnElement[Any]:
+    """The worker the lease `lease_token` was granted to (the job's own worker while that lease is current)."""
+    granted = select(JobAttempt.worker_id).where(JobAttempt.lease_token == lease_token).scalar_subquery()
+    return case((Job.lease_token == lease_token, Job.worker_id), else_=granted)
+
+
+# Taken off its worker by the reaper for missed heartbeats alone: requeued, or failed with no attempt left.
+_REAPED = or_(Job.status == QUEUED, and_(Job.status == FAILED, Job.error == LEASE_EXPIRED_ERROR))
+# Still without a result and not ended by anyone's decision: a result from any attempt is welcome.
+_AWAITS_RESULT = or_(Job.status == RUNNING, _REAPED)
 
 
 def insert_job(
@@ -119,31 +146,73 @@ def claim_next_job(session: Session, *, worker_id: int, offered: Collection[str]
         .returning(Job)
         .execution_options(**PLAIN_UPDATE)
     )
-    return session.scalars(statement).one_or_none()
+    job = session.scalars(statement).one_or_none()
+    if job is not None:
+        session.execute(insert(JobAttempt).values(lease_token=job.lease_token, job_id=job.id, worker_id=worker_id,
+                                                  claimed_at=db_now()))
+    return job
+
+
+def _progress_values(progress: float | None, message: str | None) -> dict[str, Any]:
+    """Only what the heartbeat carries: a beat without progress keeps the last progress shown."""
+    given = {"progress": progress, "progress_message": message}
+    return {column: value for column, value in given.items() if value is not None}
+
+
+def _extension(session: Session, statement: Update) -> LeaseExtension | None:
+    row = session.execute(
+        statement.returning(Job.cancel_requested, Job.lease_expires_at).execution_options(**PLAIN_UPDATE)
+    ).one_or_none()
+    return None if row is None else LeaseExtension(bool(row.cancel_requested), row.lease_expires_at)
 
 
 def extend_lease(
     session: Session, job_id: int, lease_token: str, *, lease_seconds: float,
     progress: float | None, message: str | None,
 ) -> LeaseExtension | None:
-    """A heartbeat: push the deadline out and record progress. None when the lease is not (or no longer) held."""
-    values: dict[str, Any] = {"lease_expires_at": db_now(lease_seconds)}
-    if progress is not None:
-        values["progress"] = progress
-    if message is not None:
-        values["progress_message"] = message
-    row = session.execute(
-        update(Job).where(_holds_lease(job_id, lease_token)).values(**values)
-        .returning(Job.cancel_requested, Job.lease_expires_at).execution_options(**PLAIN_UPDATE)
-    ).one_or_none()
-    return None if row is None else LeaseExtension(bool(row.cancel_requested), row.lease_expires_at)
+    """A heartbeat: push the deadline out and record progress. None when the job does not run under this lease.
+
+    A deadline that passed is extended too while the reaper has not acted: nobody else can hold the job then.
+    """
+    return _extension(session, update(Job).where(_is_lease(job_id, lease_token))
+                      .values(lease_expires_at=db_now(lease_seconds), **_progress_values(progress, message)))
+
+
+def resume_lease(
+    session: Session, job_id: int, lease_token: str, *, lease_seconds: float,
+    progress: float | None, message: str | None,
+) -> LeaseExtension | None:
+    """A heartbeat from the job's latest attempt after the reaper took its lease away (requeued, or failed
+    with no attempt left) and before anyone claimed the job again: the job runs on under the same lease,
+    so it is not run twice. The attempt was counted when it was claimed and is not counted again.
+
+    The reaper acts on missed heartbeats alone (an overloaded server, a network outage); a worker that is
+    still beating is still running the job. None when the lease cannot be resumed.
+    """
+    mine, other = aliased(JobAttempt, name="mine"), aliased(JobAttempt, name="other")
+    claimed_later = exists().where(other.job_id == job_id, other.claimed_at > mine.claimed_at)
+    is_latest_attempt = exists().where(mine.job_id == job_id, mine.lease_token == lease_token, ~claimed_later)
+    statement = (
+        update(Job).where(Job.id == job_id, _REAPED, is_latest_attempt)
+        .values(status=RUNNING, worker_id=_attempt_worker(lease_token), lease_token=lease_token,
+                lease_expires_at=db_now(lease_seconds), error=None, finished_at=None,
+                **_progress_values(progress, message))
+    )
+    return _extension(session, statement)
 
 
 def complete_job(session: Session, job_id: int, lease_token: str, result: dict[str, Any]) -> bool:
-    """Mark the job succeeded and store its result; False (nothing stored) when the lease is not held."""
-    finished = (update(Job).where(_holds_lease(job_id, lease_token))
-                .values(status=SUCCEEDED, progress=1.0, finished_at=db_now(), lease_token=None, lease_expires_at=None))
-    return _end_with_result(session, job_id, finished, result)
+    """Mark the job succeeded and store its result, reported under any of its attempts' leases; False
+    (nothing stored) when the lease is none of the job's or the job has a result or ended otherwise.
+
+    The first result wins: the status condition lets exactly one report through. The job is then the
+    reporting attempt's, and the current lease (another worker's, perhaps) is cleared, so that worker's
+    next heartbeat is refused and it stops its run.
+    """
+    finished = (update(Job).where(Job.id == job_id, _AWAITS_RESULT, _is_attempt(job_id, lease_token))
+                .values(status=SUCCEEDED, progress=1.0, error=None, finished_at=db_now(),
+                        worker_id=_attempt_worker(lease_token), lease_token=None, lease_expires_at=None))
+    return _end_with_result(session, job_id, lease_token, finished, result)
 
 
 def cancel_with_partial_result(session: Session, job_id: int, lease_token: str, error: str,
@@ -156,14 +225,16 @@ def cancel_with_partial_result(session: Session, job_id: int, lease_token: str, 
     """
     cancelled = (update(Job).where(_holds_lease(job_id, lease_token), Job.cancel_requested)
                  .values(status=CANCELLED, error=error, finished_at=db_now(), lease_token=None, lease_expires_at=None))
-    return _end_with_result(session, job_id, cancelled, result)
+    return _end_with_result(session, job_id, lease_token, cancelled, result)
 
 
-def _end_with_result(session: Session, job_id: int, ending: Update, result: dict[str, Any]) -> bool:
-    """Run `ending` (the fenced UPDATE that ends the job) and, only when it matched, store `result` for the job."""
+def _end_with_result(session: Session, job_id: int, lease_token: str, ending: Update, result: dict[str, Any]) -> bool:
+    """Run `ending` (the fenced UPDATE that ends the job) and, only when it matched, store `result` for the
+    job with the lease that reported it."""
     if session.execute(ending.returning(Job.id).execution_options(**PLAIN_UPDATE)).first() is None:
         return False
-    session.execute(insert(JobResult).values(job_id=job_id, result=result, created_at=db_now()))
+    session.execute(insert(JobResult).values(job_id=job_id, result=result, lease_token=lease_token,
+                                             created_at=db_now()))
     return True
 
 
@@ -181,8 +252,9 @@ def fail_job(session: Session, job_id: int, lease_token: str, error: str, traceb
 def release_job(session: Session, job_id: int, lease_token: str) -> bool:
     """The worker gives the job back unfinished (it is shutting down): queued again, attempt returned.
 
-    Giving the attempt back is deliberate: a graceful shutdown is not the job's fault. A job whose cancel
-    was requested ends `cancelled` instead of going back to the queue.
+    Giving the attempt back is deliberate: a graceful shutdown is not the job's fault. Its record goes
+    with it, so the released lease can neither resume the job nor report for it. A job whose cancel was
+    requested ends `cancelled` instead of going back to the queue.
     """
     statement = (
         update(Job).where(_holds_lease(job_id, lease_token))
@@ -193,7 +265,10 @@ def release_job(session: Session, job_id: int, lease_token: str) -> bool:
                 lease_token=None, lease_expires_at=None, progress=None, progress_message=None)
         .execution_options(**PLAIN_UPDATE)
     )
-    return _rowcount(session, statement) == 1
+    if _rowcount(session, statement) != 1:
+        return False
+    session.execute(delete(JobAttempt).where(JobAttempt.lease_token == lease_token))
+    return True
 
 
 def request_cancel(session: Session, job_id: int, *, submitter: str | None) -> str | None:

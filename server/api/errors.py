@@ -15,12 +15,13 @@ from __future__ import annotations
 import logging
 from typing import Any, get_args
 
-from fastapi import FastAPI, Request, status
+from fastapi import FastAPI, HTTPException, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
+from padbench.contract.api import JobStatus, LeaseConflictOut
 from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
 from padbench.server.db.failures import DatabaseFailure, classify
 from padbench.specfile import did_you_mean
@@ -83,7 +84,22 @@ async def database_error_handler(request: Request, exc: Exception) -> JSONRespon
                         headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)})
 
 
+class LeaseConflict(HTTPException):
+    """409 on a lease call; the body says the job's status next to the reason (`LeaseConflictOut`)."""
+
+    def __init__(self, detail: str, job_status: str) -> None:
+        super().__init__(status.HTTP_409_CONFLICT, detail)
+        self.job_status = JobStatus(job_status)
+
+
+async def lease_conflict_handler(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, LeaseConflict)
+    body = LeaseConflictOut(detail=exc.detail, job_status=exc.job_status)
+    return JSONResponse(status_code=exc.status_code, content=body.model_dump(mode="json"))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error_handler)
     app.add_exception_handler(DBAPIError, database_error_handler)
     app.add_exception_handler(PoolTimeoutError, database_error_handler)
+    app.add_exception_handler(LeaseConflict, lease_conflict_handler)

@@ -105,8 +105,9 @@ class JobRequirement(Base):
 
 
 class JobAttempt(Base):
-    """Every lease ever granted for a job. A result reported under an expired lease is still this job's
-    measurement: the token proves which job it belongs to even after the lease went back to the queue.
+    """Every lease granted for a job and not given back (a release returns the attempt, and its row with
+    it). A result reported under an expired lease is still this job's measurement: the token proves which
+    job it belongs to even after the lease went back to the queue.
     """
 
     __tablename__ = "job_attempts"

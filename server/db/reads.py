@@ -9,7 +9,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, defer
 
 from padbench.contract.api import JobStatus
-from padbench.server.db.models import Job, JobResult, Worker
+from padbench.server.db.models import Job, JobAttempt, JobResult, Worker
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,19 @@ def find_submitted_job(session: Session, *, submitter: str, idempotency_key: str
 
 def find_result(session: Session, job_id: int) -> dict[str, Any] | None:
     return session.scalar(select(JobResult.result).where(JobResult.job_id == job_id))
+
+
+def find_result_lease(session: Session, job_id: int) -> str | None:
+    """The lease whose report the job's stored result is; None without a result (or from before leases were kept)."""
+    return session.scalar(select(JobResult.lease_token).where(JobResult.job_id == job_id))
+
+
+def find_lease_worker(session: Session, job_id: int, lease_token: str) -> int | None:
+    """The worker that `lease_token`, one of the job's leases (any attempt's), was granted to; None when it is
+    none of the job's leases."""
+    recorded = select(JobAttempt.worker_id).where(JobAttempt.job_id == job_id, JobAttempt.lease_token == lease_token)
+    current = select(Job.worker_id).where(Job.id == job_id, Job.lease_token == lease_token)
+    return session.scalar(recorded) or session.scalar(current)
 
 
 def find_worker(session: Session, worker_id: int) -> Worker | None:

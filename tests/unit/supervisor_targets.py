@@ -51,6 +51,13 @@ def return_non_result(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]
     return {"echo": spec}
 
 
+def fail_after_progress(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    """Reports progress (so a heartbeat goes out), works a little longer, then fails."""
+    ctx.progress(0.5, "half way")
+    time.sleep(1.5)
+    raise RuntimeError("lost the device")
+
+
 def raise_error(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
     raise ValueError(f"no such strategy in {spec}")
 

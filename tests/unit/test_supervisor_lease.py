@@ -7,9 +7,10 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import httpx
+import pytest
 
-from padbench.contract.api import LeaseOut
-from padbench.worker.supervisor.api import WorkerApi
+from padbench.contract.api import JobStatus, LeaseOut
+from padbench.worker.supervisor.api import LeaseLost, WorkerApi
 from padbench.worker.supervisor.lease import MAX_BEAT_INTERVAL_S, MIN_BEAT_INTERVAL_S, LeaseKeeper, beat_interval
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
@@ -30,13 +31,15 @@ def test_the_heartbeat_period_is_a_third_of_the_lease_within_bounds() -> None:
     assert beat_interval(lease(6, aware=False), now=NOW) == 2.0  # naive timestamps are UTC
 
 
-def keeper_answering(status: int, cancel: bool = False) -> tuple[LeaseKeeper, list[dict]]:
+def keeper_answering(status: int, cancel: bool = False,
+                     job_status: str | None = None) -> tuple[LeaseKeeper, list[dict]]:
     bodies: list[dict] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
         bodies.append(json.loads(request.content))
         if status != 200:
-            return httpx.Response(status, json={"detail": "stale lease token"})
+            refusal = {"detail": "stale lease token"} | ({"job_status": job_status} if job_status else {})
+            return httpx.Response(status, json=refusal)
         return httpx.Response(200, json={"cancel_requested": cancel, "lease_expires_at": NOW.isoformat()})
 
     api = WorkerApi("http://padbench.test", "w", transport=httpx.MockTransport(handler))
@@ -57,13 +60,34 @@ def test_a_cancel_answer_sets_the_cancel_flag() -> None:
     assert keeper.cancel_requested.is_set()
 
 
-def test_a_409_means_the_lease_is_lost_and_a_5xx_is_transient() -> None:
-    lost, _ = keeper_answering(409)
+def test_a_409_for_an_ended_job_means_lost_and_a_5xx_is_transient() -> None:
+    lost, _ = keeper_answering(409, job_status="succeeded")
     lost.beat()
-    assert lost.lost.is_set()
+    assert lost.lost.is_set() and not lost.superseded.is_set()
+    unsaid, _ = keeper_answering(409)  # a server that does not say the job's status: as before, lost
+    unsaid.beat()
+    assert unsaid.lost.is_set()
     flaky, _ = keeper_answering(503)
     flaky.beat()
     assert not flaky.lost.is_set() and flaky.beats == 0
+
+
+def test_a_409_for_a_job_another_lease_holds_stops_the_beats_but_not_the_run() -> None:
+    keeper, bodies = keeper_answering(409, job_status="running")
+    keeper.beat()
+    assert keeper.superseded.is_set() and not keeper.lost.is_set()
+    keeper.update(0.5, "progress")
+    keeper.beat()
+    assert len(bodies) == 1  # asked once; the thread's loop ends on the flag too
+
+
+def test_lease_lost_carries_the_status_the_server_sent() -> None:
+    api = WorkerApi("http://padbench.test", "w", transport=httpx.MockTransport(lambda request: httpx.Response(
+        409, json={"detail": "lease_token: not the current lease", "job_status": "queued"})))
+    with pytest.raises(LeaseLost, match="HTTP 409: lease_token: not the current lease") as raised:
+        api.release(9, "tok")
+    assert raised.value.job_status is JobStatus.queued and not raised.value.job_ended
+    assert raised.value.status == 409
 
 
 def test_progress_wakes_the_thread_for_a_prompt_beat() -> None:

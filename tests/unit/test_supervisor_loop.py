@@ -27,9 +27,11 @@ class FakeServer:
 
     def __init__(self, heartbeat_status: int = 200, cancel: bool = False, jobs: list[dict[str, Any]] | None = None,
                  down_for_reports: int = 0, cancel_after_progress: bool = False,
-                 refuse: dict[str, int] | None = None):
+                 refuse: dict[str, int] | None = None, heartbeat_job_status: str | None = None):
         self.calls: list[tuple[str, Any]] = []
         self.heartbeat_status = heartbeat_status
+        # What a refused heartbeat says the job is now (the server's `job_status`); None says nothing.
+        self.heartbeat_job_status = heartbeat_job_status
         self.cancel = cancel
         # Cancel only once a heartbeat carries progress: the child has got that far.
         self.cancel_after_progress = cancel_after_progress
@@ -37,6 +39,7 @@ class FakeServer:
         self.jobs = list(jobs or [])
         # The first this-many complete/fail calls get 503, as from a proxy in front of a restarting server.
         self.down_for_reports = down_for_reports
+        self.when_down: Any = None  # called at each report answered 503, e.g. to stop the worker then
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         action = request.url.path.rsplit("/", 1)[-1]
@@ -52,7 +55,10 @@ class FakeServer:
             return httpx.Response(200, json=lease_body(self.jobs.pop(0)))
         if action == "heartbeat":
             if self.heartbeat_status != 200:
-                return httpx.Response(self.heartbeat_status, json={"detail": "not the current lease"})
+                refusal = {"detail": "not the current lease"}
+                if self.heartbeat_job_status is not None:
+                    refusal["job_status"] = self.heartbeat_job_status
+                return httpx.Response(self.heartbeat_status, json=refusal)
             progressed = body is not None and body["progress"] is not None
             cancel = self.cancel or (self.cancel_after_progress and progressed)
             return httpx.Response(200, json={"cancel_requested": cancel, "lease_expires_at": expires})
@@ -60,6 +66,8 @@ class FakeServer:
             return httpx.Response(self.refuse[action], json={"detail": f"{action} refused"})
         if action in ("complete", "fail") and self.down_for_reports > 0:
             self.down_for_reports -= 1
+            if self.when_down is not None:
+                self.when_down()
             return httpx.Response(503, json={"detail": "restarting"})
         return httpx.Response(204)
 
@@ -144,12 +152,27 @@ def test_finished_rows_the_server_refuses_still_end_the_job_cancelled() -> None:
     assert "cancelled on request" in server.last("fail")["error"]
 
 
-def test_a_lost_lease_kills_the_child_and_reports_nothing(tmp_path: Path) -> None:
-    server = FakeServer(heartbeat_status=409)
+@pytest.mark.parametrize("job_status", ["succeeded", "cancelled", "failed", None])
+def test_a_heartbeat_saying_the_job_ended_kills_the_child_and_reports_nothing(tmp_path: Path,
+                                                                              job_status: str | None) -> None:
+    server = FakeServer(heartbeat_status=409, heartbeat_job_status=job_status)  # None: a server that does not say
     pid_file = tmp_path / "pid"
     run_one(server, "run_until_killed", {"pid_file": str(pid_file)})
     assert not process_alive(int(pid_file.read_text()))
     assert server.actions()[-1] == "heartbeat"
+
+
+def test_a_heartbeat_saying_another_worker_holds_the_job_leaves_the_child_to_finish_and_report() -> None:
+    server = FakeServer(heartbeat_status=409, heartbeat_job_status="running")
+    run_one(server, "finish_with_progress", {"kind": "padding"})
+    assert server.actions() == ["heartbeat", "complete"]  # beats stop at the first 409; the result still goes
+    assert server.last("complete")["lease_token"] == "lease-abc"
+
+
+def test_a_failure_under_another_workers_lease_is_not_reported() -> None:
+    server = FakeServer(heartbeat_status=409, heartbeat_job_status="running")
+    run_one(server, "fail_after_progress", {"kind": "padding"})
+    assert server.actions() == ["heartbeat"]  # the other worker's run decides the job
 
 
 def test_a_timeout_is_a_failure_naming_the_limit(tmp_path: Path) -> None:
@@ -247,8 +270,10 @@ def test_a_report_the_server_does_not_answer_is_retried_and_the_result_kept_unti
 def test_a_result_unreported_when_the_worker_stopped_is_delivered_at_the_next_start(tmp_path: Path) -> None:
     outbox = tmp_path / "outbox"
     server = FakeServer(down_for_reports=1000)
-    sup = run_one(server, "finish_with_progress", {"kind": "padding"}, outbox_dir=outbox, report_retry_s=0.5,
-                  error_poll_max_s=0.1)
+    sup = supervisor(server, "finish_with_progress", outbox_dir=outbox, error_poll_max_s=0.1)
+    server.when_down = sup.request_stop  # stopped while the server is down: the retries end, the result stays
+    sup.run_lease(LeaseOut.model_validate(lease_body({"kind": "padding"})))
+    assert server.actions().count("complete") == 1 and "fail" not in server.actions()
     assert sup.outbox is not None and [p.job_id for p in sup.outbox.pending()] == [5]
     saved = next(outbox.glob("job-*.json"))
     assert saved.stat().st_mode & 0o777 == 0o600

@@ -1,20 +1,27 @@
 """The worker's httpx client for the worker endpoints: register, claim a lease, heartbeat, report.
 
 The lease token travels only in request bodies, never in a URL (URLs end up in access logs). A 409 on
-any lease call means this worker no longer holds the lease (it expired and went to someone else, or the
-job was finished elsewhere): that is `LeaseLost`, and the caller must drop the job without reporting.
+any lease call means this worker does not hold the job's lease now: that is `LeaseLost`, with the job's
+status the server sent along. A job that ended (succeeded, failed, cancelled) is over for this worker;
+a job another worker's lease holds is not: this worker's result, if it comes first, is still taken.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import httpx
+from pydantic import ValidationError
+
 from padbench.contract.api import (
+    API_PREFIX,
     Capabilities,
     Heartbeat,
     HeartbeatAck,
+    JobStatus,
     LeaseCancelled,
     LeaseComplete,
+    LeaseConflictOut,
     LeaseFail,
     LeaseOut,
     LeaseRelease,
@@ -23,7 +30,7 @@ from padbench.contract.api import (
     WorkerRegister,
 )
 from padbench.contract.bounds import MAX_MESSAGE_LENGTH
-from padbench.http import ApiError, ApiSession, parse_body
+from padbench.http import ApiError, ApiSession, error_from_response, parse_body
 
 HTTP_CONFLICT = 409
 HTTP_NO_CONTENT = 204
@@ -40,13 +47,43 @@ def storable(text: str, limit: int, keep_end: bool = False) -> str:
 
 
 class LeaseLost(ApiError):
-    """The server answered 409: another worker holds this job now, or it is already finished."""
+    """The server answered 409 to a lease call: the job ended, or another worker's lease holds it now.
+
+    `job_status` is the job's status as the server reported it with the 409 (None when it did not say).
+    """
+
+    def __init__(self, message: str, job_status: JobStatus | None = None) -> None:
+        super().__init__(message, status=HTTP_CONFLICT)
+        self.job_status = job_status
+
+    @property
+    def job_ended(self) -> bool:
+        """The job succeeded, failed or was cancelled: running it on is wasted. A server that does not say
+        refuses results from any lease but the current one, so an unknown status counts as ended."""
+        return self.job_status is None or self.job_status.is_final
+
+
+def raise_lease_lost(response: httpx.Response) -> None:
+    """An httpx response hook: a 409 to a lease call raises `LeaseLost` with the job status in its body."""
+    if response.status_code != HTTP_CONFLICT or not response.request.url.path.startswith(f"{API_PREFIX}/leases/"):
+        return
+    response.read()
+    try:
+        job_status: JobStatus | None = LeaseConflictOut.model_validate_json(response.content).job_status
+    except ValidationError:
+        job_status = None
+    raise LeaseLost(str(error_from_response(response)), job_status)
 
 
 class WorkerApi(ApiSession):
     # Each call retries a saturated server only briefly: the supervisor's loops (claiming, heartbeats,
     # reports) already retry with their own back-off, and a heartbeat thread must not hang in one call.
     default_retry_budget_s = 2.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A hook rather than a check after the call: ApiSession's error keeps the message, not the body.
+        self._http.event_hooks["response"].append(raise_lease_lost)
 
     def register(self, name: str, capabilities: Capabilities) -> WorkerOut:
         body = WorkerRegister(name=name, capabilities=capabilities)
@@ -85,9 +122,5 @@ class WorkerApi(ApiSession):
         self._lease_call(job_id, "release", LeaseRelease(lease_token=token).model_dump(mode="json"))
 
     def _lease_call(self, job_id: int, action: str, body: dict[str, Any]) -> Any:
-        try:
-            return self.request("POST", f"/leases/{job_id}/{action}", json=body)
-        except ApiError as error:
-            if error.status == HTTP_CONFLICT:
-                raise LeaseLost(str(error), status=error.status) from error
-            raise
+        """POST a lease call; a 409 raises `LeaseLost` (see `raise_lease_lost`)."""
+        return self.request("POST", f"/leases/{job_id}/{action}", json=body)

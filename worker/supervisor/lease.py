@@ -3,7 +3,11 @@
 The thread beats every ~lease/3 seconds so one lost request does not cost the lease, and sooner (at most
 once a second) when the child reports new progress, so people watching `padbench wait` see it promptly
 and a cancel is noticed within about a second of the next progress report. What the server answers is
-kept in two flags the run loop polls: `cancel_requested` and `lost` (409: someone else holds the job).
+kept in flags the run loop polls: `cancel_requested`; `lost` (409, the job ended: it succeeded from
+another attempt, failed or was cancelled, so the child is stopped); `superseded` (409, another worker's
+lease holds the job now: the beats stop, but the child runs on, since the first complete result wins and
+this one may still be first). A beat the server does not answer is no loss: the next may get through,
+and a lease past its deadline is extended, or resumed, as long as nobody else took the job.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class LeaseKeeper:
         self.interval_s = interval_s if interval_s is not None else beat_interval(lease)
         self.cancel_requested = threading.Event()
         self.lost = threading.Event()
+        self.superseded = threading.Event()
         self.beats = 0
         self._progress: tuple[float | None, str | None] = (None, None)
         self._lock = threading.Lock()
@@ -68,7 +73,7 @@ class LeaseKeeper:
 
     def _run(self) -> None:
         last_beat = time.monotonic()
-        while not self._done.is_set() and not self.lost.is_set():
+        while not self._done.is_set() and not self.lost.is_set() and not self.superseded.is_set():
             woken = self._wake.wait(timeout=max(0.0, last_beat + self.interval_s - time.monotonic()))
             if self._done.is_set():
                 return
@@ -81,13 +86,14 @@ class LeaseKeeper:
             last_beat = time.monotonic()
 
     def beat(self) -> None:
+        if self.lost.is_set() or self.superseded.is_set():
+            return  # the server said no already; beating on would only ask again
         with self._lock:
             progress, message = self._progress
         try:
             ack = self._api.heartbeat(self.job_id, self.token, progress, message)
         except LeaseLost as error:
-            log.warning("job %d: lease lost (%s); dropping it", self.job_id, error)
-            self.lost.set()
+            self._lost(error)
             return
         except ApiError as error:  # transient: the next beat may get through before the lease ends
             log.warning("job %d: heartbeat failed: %s", self.job_id, error)
@@ -96,3 +102,12 @@ class LeaseKeeper:
         if ack.cancel_requested and not self.cancel_requested.is_set():
             log.info("job %d: cancel requested", self.job_id)
             self.cancel_requested.set()
+
+    def _lost(self, error: LeaseLost) -> None:
+        if error.job_ended:
+            log.warning("job %d: the job ended elsewhere (%s); stopping its run", self.job_id, error)
+            self.lost.set()
+            return
+        log.warning("job %d: another worker's lease holds the job now (%s); heartbeats stop, the run goes on "
+                    "and its result is reported: the first complete result wins", self.job_id, error)
+        self.superseded.set()

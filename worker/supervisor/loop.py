@@ -2,14 +2,17 @@
 
 The parent never imports torch: the job runs through `run_in_child` (spawned, own process group, a
 wall-clock limit), and everything the parent does is HTTP. How each run ends decides the one call made
-to the server: a result → `complete`; a crash, OOM, error or timeout → `fail` with the child's error and
+to the server: a result → `complete`, whatever became of the lease meanwhile (the server takes the first
+result from any of the job's attempts); a crash, OOM, error or timeout → `fail` with the child's error and
 traceback; a cancel seen on a heartbeat → `cancelled` with the rows the job finished, marked partial (or,
-with none, `fail` saying so: the server records it as cancelled either way); a stop
-request (SIGTERM) → `release`, so another worker takes the job at once; a lost lease → nothing at all.
+with none, `fail` saying so: the server records it as cancelled either way); a stop request (SIGTERM) →
+`release`, so another worker takes the job at once. A heartbeat answered "the job ended" stops the child
+and nothing is reported; one answered "another worker's lease holds the job" leaves the child running,
+since its result may still be the first (see `lease.py`).
 
-A finished result is worth a GPU run, so it is saved in the outbox before it is reported, and a report the
-server does not answer (down, restarting) is retried with back-off while the heartbeats keep the lease;
-a result still unreported when the worker stops is delivered when it starts again.
+A finished result is worth a GPU run, so it is saved in the outbox before it is reported, and reported
+until the server answers for good (see `reporting.py`); a result still unreported when the worker stops
+is delivered when it starts again.
 """
 
 from __future__ import annotations
@@ -17,15 +20,11 @@ from __future__ import annotations
 import logging
 import tempfile
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from padbench.contract.api import Capabilities, LeaseComplete, LeaseOut
+from padbench.contract.api import Capabilities, LeaseOut
 from padbench.http import ApiError
 from padbench.worker.runtime.isolation import ChildReport, run_in_child
 from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S
@@ -33,7 +32,8 @@ from padbench.worker.supervisor.api import LeaseLost, WorkerApi
 from padbench.worker.supervisor.capabilities import gpu_environment
 from padbench.worker.supervisor.confine import PathRefused, confine_spec_paths
 from padbench.worker.supervisor.lease import LeaseKeeper
-from padbench.worker.supervisor.outbox import Outbox, PendingResult
+from padbench.worker.supervisor.outbox import Outbox
+from padbench.worker.supervisor.reporting import Reporter, Retrying
 
 log = logging.getLogger("padbench.worker")
 
@@ -50,7 +50,8 @@ class WorkerConfig:
     # Idle polling starts fast and backs off to this cap, so a new job is picked up within ~0.5 s.
     idle_poll_first_s: float = 0.05
     idle_poll_max_s: float = 0.5
-    # When the server is unreachable or erroring, back off further: nothing is lost by waiting.
+    # When the server is unreachable or erroring, back off further: nothing is lost by waiting. Also the
+    # longest wait between tries of a report the server did not answer (unless its Retry-After says more).
     error_poll_max_s: float = 5.0
     once: bool = False
     job_target: str = "padbench.worker.jobs:run_job"
@@ -59,8 +60,6 @@ class WorkerConfig:
     # The roots service jobs' file names resolve in (see padbench.worker.supervisor.confine).
     data_roots: tuple[Path, ...] = ()
     model_roots: tuple[Path, ...] = ()
-    # How long a report the server does not answer is retried (the heartbeats keep the lease meanwhile).
-    report_retry_s: float = 600.0
 
 
 class Backoff:
@@ -107,6 +106,8 @@ class Supervisor:
         self.outbox = Outbox(config.outbox_dir) if config.outbox_dir is not None else None
         # Shared with the signal handlers, which are installed before the supervisor exists.
         self._stop = stop_event or threading.Event()
+        # A stop request also ends a report's retries: the outbox keeps the result for the next start.
+        self.reporter = Reporter(api, self.outbox, Retrying(self._stop.wait, config.error_poll_max_s))
 
     def request_stop(self) -> None:
         """Called from the SIGTERM handler: finish no new work, release what we hold."""
@@ -179,10 +180,9 @@ class Supervisor:
             try:
                 self._settle(lease, report, keeper, partials.latest)
             except LeaseLost as error:
-                log.warning("job %d: lease lost before the report (%s); dropping it", job.id, error)
+                log.warning("job %d: the server takes no report under this lease now (%s)", job.id, error)
             except ApiError as error:
-                # The lease will expire and the job go back to the queue (or fail once attempts are spent);
-                # a saved result is offered again when the worker next starts.
+                # Only a stop request or a refusal ends the retries; a saved result is offered again at the next start.
                 log.error("job %d: could not report to the server: %s", job.id, error)
         return report
 
@@ -203,92 +203,21 @@ class Supervisor:
     def _settle(self, lease: LeaseOut, report: ChildReport, keeper: LeaseKeeper,
                 partial: dict[str, Any] | None) -> None:
         job_id, token = lease.job.id, lease.lease_token
-        if report.outcome == "ok":
-            self._complete(job_id, token, report, keeper)
+        if report.outcome == "ok":  # whoever holds the lease now: the first result wins
+            self.reporter.complete(job_id, token, report.value)
         elif keeper.lost.is_set():
-            log.warning("job %d: lease lost while running; the child was stopped", job_id)
+            log.warning("job %d: the job ended elsewhere; the child was stopped", job_id)
+        elif keeper.superseded.is_set():
+            log.warning("job %d: %s, and another worker's lease holds the job: its run decides; nothing reported",
+                        job_id, report.outcome)
         elif keeper.cancel_requested.is_set():
-            self._report_cancel(job_id, token, keeper, partial)
+            self.reporter.cancelled(job_id, token, partial)
         elif self.stopping:
             log.info("job %d: stopping; releasing the lease", job_id)
             self.api.release(job_id, token)
         else:
-            self._retrying(keeper, lambda: self.api.fail(
-                job_id, token, f"{report.outcome}: {report.error}", report.traceback))
-
-    def _report_cancel(self, job_id: int, token: str, keeper: LeaseKeeper, partial: dict[str, Any] | None) -> None:
-        """Stopped on a cancel: the rows the job finished go to the server, marked partial. Without rows, or
-        with rows the server refuses outright, the job just ends cancelled."""
-        if partial is not None:
-            try:
-                self._retrying(keeper, lambda: self.api.cancelled(job_id, token, partial))
-                return
-            except ValidationError as error:
-                log.error("job %d: the finished rows do not match the result contract (%s)", job_id, error)
-            except ApiError as error:
-                if error.is_transient or isinstance(error, LeaseLost):
-                    raise
-                log.error("job %d: the server refused the finished rows (%s)", job_id, error)
-        self._retrying(keeper, lambda: self.api.fail(
-            job_id, token, "cancelled on request; the job's child process was stopped", None))
-
-    def _complete(self, job_id: int, token: str, report: ChildReport, keeper: LeaseKeeper) -> None:
-        try:
-            # Checked here, before anything is sent: a result that is not valid JSON for the contract (NaN,
-            # a wrong type) fails the job with the reason instead of escaping the loop.
-            LeaseComplete.model_validate({"lease_token": token, "result": report.value}).model_dump_json()
-        except (ValidationError, ValueError, TypeError) as error:
-            reason = f"the job's result does not match the result contract: {error}"
-            self._retrying(keeper, lambda: self.api.fail(job_id, token, reason, None))
-            return
-        pending = PendingResult(job_id, token, report.value)
-        if self.outbox is not None:
-            self.outbox.save(pending)
-        try:
-            self._retrying(keeper, lambda: self.api.complete(job_id, token, report.value))
-        except ApiError as error:
-            if error.is_transient:
-                raise  # kept in the outbox for the next start
-            self._forget(job_id)
-            if isinstance(error, LeaseLost):
-                raise
-            rejection = f"the server rejected the job's result: {error}"
-            self._retrying(keeper, lambda: self.api.fail(job_id, token, rejection, None))
-            return
-        self._forget(job_id)
-
-    def _forget(self, job_id: int) -> None:
-        if self.outbox is not None:
-            self.outbox.remove(job_id)
-
-    def _retrying(self, keeper: LeaseKeeper, call: Callable[[], Any]) -> None:
-        """`call()`, retried with back-off while the server does not answer and the lease is not known lost."""
-        backoff = Backoff(0.5, self.config.error_poll_max_s)
-        deadline = time.monotonic() + self.config.report_retry_s
-        while True:
-            try:
-                call()
-                return
-            except ApiError as error:
-                if not error.is_transient or keeper.lost.is_set() or time.monotonic() > deadline:
-                    raise
-                log.warning("job %d: reporting failed (%s); retrying", keeper.job_id, error)
-                time.sleep(backoff.next())
+            self.reporter.fail(job_id, token, f"{report.outcome}: {report.error}", report.traceback)
 
     def deliver_saved_results(self) -> None:
-        """Results saved by an earlier run of this worker: report each once; keep those the server cannot take now."""
-        if self.outbox is None or not self.outbox.directory.is_dir():
-            return
-        for pending in self.outbox.pending():
-            try:
-                self.api.complete(pending.job_id, pending.lease_token, pending.result)
-            except ApiError as error:
-                if error.is_transient:
-                    log.warning("job %d: saved result not delivered yet (%s)", pending.job_id, error)
-                    continue
-                log.warning("job %d: saved result refused (%s); dropping it", pending.job_id, error)
-            except ValidationError as error:
-                log.error("job %d: saved result no longer matches the contract (%s)", pending.job_id, error)
-            else:
-                log.info("job %d: saved result delivered", pending.job_id)
-            self.outbox.remove(pending.job_id)
+        """Results an earlier run of this worker saved but could not report (see `Reporter.deliver_saved`)."""
+        self.reporter.deliver_saved()

@@ -1,11 +1,15 @@
 """Leases, for workers: claim the next job, then heartbeat, complete, fail or release it; a job stopped on a
 cancel request after finishing some rows reports them (`cancelled`), marked partial.
 
-The lease token travels in the body, never the URL. Anything presented with a token that is not the
-job's current, unexpired lease changes nothing and gets 409: the job was reclaimed, finished or
-cancelled in the meantime, and a late ("zombie") result must not overwrite the real one. A token that IS
-the current lease but was granted to a worker of another worker token gets 403: a leaked or guessed lease
-token is not enough to speak for someone else's worker.
+The lease token travels in the body, never the URL. A result (`complete`) is taken under any lease the job
+was ever granted, expired or taken over included: the first result wins, a retry of the report that won
+answers 204 again, and any later one gets 409. A heartbeat extends the job's current lease, or resumes the
+lease the reaper took from the job's latest attempt if nobody claimed the job since. fail, release and
+cancelled count only under the job's current, unexpired lease. Every 409 says the job's status
+(`job_status`): a worker stops its run when the job has ended, and runs on when another worker's lease
+holds it (its result may still be the first). A token that is one of the job's leases but was granted to
+a worker of another worker token gets 403: a leaked or guessed lease token is not enough to speak for
+someone else's worker.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from padbench.contract.api import (
     Capabilities,
     Heartbeat,
     HeartbeatAck,
+    JobStatus,
     LeaseCancelled,
     LeaseComplete,
     LeaseFail,
@@ -29,7 +34,7 @@ from padbench.contract.api import (
 from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
 from padbench.server import queue
 from padbench.server.api.deps import JobIdPath, SessionDep, SettingsDep, WorkerAuth
-from padbench.server.api.errors import HTTP_UNPROCESSABLE
+from padbench.server.api.errors import HTTP_UNPROCESSABLE, LeaseConflict
 from padbench.server.api.transactions import UnitOfWorkRoute
 from padbench.server.api.views import job_out
 from padbench.server.core.security import Principal
@@ -46,10 +51,10 @@ def lease_conflict(session: Session, job_id: int) -> HTTPException:
     row = reads.find_job(session, job_id, submitter=None)
     if row is None:
         return HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} not found")
-    return HTTPException(
-        status.HTTP_409_CONFLICT,
+    return LeaseConflict(
         f"lease_token: not the current lease of job {job_id} (status {row.job.status}); the lease expired "
-        "or the job was finished, cancelled or reclaimed",
+        "or the job was finished, cancelled or claimed by another worker",
+        row.job.status,
     )
 
 
@@ -63,15 +68,15 @@ def owned_worker(session: Session, worker_id: int, principal: Principal) -> Work
 
 
 def require_lease_holder(session: Session, job_id: int, lease_token: str, principal: Principal) -> None:
-    """403 when `lease_token` is job `job_id`'s current lease but its worker belongs to another token.
+    """403 when `lease_token` is one of job `job_id`'s leases but its worker belongs to another token.
 
-    The lease token names exactly one claim and the claim one worker, so checking here, in the same
-    transaction as the fenced UPDATE that follows, cannot race with a new claim.
+    The lease token names exactly one claim and the claim one worker, for good, so this check cannot
+    race with a new claim.
     """
-    row = reads.find_job(session, job_id, submitter=None)
-    if row is None or row.job.lease_token != lease_token or row.job.worker_id is None:
-        return  # not the current lease: the fenced UPDATE answers 409 (or 404)
-    worker = reads.find_worker(session, row.job.worker_id)
+    worker_id = reads.find_lease_worker(session, job_id, lease_token)
+    if worker_id is None:
+        return  # none of the job's leases: the fenced UPDATE answers 409 (or 404)
+    worker = reads.find_worker(session, worker_id)
     if worker is not None and worker.principal != principal.name and not principal.is_admin:
         raise HTTPException(
             status.HTTP_403_FORBIDDEN, f"lease_token: job {job_id}'s lease was granted to another worker token"
@@ -97,6 +102,9 @@ def heartbeat(job_id: JobIdPath, body: Heartbeat, session: SessionDep, settings:
     require_lease_holder(session, job_id, body.lease_token, principal)
     extension = queue.extend_lease(session, job_id, body.lease_token, lease_seconds=settings.lease_seconds,
                                    progress=body.progress, message=body.message)
+    if extension is None:  # not the current lease: perhaps the latest attempt's, reaped and not claimed since
+        extension = queue.resume_lease(session, job_id, body.lease_token, lease_seconds=settings.lease_seconds,
+                                       progress=body.progress, message=body.message)
     if extension is None:
         raise lease_conflict(session, job_id)
     record_lease_holder_contact(session, job_id, body.lease_token)
@@ -106,8 +114,23 @@ def heartbeat(job_id: JobIdPath, body: Heartbeat, session: SessionDep, settings:
 @router.post("/{job_id}/complete", status_code=status.HTTP_204_NO_CONTENT)
 def complete(job_id: JobIdPath, body: LeaseComplete, session: SessionDep, principal: WorkerAuth) -> None:
     result = storable_result(session, job_id, body.lease_token, body.result, principal)
-    if not queue.complete_job(session, job_id, body.lease_token, result):
-        raise lease_conflict(session, job_id)
+    if queue.complete_job(session, job_id, body.lease_token, result):
+        return
+    conflict = completion_conflict(session, job_id, body.lease_token)
+    if conflict is not None:
+        raise conflict
+
+
+def completion_conflict(session: Session, job_id: int, lease_token: str) -> HTTPException | None:
+    """Why a result was not taken; None when the job's result IS this lease's report: a retry whose first
+    answer was lost gets the same answer (204) again."""
+    conflict = lease_conflict(session, job_id)
+    if not isinstance(conflict, LeaseConflict) or conflict.job_status is not JobStatus.succeeded:
+        return conflict
+    if reads.find_result_lease(session, job_id) == lease_token:
+        return None
+    return LeaseConflict(f"lease_token: job {job_id} already has a result from another attempt; this one is "
+                         "not kept", JobStatus.succeeded.value)
 
 
 @router.post("/{job_id}/cancelled", status_code=status.HTTP_204_NO_CONTENT)
@@ -139,8 +162,8 @@ def cancel_conflict(session: Session, job_id: int, lease_token: str) -> HTTPExce
     """409 for rows reported while no cancel was requested; otherwise as for any stale lease."""
     row = reads.find_job(session, job_id, submitter=None)
     if row is not None and row.job.lease_token == lease_token and not row.job.cancel_requested:
-        return HTTPException(status.HTTP_409_CONFLICT, f"job {job_id} has no cancel request: a running job "
-                             "reports its whole result (complete) or its failure (fail), never partial rows")
+        return LeaseConflict(f"job {job_id} has no cancel request: a running job reports its whole result "
+                             "(complete) or its failure (fail), never partial rows", row.job.status)
     return lease_conflict(session, job_id)
 
 

@@ -1,0 +1,157 @@
+"""Reporting how a job's run ended, retried until the server answers for good.
+
+A finished result is worth a GPU run. It is saved in the outbox before it is reported, and reported until
+the server answers for good: 204 (stored), 409 (another attempt's result came first, or the job was
+cancelled: nothing more to do) or another 4xx (refused: the job is failed with the reason). No answer, a
+5xx or a 429 is tried again after a growing, jittered delay (or as long as the server's Retry-After
+says) for as long as it takes: the server takes a result from any of the job's attempts, so neither the
+clock nor a lost heartbeat makes it worthless. Only a stop request ends the retries early; the result
+then stays in the outbox and is offered again, a bounded number of times, when the worker next starts.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import random
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from padbench.contract.api import LeaseComplete
+from padbench.http import ApiError
+from padbench.worker.supervisor.api import LeaseLost, WorkerApi
+from padbench.worker.supervisor.outbox import Outbox, PendingResult
+
+log = logging.getLogger("padbench.worker")
+
+HTTP_TOO_MANY_REQUESTS = 429
+FIRST_RETRY_S = 0.5
+# A Retry-After beyond this is a misconfigured proxy's, not a plan: the report is tried again sooner.
+MAX_RETRY_AFTER_S = 600.0
+# A saved result is offered this many times at start-up; one the server cannot take yet waits for the next.
+SAVED_RESULT_TRIES = 5
+
+
+def worth_retrying(error: ApiError) -> bool:
+    """No answer, a server error or "too many requests": the same report may well be taken later."""
+    return error.is_transient or error.status == HTTP_TOO_MANY_REQUESTS
+
+
+class Retrying:
+    """Runs a report until the server answers for good.
+
+    `wait(seconds)` waits between tries and returns True when the worker is stopping (the signature of
+    `threading.Event.wait`); `jitter()` is a number in [0, 1) that spreads the delays of many workers
+    retrying against one recovering server.
+    """
+
+    def __init__(self, wait: Callable[[float], bool], max_delay_s: float,
+                 jitter: Callable[[], float] = random.random) -> None:
+        self.wait = wait
+        self.max_delay_s = max_delay_s
+        self.jitter = jitter
+
+    def delay(self, failures: int, error: ApiError) -> float:
+        """How long to wait after the `failures`-th failed try: the server's Retry-After where it sent one,
+        else exponential back-off with "equal jitter" (half fixed, half random: never zero, never in step)."""
+        retry_after = getattr(error, "retry_after", None)
+        if retry_after is not None:
+            return min(max(float(retry_after), 0.0), MAX_RETRY_AFTER_S)
+        ceiling = min(FIRST_RETRY_S * 2.0 ** min(failures - 1, 30), self.max_delay_s)
+        return ceiling / 2 + ceiling / 2 * self.jitter()
+
+    def run(self, call: Callable[[], Any], *, what: str, tries: int | None = None) -> None:
+        """`call()` until it returns or fails for good; the last error is raised once `tries` are spent
+        (None: never) or the worker is stopping."""
+        for failures in itertools.count(1):
+            try:
+                call()
+                return
+            except ApiError as error:
+                if not worth_retrying(error) or (tries is not None and failures >= tries):
+                    raise
+                delay = self.delay(failures, error)
+                log.warning("%s: reporting failed (%s); trying again in %.1f s", what, error, delay)
+                if self.wait(delay):
+                    raise
+
+
+class Reporter:
+    """The reports a run ends with: its result, the rows a cancel kept, or its failure."""
+
+    def __init__(self, api: WorkerApi, outbox: Outbox | None, retrying: Retrying) -> None:
+        self.api = api
+        self.outbox = outbox
+        self.retrying = retrying
+
+    def complete(self, job_id: int, token: str, result: Any) -> None:
+        """Report the result; raises the last ApiError only when the worker stops before the server answered."""
+        try:
+            # Checked here, before anything is sent: a result that is not valid JSON for the contract (NaN,
+            # a wrong type) fails the job with the reason instead of escaping the loop.
+            LeaseComplete.model_validate({"lease_token": token, "result": result}).model_dump_json()
+        except (ValidationError, ValueError, TypeError) as error:
+            self.fail(job_id, token, f"the job's result does not match the result contract: {error}", None)
+            return
+        if self.outbox is not None:
+            self.outbox.save(PendingResult(job_id, token, result))
+        try:
+            self.retrying.run(lambda: self.api.complete(job_id, token, result), what=f"job {job_id}'s result")
+        except LeaseLost as error:
+            log.warning("job %d: the server keeps another attempt's result, or the job was cancelled (%s); "
+                        "this one is dropped", job_id, error)
+        except ApiError as error:
+            if worth_retrying(error):
+                raise  # stopping: the outbox keeps the result for the next start
+            self._forget(job_id)
+            self.fail(job_id, token, f"the server rejected the job's result: {error}", None)
+            return
+        else:
+            log.info("job %d: result reported", job_id)
+        self._forget(job_id)
+
+    def cancelled(self, job_id: int, token: str, partial: dict[str, Any] | None) -> None:
+        """Stopped on a cancel: the rows the job finished go to the server, marked partial. Without rows, or
+        with rows the server refuses outright, the job just ends cancelled."""
+        if partial is not None:
+            try:
+                self.retrying.run(lambda: self.api.cancelled(job_id, token, partial),
+                                  what=f"job {job_id}'s finished rows")
+                return
+            except ValidationError as error:
+                log.error("job %d: the finished rows do not match the result contract (%s)", job_id, error)
+            except ApiError as error:
+                if worth_retrying(error) or isinstance(error, LeaseLost):
+                    raise
+                log.error("job %d: the server refused the finished rows (%s)", job_id, error)
+        self.fail(job_id, token, "cancelled on request; the job's child process was stopped", None)
+
+    def fail(self, job_id: int, token: str, error: str, traceback: str | None) -> None:
+        self.retrying.run(lambda: self.api.fail(job_id, token, error, traceback), what=f"job {job_id}'s failure")
+
+    def deliver_saved(self) -> None:
+        """Results an earlier run of this worker could not report: each is offered again a few times, and
+        kept for the next start when the server still cannot take it."""
+        if self.outbox is None or not self.outbox.directory.is_dir():
+            return
+        for pending in self.outbox.pending():
+            send = functools.partial(self.api.complete, pending.job_id, pending.lease_token, pending.result)
+            try:
+                self.retrying.run(send, what=f"job {pending.job_id}'s saved result", tries=SAVED_RESULT_TRIES)
+            except ApiError as error:
+                if worth_retrying(error):
+                    log.warning("job %d: saved result not delivered yet (%s); kept", pending.job_id, error)
+                    continue
+                log.warning("job %d: saved result not taken (%s); dropping it", pending.job_id, error)
+            except ValidationError as error:
+                log.error("job %d: saved result no longer matches the contract (%s)", pending.job_id, error)
+            else:
+                log.info("job %d: saved result delivered", pending.job_id)
+            self.outbox.remove(pending.job_id)
+
+    def _forget(self, job_id: int) -> None:
+        if self.outbox is not None:
+            self.outbox.remove(job_id)
