@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, select, update
 
 from padbench.server import queue
 from padbench.server.db.clock import db_now
@@ -22,7 +22,7 @@ DAY = 24 * 3600.0
 
 
 def finish_one_of_each(database: Database) -> dict[str, int]:
-    """A succeeded job (with its result and an attempt), a failed and a cancelled one, one queued, one running."""
+    """A succeeded job (with its result and its attempt), a failed and a cancelled one, one queued, one running."""
     ids = {name: submit(database, SPEC) for name in ("succeeded", "failed", "running", "cancelled", "queued")}
     worker = add_worker(database, "w")
     with database.write.begin() as session:
@@ -33,8 +33,6 @@ def finish_one_of_each(database: Database) -> dict[str, int]:
         with database.write.begin() as session:
             if name == "succeeded":
                 assert queue.complete_job(session, job.id, job.lease_token, result_document(SPEC))
-                session.execute(insert(JobAttempt).values(lease_token=job.lease_token, job_id=job.id,
-                                                          worker_id=worker[0], claimed_at=db_now()))
             elif name == "failed":
                 assert queue.fail_job(session, job.id, job.lease_token, "oom: out of memory", None)
     return ids
@@ -61,11 +59,12 @@ def test_old_finished_jobs_go_with_their_results_requirements_and_attempts(queue
     ids = finish_one_of_each(queue_db)
     age_jobs(queue_db, 8, *ids.values())
     assert remaining(queue_db, JobResult.job_id) == {ids["succeeded"]}
-    assert remaining(queue_db, JobAttempt.job_id) == {ids["succeeded"]}
+    assert remaining(queue_db, JobAttempt.job_id) == {ids["succeeded"], ids["failed"], ids["running"]}
     assert prune(queue_db, 7) == 3
     assert remaining(queue_db, Job.id) == {ids["queued"], ids["running"]}
     assert remaining(queue_db, JobRequirement.job_id) == {ids["queued"], ids["running"]}
-    assert remaining(queue_db, JobResult.job_id) == remaining(queue_db, JobAttempt.job_id) == set()
+    assert remaining(queue_db, JobResult.job_id) == set()
+    assert remaining(queue_db, JobAttempt.job_id) == {ids["running"]}
     assert prune(queue_db, 7) == 0  # idempotent
 
 

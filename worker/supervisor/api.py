@@ -76,9 +76,9 @@ def raise_lease_lost(response: httpx.Response) -> None:
 
 
 class WorkerApi(ApiSession):
-    # Each call retries a saturated server only briefly: the supervisor's loops (claiming, heartbeats,
-    # reports) already retry with their own back-off, and a heartbeat thread must not hang in one call.
-    default_retry_budget_s = 2.0
+    # No retries inside a call: the supervisor's loops (claiming, heartbeats, reports) retry with their own
+    # back-off and Retry-After, and a heartbeat thread must not hang in one call.
+    default_retry_budget_s = 0.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
