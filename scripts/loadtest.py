@@ -7,9 +7,10 @@ Not a test: it prints figures. From the repository root:
 
 It starts a real `padbench server` subprocess on loopback (a fresh SQLite file in a temporary directory unless
 `--database-url` names a database, which it empties first) and, for each client count, runs for `--seconds`:
-- N clients, each sending requests back to back on its own connection, as people running `padbench wait`,
-  `padbench list` and the dashboard do: 80 % `GET /v1/jobs/{id}`, 10 % `GET /v1/jobs?limit=20`, 10 %
-  `POST /v1/jobs` (each submit with its own Idempotency-Key);
+- N clients, each on its own connection, pausing `--think-s` between requests (0.5 s, as `padbench wait`
+  polls; 0 sends back to back, a stress test), doing what people running `padbench wait`, `padbench list`
+  and the dashboard do: 80 % `GET /v1/jobs/{id}`, 10 % `GET /v1/jobs?limit=20`, 10 % `POST /v1/jobs`
+  (each submit with its own Idempotency-Key);
 - one worker holding a job: it claims, heartbeats every second, and completes the job when the period ends.
 Latency is client-side wall time per request. Errors are any 5xx, 429, timeout or refused connection; a 503
 with Retry-After (the server saying it is saturated) is counted apart, since clients retry it.
@@ -21,6 +22,7 @@ import argparse
 import asyncio
 import os
 import random
+import ssl
 import sys
 import tempfile
 import time
@@ -60,8 +62,11 @@ def outcome_of(response: httpx.Response) -> str:
 
 
 async def one_client(http: httpx.AsyncClient, headers: dict[str, str], job_ids: list[int], stop_at: float,
-                     tally: Tally) -> None:
+                     tally: Tally, think_s: float) -> None:
+    await asyncio.sleep(random.uniform(0, think_s))  # people do not start in step
     while time.perf_counter() < stop_at:
+        if think_s:
+            await asyncio.sleep(think_s)
         draw = random.random()
         started = time.perf_counter()
         try:
@@ -95,7 +100,14 @@ class WorkerRun:
 
 
 async def hold_a_job(url: str, token: str, stop_at: float, run: WorkerRun) -> None:
-    """A worker's traffic: claim a job, heartbeat every second until `stop_at`, then report a result."""
+    try:
+        await worker_traffic(url, token, stop_at, run)
+    except httpx.HTTPError as error:
+        run.completed = f"lost: a worker call failed ({type(error).__name__})"
+
+
+async def worker_traffic(url: str, token: str, stop_at: float, run: WorkerRun) -> None:
+    """A worker's traffic: claim a job, heartbeat every second until `stop_at`, then report its end."""
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S, headers=headers) as http:
         capabilities = Capabilities(device="cpu", kernels=["sdpa"], job_kinds=["padding"]).model_dump(mode="json")
@@ -128,18 +140,25 @@ async def seed_jobs(url: str, token: str) -> list[int]:
         return [(await http.post("/v1/jobs", json={"spec": SPEC})).json()["id"] for _ in range(SEED_JOBS)]
 
 
-async def measure(url: str, tokens: Tokens, clients: int, seconds: float) -> tuple[Tally, WorkerRun, float]:
+async def measure(url: str, tokens: Tokens, clients: int, seconds: float,
+                  think_s: float) -> tuple[Tally, WorkerRun, float]:
     job_ids = await seed_jobs(url, tokens.submitter)
     tally, worker_run = Tally(), WorkerRun()
     headers = {"Authorization": f"Bearer {tokens.submitter}"}
-    limits = httpx.Limits(max_connections=clients + 10, max_keepalive_connections=clients + 10)
+    # One httpx client (one connection) per simulated person: a shared client with hundreds of connections
+    # spends more CPU finding a free connection than the server spends answering. They share one TLS
+    # context (unused on http://, but building one per client takes longer than the run).
+    tls = ssl.create_default_context()
+    people = [httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S, verify=tls) for _ in range(clients)]
     started = time.perf_counter()
     stop_at = started + seconds
-    async with httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S, limits=limits) as http:
+    try:
         await asyncio.gather(
             hold_a_job(url, tokens.worker, stop_at, worker_run),
-            *(one_client(http, headers, job_ids, stop_at, tally) for _ in range(clients)),
+            *(one_client(http, headers, job_ids, stop_at, tally, think_s) for http in people),
         )
+    finally:
+        await asyncio.gather(*(http.aclose() for http in people))
     return tally, worker_run, time.perf_counter() - started
 
 
@@ -176,6 +195,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, nargs="+", default=[10, 50, 200, 500])
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--think-s", type=float, default=0.5,
+                        help="each client's pause between requests (0.5 s: how often `padbench wait` polls; "
+                             "0: back to back, a stress test)")
     parser.add_argument("--database-url", help="PostgreSQL URL (emptied first); default: a fresh SQLite file")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="padbench-load-") as scratch:
@@ -197,7 +219,7 @@ def main() -> int:
                         env) as server:
             wait_until_healthy(url, server, log_path)
             for clients in args.clients:
-                tally, worker, elapsed = asyncio.run(measure(url, tokens, clients, args.seconds))
+                tally, worker, elapsed = asyncio.run(measure(url, tokens, clients, args.seconds, args.think_s))
                 print(summary_line(backend, clients, tally, worker, elapsed), flush=True)
         print(f"server log tail:\n{log_path.read_text(errors='replace')[-2000:]}", file=sys.stderr)
     return 0
