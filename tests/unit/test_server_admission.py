@@ -1,0 +1,87 @@
+"""Admission lanes: which lane a request takes, how many run at once, and the fast 503 when one is full."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from padbench.server.api.admission import AdmissionMiddleware, Lane, LaneLimits, Saturated, lane_of
+
+
+@pytest.mark.parametrize(("method", "path", "lane"), [
+    ("POST", "/v1/leases", "worker"),
+    ("POST", "/v1/leases/7/heartbeat", "worker"),
+    ("POST", "/v1/workers", "worker"),
+    ("GET", "/v1/workers", "read"),
+    ("POST", "/v1/jobs", "write"),
+    ("POST", "/v1/jobs/7/cancel", "write"),
+    ("GET", "/v1/jobs/7", "read"),
+    ("GET", "/healthz", "read"),
+    ("GET", "/metrics", "read"),
+    ("GET", "/jobs/7", None),  # a dashboard page: no database work
+    ("GET", "/static/dashboard.css", None),
+])
+def test_each_request_takes_its_lane(method: str, path: str, lane: str | None) -> None:
+    assert lane_of(method, path) == lane
+
+
+def test_a_lane_admits_its_capacity_then_makes_the_next_wait_and_gives_up_in_time() -> None:
+    async def scenario() -> None:
+        lane = Lane("read", capacity=2, max_wait_s=0.05, max_queue=10)
+        await lane.admit()
+        await lane.admit()
+        with pytest.raises(Saturated, match="no place within 0.05 s"):
+            await lane.admit()
+        lane.leave()
+        await asyncio.wait_for(lane.admit(), timeout=1)  # the freed place goes to the next in line
+
+    asyncio.run(scenario())
+
+
+def test_a_full_line_is_refused_at_once() -> None:
+    async def scenario() -> None:
+        lane = Lane("write", capacity=1, max_wait_s=10, max_queue=1)
+        await lane.admit()
+        waiting = asyncio.create_task(lane.admit())
+        await asyncio.sleep(0)
+        with pytest.raises(Saturated, match="1 requests already wait"):
+            await lane.admit()
+        lane.leave()
+        await asyncio.wait_for(waiting, timeout=1)
+
+    asyncio.run(scenario())
+
+
+class HeldApp:
+    """An app whose requests stay in progress until `release` is set: a lane full of slow requests."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] != "/v1/leases/1/heartbeat":
+            await self.release.wait()
+        await JSONResponse({"path": scope["path"]})(scope, receive, send)
+
+
+def test_a_saturated_read_lane_answers_503_with_retry_after_while_workers_go_through() -> None:
+    async def scenario() -> None:
+        app = HeldApp()
+        limits = LaneLimits(worker=1, write=1, read=2, max_wait_s=0.1, max_queue=100)
+        transport = httpx.ASGITransport(app=AdmissionMiddleware(app, limits))
+        async with httpx.AsyncClient(transport=transport, base_url="http://padbench.test") as http:
+            pollers = [asyncio.create_task(http.get(f"/v1/jobs/{index}")) for index in range(2)]
+            await asyncio.sleep(0.01)
+            refused = await http.get("/v1/jobs/9")
+            heartbeat = await http.post("/v1/leases/1/heartbeat")
+            app.release.set()
+            assert [(await task).status_code for task in pollers] == [200, 200]
+        assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
+        assert "saturated (read requests" in refused.json()["detail"]
+        assert heartbeat.status_code == 200
+
+    asyncio.run(scenario())
