@@ -34,7 +34,7 @@ def test_a_lane_admits_its_capacity_then_makes_the_next_wait_and_gives_up_in_tim
         lane = Lane("read", capacity=2, max_wait_s=0.05, max_queue=10)
         await lane.admit()
         await lane.admit()
-        with pytest.raises(Saturated, match="no place within 0.05 s"):
+        with pytest.raises(Saturated, match=r"no place within 0\.05 s"):
             await lane.admit()
         lane.leave()
         await asyncio.wait_for(lane.admit(), timeout=1)  # the freed place goes to the next in line
