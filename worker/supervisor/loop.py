@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from padbench.contract.api import Capabilities, LeaseOut
-from padbench.http import ApiError
+from padbench.http import ApiError, jittered_wait
 from padbench.worker.runtime.isolation import ChildReport, run_in_child
 from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S
 from padbench.worker.supervisor.api import LeaseLost, WorkerApi
@@ -156,7 +156,9 @@ class Supervisor:
         except ApiError as error:
             self._raise_if_fatal(error)
             log.warning("claiming a job failed: %s", error)
-            self._stop.wait(self.config.error_poll_max_s)
+            # A saturated server names its wait; otherwise back off as for any outage.
+            self._stop.wait(jittered_wait(error.retry_after, 0) if error.retry_after is not None
+                            else self.config.error_poll_max_s)
             return None
 
     @staticmethod

@@ -55,11 +55,11 @@ class Retrying:
         self.jitter = jitter
 
     def delay(self, failures: int, error: ApiError) -> float:
-        """How long to wait after the `failures`-th failed try: the server's Retry-After where it sent one,
-        else exponential back-off with "equal jitter" (half fixed, half random: never zero, never in step)."""
-        retry_after = getattr(error, "retry_after", None)
-        if retry_after is not None:
-            return min(max(float(retry_after), 0.0), MAX_RETRY_AFTER_S)
+        """How long to wait after the `failures`-th failed try: the server's Retry-After where it sent one
+        (stretched by up to half again, so workers told the same wait do not return in step), else
+        exponential back-off with "equal jitter" (half fixed, half random: never zero, never in step)."""
+        if error.retry_after is not None:
+            return min(error.retry_after * (1 + self.jitter() / 2), MAX_RETRY_AFTER_S)
         ceiling = min(FIRST_RETRY_S * 2.0 ** min(failures - 1, 30), self.max_delay_s)
         return ceiling / 2 + ceiling / 2 * self.jitter()
 
