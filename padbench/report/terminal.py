@@ -20,6 +20,8 @@ from padbench.report.verdict import curve_lines, ranked_rows, verdict_lines, win
 
 WINNER_STYLE = "bold green"
 UNTRUSTED_STYLE = "dim"
+# Wide enough for any table padbench prints: a pipe has no width, and rich would otherwise cut at 80 columns.
+PLAIN_WIDTH = 10_000
 
 
 def is_doubtful(row: StrategyResult) -> bool:
@@ -62,6 +64,15 @@ def print_rich(result: PaddingResult | AttentionResult, console: Console) -> Non
         console.print(Text("\nbatch-size curves (tokens/s):"))
         for line in curve:
             console.print(Text(f"  {line}"))
+
+
+def console_for(stream: TextIO) -> Console:
+    """A rich console on `stream`: a terminal's as it is; for a pipe or a file one that is not a terminal
+    (whatever FORCE_COLOR says, as `stream.isatty()` decides for every table padbench prints), so what is
+    drawn on it is plain text — no colour, no box drawing — and no line is cut at 80 columns."""
+    if stream.isatty():
+        return Console(file=stream, highlight=False)
+    return Console(file=stream, highlight=False, force_terminal=False, width=PLAIN_WIDTH)
 
 
 def write_table(result: PaddingResult | AttentionResult, stream: TextIO) -> None:
