@@ -36,6 +36,7 @@ from padbench.server.api.deps import (
     SubmitterAuth,
 )
 from padbench.server.api.errors import HTTP_UNPROCESSABLE
+from padbench.server.api.responses import error_responses
 from padbench.server.api.transactions import UnitOfWorkRoute
 from padbench.server.api.views import finite_json, job_out, job_summary
 from padbench.server.core.security import Principal
@@ -63,7 +64,7 @@ REPLAY_RESPONSE = {
 }
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, responses={200: REPLAY_RESPONSE})
+@router.post("", status_code=status.HTTP_201_CREATED, responses={200: REPLAY_RESPONSE, **error_responses(409)})
 def submit_job(body: JobCreate, response: Response, session: SessionDep, settings: SettingsDep,
                principal: SubmitterAuth, idempotency_key: IdempotencyKeyHeader = None) -> JobCreated:
     """Queue a job (201). Send an `Idempotency-Key` header to make retrying safe: a retry of the same submit
@@ -131,7 +132,7 @@ def list_jobs(
     return JobPage(items=items, total=total, limit=limit, offset=offset)
 
 
-@router.get("/{job_id}")
+@router.get("/{job_id}", responses=error_responses(404))
 def get_job(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth) -> JobOut:
     row = reads.find_job(session, job_id, submitter=owner_filter(principal))
     if row is None:
@@ -139,7 +140,7 @@ def get_job(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth) -
     return job_out(row.job, row.worker_name)
 
 
-@router.get("/{job_id}/results", response_model=JobResult)
+@router.get("/{job_id}/results", response_model=JobResult, responses=error_responses(404))
 def get_results(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth) -> JSONResponse:
     """The stored result document (the contract's PaddingResult or AttentionResult); 404 until there is one."""
     row = reads.find_job(session, job_id, submitter=owner_filter(principal))
@@ -153,7 +154,7 @@ def get_results(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAut
     return JSONResponse(finite_json(result))
 
 
-@router.post("/{job_id}/cancel")
+@router.post("/{job_id}/cancel", responses=error_responses(404, 409))
 def cancel_job(job_id: JobIdPath, session: SessionDep, principal: SubmitterAuth) -> JobOut:
     """Queued: cancelled at once. Running: cancel requested; the worker stops it and reports."""
     owner = None if principal.is_admin else principal.name
