@@ -14,21 +14,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from padbench.contract.results import AttentionResult, PaddingResult, StrategyResult
+from padbench.contract.results import AttentionResult, PaddingResult
 from padbench.report import padding, render_table
-from padbench.report.verdict import curve_lines, ranked_rows, verdict_lines, winner
+from padbench.report.verdict import curve_lines, is_doubtful, ranked_rows, verdict_lines, winner
 
 WINNER_STYLE = "bold green"
 UNTRUSTED_STYLE = "dim"
 # Wide enough for any table padbench prints: a pipe has no width, and rich would otherwise cut at 80 columns.
 PLAIN_WIDTH = 10_000
-
-
-def is_doubtful(row: StrategyResult) -> bool:
-    """A row not to rank by: invalid or failed, or its repeats noisy, or timed beside another GPU process."""
-    noisy = row.spread is not None and row.spread.noisy
-    contended = row.gpu_activity is not None and row.gpu_activity.contended
-    return row.status != "ok" or noisy or contended
 
 
 def padding_table(result: PaddingResult) -> Table:

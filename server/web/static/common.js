@@ -105,16 +105,3 @@ function identityOf(jobId, result) {
   return [`job ${jobId}`, modelOf(result.spec), gpuOf(result), result.spec.dtype, mode,
           result.environment.started_at.slice(0, 10)].join(" · ");
 }
-
-// The fastest row with a valid figure (what the CLI highlights); null when there is none.
-function winnerOf(result) {
-  if (result.kind !== "padding") return null;
-  const valid = result.strategies.filter((row) => row.tokens_per_s != null && !isDoubtful(row));
-  return valid.reduce((best, row) => (best && best.tokens_per_s >= row.tokens_per_s ? best : row), null);
-}
-
-// Invalid or failed, or marked noisy or contended (a flag of that name, or in a list of marks).
-function isDoubtful(row) {
-  const marks = row.marks || [];
-  return row.status !== "ok" || ["noisy", "contended"].some((mark) => Boolean(row[mark]) || marks.includes(mark));
-}
