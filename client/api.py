@@ -100,5 +100,8 @@ class PadbenchClient(ApiSession):
             if job.status.is_final:
                 return job
             if deadline is not None and time.monotonic() >= deadline:
-                raise ApiError(f"job {job_id} is still {job.status.value} after {timeout_s:.0f} s")
+                # Only the waiting ends: the job stays queued or running on the service.
+                raise ApiError(f"stopped waiting after {timeout_s:g} s: job {job_id} is still {job.status.value} "
+                               f"and goes on without this command (`padbench wait {job_id}` follows it again, "
+                               f"`padbench cancel {job_id}` stops it)")
             time.sleep(poll_s)

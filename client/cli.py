@@ -10,6 +10,7 @@ a missing server address).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -64,16 +65,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       "check a job spec (YAML or JSON) and queue it on the service")
     submit.add_argument("spec", type=Path, metavar="SPEC", help="the job spec file (`padbench init` writes one)")
     submit.add_argument("--wait", action="store_true", help="stay until the job ends, then print its results table")
+    submit.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
+                        help="with --wait: stop waiting after this long and exit 1; the job itself goes on "
+                             "(`padbench wait ID` follows it again, `padbench cancel ID` stops it)")
     status = _command(subparsers, "status", show_status, "show where a job is: status, progress, worker, errors")
     status.add_argument("job_id", type=int, metavar="ID")
     wait = _command(subparsers, "wait", wait_job, "follow a job until it ends, with a progress bar")
     wait.add_argument("job_id", type=int, metavar="ID")
-    wait.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="give up after this long")
+    wait.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
+                      help="stop waiting after this long and exit 1; the job itself goes on")
     results = _command(subparsers, "results", show_results, "print a finished job's results")
     results.add_argument("job_id", type=int, metavar="ID")
-    results.add_argument("--format", choices=FORMATS, default="table",
-                         help="table for people (default); json (everything measured) or csv for tools")
-    results.add_argument("--output", type=Path, default=None, metavar="PATH", help="write to a file, not stdout")
+    results.add_argument("--format", choices=FORMATS, default=None,
+                         help="table for people; json (the whole result document, everything measured) or csv "
+                              "for tools (default: what --output's name ends in, .json or .csv; else table)")
+    results.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
+                         help="write to FILE, not stdout: FILE.json gets the JSON document, FILE.csv the CSV "
+                              "rows, any other name the plain text table (--format overrides the extension)")
     listing = _command(subparsers, "list", list_jobs, "list your jobs, newest first")
     listing.add_argument("--status", choices=[status.value for status in JobStatus], default=None,
                          help="only jobs in this state")
@@ -107,6 +115,8 @@ def _connected(handler: Callable[[PadbenchClient, argparse.Namespace], int], arg
 
 
 def submit_job(client: PadbenchClient, args: argparse.Namespace) -> int:
+    if args.timeout is not None and not args.wait:
+        raise UsageError("--timeout goes with --wait (it limits how long submit waits for the job)")
     # Validated here first, so a typo is named before any network call; the server validates again. The
     # full spec, defaults included, is what gets stored: a result must say exactly what it measured.
     spec = load_spec(args.spec)
@@ -114,7 +124,7 @@ def submit_job(client: PadbenchClient, args: argparse.Namespace) -> int:
     print(f"job {created.id} {created.status.value}", file=sys.stderr if args.wait else sys.stdout)
     if not args.wait:
         return 0
-    return _wait_and_print(client, created.id, timeout_s=None)
+    return _wait_and_print(client, created.id, timeout_s=args.timeout)
 
 
 def show_status(client: PadbenchClient, args: argparse.Namespace) -> int:
@@ -128,12 +138,32 @@ def wait_job(client: PadbenchClient, args: argparse.Namespace) -> int:
     return _final_exit(job)
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
+    return value
+
+
+def results_format(chosen: str | None, output: Path | None) -> str:
+    """--format when given; otherwise what the output file's name ends in (.json, .csv), else the table."""
+    if chosen is not None:
+        return chosen
+    extension = output.suffix.lower().removeprefix(".") if output is not None else ""
+    return extension if extension in ("json", "csv") else "table"
+
+
 def show_results(client: PadbenchClient, args: argparse.Namespace) -> int:
     result = client.results(args.job_id)
-    if args.output is None and args.format == "table":
+    fmt = results_format(args.format, args.output)
+    if args.output is None and fmt == "table":
         write_table(result, sys.stdout)
         return 0
-    text = render(result, args.format, job_id=args.job_id)
+    text = render(result, fmt, job_id=args.job_id)
     if args.output is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return 0
@@ -141,7 +171,7 @@ def show_results(client: PadbenchClient, args: argparse.Namespace) -> int:
         args.output.write_text(text, encoding="utf-8")
     except OSError as error:
         raise UsageError(f"cannot write {args.output}: {error.strerror}") from error
-    print(f"wrote {args.format} results of job {args.job_id} to {args.output}", file=sys.stderr)
+    print(f"wrote {fmt} results of job {args.job_id} to {args.output}", file=sys.stderr)
     return 0
 
 

@@ -1,9 +1,10 @@
 """`padbench plot`: the results as a picture (PNG or SVG), drawn with matplotlib.
 
 Padding jobs: tokens/s per strategy × kernel as bars (one colour per job), each labelled with its
-padding efficiency; when a job measured a layout at several batch sizes, a second panel draws tokens/s
-against batch size. Attention sweeps: time per call and peak memory against sequence length, log axes,
-one line per kernel. Rows without a valid figure are left out of the picture, never drawn as zero.
+padding efficiency and, where the row was measured with repeats, whiskered with its 95% interval; when a
+job measured a layout at several batch sizes, a second panel draws tokens/s against batch size. Attention
+sweeps: time per call and peak memory against sequence length, log axes, one line per kernel. Rows without
+a valid figure are left out of the picture, never drawn as zero.
 
 matplotlib is imported only here, when a plot is drawn, so the rest of the client works without it.
 """
@@ -59,14 +60,29 @@ def batch_curves(result: PaddingResult) -> dict[str, list[tuple[int, float]]]:
     return {key: sorted(points) for key, points in curves.items() if len({size for size, _ in points}) > 1}
 
 
-def _tokens_per_s_tick(value: float, _: float) -> str:
-    if value >= 1e6:
-        return f"{value / 1e6:.1f}M"
-    return f"{value / 1e3:,.0f}k" if value >= 1e3 else f"{value:,.0f}"
+def rate_formatter() -> Any:
+    """Ticks with an SI prefix and enough digits to tell them apart: 500, 1k, 1.5k, 2k, 1.25M."""
+    from matplotlib import ticker
+
+    return ticker.EngFormatter(sep="")
 
 
 def _bar_key(row: StrategyResult) -> str:
     return f"{row.label}\n{row.kernel}"
+
+
+def _interval_bars(axes: Axes, xs: list[float], rows: list[StrategyResult]) -> None:
+    """Whiskers spanning each row's 95% interval, for the rows measured with repeats (a single repeat has none).
+
+    Drawn around the interval's own centre (the mean repeat rate) rather than the bar's top: the bar is
+    Σ tokens / Σ seconds over all repeats, which need not sit at the interval's middle."""
+    spans = [(x, row.spread.ci95_low_tokens_per_s, row.spread.ci95_high_tokens_per_s)
+             for x, row in zip(xs, rows, strict=True) if row.spread is not None]
+    if not spans:
+        return
+    axes.errorbar([x for x, _, _ in spans], [(low + high) / 2 for _, low, high in spans],
+                  yerr=[(high - low) / 2 for _, low, high in spans], fmt="none", ecolor="black", elinewidth=1,
+                  capsize=3)
 
 
 def _bars(axes: Axes, jobs: list[Labelled]) -> None:
@@ -82,13 +98,14 @@ def _bars(axes: Axes, jobs: list[Labelled]) -> None:
         rows = [best[key] for key in keys if key in best]
         bars = axes.bar(xs, [row.tokens_per_s or 0.0 for row in rows], width,
                         label=_name(job_id, result, len(jobs) > 1))
+        _interval_bars(axes, xs, rows)
         labels = [f"{row.padding_efficiency:.0%} eff." if row.padding_efficiency is not None else "" for row in rows]
         axes.bar_label(bars, labels=labels, fontsize=8, padding=2)
     axes.set_xticks(range(len(keys)), keys, fontsize=9)
     axes.set_ylabel("tokens/s (real tokens, higher is better)")
-    axes.yaxis.set_major_formatter(_tokens_per_s_tick)
+    axes.yaxis.set_major_formatter(rate_formatter())
     axes.grid(axis="y", alpha=0.3)
-    axes.set_title("throughput per layout (label: padding efficiency)", fontsize=10)
+    axes.set_title("throughput per layout (label: padding efficiency; whiskers: 95% interval)", fontsize=10)
     if len(jobs) > 1:
         axes.legend(fontsize=8)
 
@@ -102,6 +119,7 @@ def _curves(axes: Axes, jobs: list[Labelled]) -> None:
     axes.set_xscale("log", base=2)
     axes.set_xlabel("batch size")
     axes.set_ylabel("tokens/s")
+    axes.yaxis.set_major_formatter(rate_formatter())
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     axes.set_title("tokens/s against batch size", fontsize=10)

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import ValidationError
-from rich.console import Console
 
 from padbench.client.api import PadbenchClient
 from padbench.client.exits import reported
@@ -23,10 +22,12 @@ from padbench.report.compare import (
     FORMATS,
     CompareError,
     compare,
+    difference_warning,
     render_compare_csv,
     render_compare_json,
     render_compare_table,
 )
+from padbench.report.terminal import console_for
 
 Labelled = tuple[int | None, PaddingResult | AttentionResult]
 
@@ -75,8 +76,11 @@ def plot_command(args: argparse.Namespace) -> int:
 
 def compare_command(args: argparse.Namespace) -> int:
     comparison = compare(load_results(args.sources, args))
+    warning = difference_warning(comparison)
+    if warning is not None:  # on stderr, so it is seen even when the table goes to a file or a tool
+        print(warning, file=sys.stderr)
     if args.format == "table":
-        render_compare_table(comparison, Console(highlight=False))
+        render_compare_table(comparison, console_for(sys.stdout))
     else:
         sys.stdout.write(render_compare_json(comparison) if args.format == "json" else render_compare_csv(comparison))
     return 0
@@ -100,7 +104,9 @@ def register_views(subparsers: argparse._SubParsersAction, connection: argparse.
     comparison = subparsers.add_parser(
         "compare", parents=[connection], help="put jobs side by side, with ratios to the first",
         description="Show each job's tokens/s (or, for attention sweeps, time per call) for the same layout and "
-                    "kernel, and how many times faster it is than the first job, e.g. one model on two GPUs.")
+                    "kernel, and how many times faster it is than the first job, e.g. one model on two GPUs. A "
+                    "warning on stderr names every setting the jobs differ in (GPU, model, data, dtype, mode…); "
+                    "json lists them under `differences`. Piped or redirected, the table is plain text.")
     comparison.add_argument("sources", nargs="+", metavar="ID|FILE", help=sources_help)
     comparison.add_argument("--format", choices=FORMATS, default="table",
                             help="table for people (default), json or csv for tools")

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from padbench.contract.bounds import MAX_RETENTION_DAYS, DbId, Label, LeaseToken, Message, Name, NoNul
-from padbench.contract.results import AttentionResult, JobResult, PaddingResult
+from padbench.contract.results import MAX_RESULT_ROWS, AttentionResult, JobResult, PaddingResult
 from padbench.contract.spec import JobSpec
 
 API_PREFIX = "/v1"
@@ -74,6 +74,8 @@ class JobSummary(Body):
     attempts: int
     max_attempts: int
     worker: str | None = None
+    # The device the job ran on (the GPU's name, or `cpu`), as its worker registered it; None until claimed.
+    device: str | None = None
     submitter: str
     created_at: datetime
     started_at: datetime | None = None
@@ -91,6 +93,23 @@ class JobPage(Body):
     total: int
     limit: int
     offset: int
+
+
+# A verdict's line names rows; a result holds at most MAX_RESULT_ROWS of them, each named in ~100 characters.
+VerdictLine = Annotated[str, Field(max_length=1_000_000)]
+RowIndex = Annotated[int, Field(ge=0, lt=MAX_RESULT_ROWS)]
+
+
+class VerdictOut(Body):
+    """What a padding result's rows add up to, computed by the server from the stored rows with the rule
+    `padbench results` prints under its table, so the dashboard says exactly what the CLI says. Rows are
+    named by their index in the result's `strategies`. An attention sweep has no verdict: all empty."""
+
+    lines: Annotated[list[VerdictLine], Field(max_length=64)] = []  # the verdict, then indented details
+    summary: Message | None = None  # the verdict in a few words, for a list of jobs
+    winner: RowIndex | None = None  # the row the CLI highlights (the fastest that may win)
+    ranked: Annotated[list[RowIndex], Field(max_length=MAX_RESULT_ROWS)] = []  # the rows as the table lists them
+    doubtful: Annotated[list[RowIndex], Field(max_length=MAX_RESULT_ROWS)] = []  # rows not to rank by (dimmed)
 
 
 class Capabilities(Body):

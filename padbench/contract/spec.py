@@ -16,6 +16,7 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     ValidatorFunctionWrapHandler,
+    WithJsonSchema,
     WrapValidator,
     model_validator,
 )
@@ -43,6 +44,20 @@ MAX_BATCH_SIZE = 1_048_576
 MAX_BATCH_SIZES = 16
 # One batch size: rows (for packed, a token budget in units of max_length rows), or `auto` for the OOM probe.
 BatchSize = Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE)] | Literal["auto"]
+# The published JSON Schema of a batch size says `oneOf` with `enum: ["auto"]`, which means the same as the
+# `anyOf` with `const: "auto"` that pydantic derives, but which client generators read: openapi-python-client,
+# for one, turns a `const` branch into a check that refuses every integer. Validation is pydantic's either way.
+ONE_BATCH_SIZE_SCHEMA: dict[str, Any] = {"oneOf": [
+    {"type": "integer", "minimum": 1, "maximum": MAX_BATCH_SIZE},
+    {"type": "string", "enum": ["auto"]},
+]}
+BATCH_SIZE_CHOICE_SCHEMA: dict[str, Any] = {
+    "oneOf": [*ONE_BATCH_SIZE_SCHEMA["oneOf"],
+              {"type": "array", "items": ONE_BATCH_SIZE_SCHEMA, "minItems": 1, "maxItems": MAX_BATCH_SIZES}],
+    "description": f"rows per batch (for packed, a token budget in units of max_length rows) from 1 to "
+                   f"{MAX_BATCH_SIZE}, `auto` (the largest that fits, found by the OOM probe), or a list of up to "
+                   f"{MAX_BATCH_SIZES} of them, each measured",
+}
 
 
 def _one_batch_size_error(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
@@ -61,6 +76,7 @@ def _one_batch_size_error(value: Any, handler: ValidatorFunctionWrapHandler) -> 
 BatchSizeChoice = Annotated[
     BatchSize | Annotated[list[BatchSize], Field(min_length=1, max_length=MAX_BATCH_SIZES)],
     WrapValidator(_one_batch_size_error),
+    WithJsonSchema(BATCH_SIZE_CHOICE_SCHEMA),
 ]
 
 

@@ -4,6 +4,10 @@ for attention sweeps), each job's figure, and its ratio to the first job's.
 Ratios always read "how many times faster than the first job": tokens/s divided by the first job's, or
 for attention sweeps the first job's time divided by this one's. A figure that was not measured (an
 invalid row, an OOM cell, a row the other job lacks) has no ratio.
+
+A ratio is only as telling as the jobs are alike: `differences` names every setting that differs between
+them (the device, the model, the data, dtype, mode…), so a comparison of two models or two data sets never
+passes for a comparison of two GPUs.
 """
 
 from __future__ import annotations
@@ -12,12 +16,14 @@ import csv
 import io
 import json
 from dataclasses import dataclass
+from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from padbench.contract.results import AttentionResult, PaddingResult
-from padbench.report.identity import identity, title
+from padbench.report.identity import device_name, identity, title
 
 Result = PaddingResult | AttentionResult
 FORMATS = ("table", "json", "csv")
@@ -84,6 +90,59 @@ def compare(jobs: list[tuple[int | None, Result]]) -> Comparison:
                       metric="tokens_per_s" if padding else "median_ms", jobs=jobs, rows=rows)
 
 
+# Spec settings that are not part of what a row's figure is *of*: the rows themselves say the layout, kernel,
+# batch size and sequence length, and the measurement's own settings change its precision, not its figure.
+NOT_COMPARED = frozenset({
+    "name", "device", "strategies", "attention", "batch_size", "measurement", "probe",  # padding jobs
+    "kernels", "seq_lens", "warmup", "repeats", "check_error", "cell_timeout_s", "cpu_memory_budget_bytes",
+})
+
+
+def _flat(document: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings as dotted names: {"data.max_length": 640, "model.preset": "gpt2-seed", ...}."""
+    flat: dict[str, Any] = {}
+    for key, value in document.items():
+        if not prefix and key in NOT_COMPARED:
+            continue
+        if isinstance(value, dict):
+            flat |= _flat(value, f"{prefix}{key}.")
+        else:
+            flat[prefix + key] = value
+    return flat
+
+
+def _settings(result: Result) -> dict[str, Any]:
+    settings = {"GPU": device_name(result), **_flat(result.spec.model_dump(mode="json", exclude_none=True))}
+    if result.environment.dataset_digest is not None:
+        settings["dataset digest"] = result.environment.dataset_digest[:12]
+    return settings
+
+
+def differences(comparison: Comparison) -> dict[str, list[Any]]:
+    """Each setting whose value is not the same for every job, with its value per job (None: not set)."""
+    settings = [_settings(result) for _, result in comparison.jobs]
+    found = {}
+    for name in dict.fromkeys(name for job in settings for name in job):
+        values = [job.get(name) for job in settings]
+        if len({json.dumps(value, sort_keys=True) for value in values}) > 1:
+            found[name] = values
+    return found
+
+
+def difference_warning(comparison: Comparison) -> str | None:
+    """One line naming what differs between the jobs, and their values in the jobs' order; None when alike."""
+    found = differences(comparison)
+    if not found:
+        return None
+    named = "; ".join(f"{name}: {' vs '.join(_setting(value) for value in values)}" for name, values in found.items())
+    effect = "that difference" if len(found) == 1 else "all of these differences at once"
+    return f"warning: the results differ in {named} — each ratio measures {effect}"
+
+
+def _setting(value: Any) -> str:
+    return "(not set)" if value is None else value if isinstance(value, str) else json.dumps(value)
+
+
 def _figure(value: float | None, metric: str) -> str:
     if value is None:
         return "—"
@@ -94,8 +153,10 @@ def _job_label(index: int, job_id: int | None) -> str:
     return f"job {job_id}" if job_id is not None else f"result {index + 1}"
 
 
-def comparison_table(comparison: Comparison) -> Table:
-    table = Table(show_edge=False, header_style="bold", pad_edge=False, title_justify="left")
+def comparison_table(comparison: Comparison, plain: bool = False) -> Table:
+    """Drawn with box lines on a terminal; `plain`, columns set apart by spaces alone (pipes, files, logs)."""
+    table = Table(show_edge=False, header_style="bold", pad_edge=False, title_justify="left",
+                  box=None if plain else box.HEAVY_HEAD)
     for name in comparison.key_names:
         table.add_column(name.replace("_", " "), no_wrap=True)
     for index, (job_id, _) in enumerate(comparison.jobs):
@@ -113,12 +174,13 @@ def comparison_table(comparison: Comparison) -> Table:
 
 
 def render_compare_table(comparison: Comparison, console: Console) -> None:
+    """The table on `console`, plain when the console is not a terminal."""
     for index, (job_id, result) in enumerate(comparison.jobs):
         console.print(f"{_job_label(index, job_id)}: {title(result)}", highlight=False)
     what = "tokens/s" if comparison.metric == "tokens_per_s" else "median time per call"
     console.print(f"{what}; ratios: times faster than {_job_label(0, comparison.jobs[0][0])}", highlight=False)
     console.print()
-    console.print(comparison_table(comparison))
+    console.print(comparison_table(comparison, plain=not console.is_terminal))
 
 
 def render_compare_json(comparison: Comparison) -> str:
@@ -126,6 +188,7 @@ def render_compare_json(comparison: Comparison) -> str:
         "kind": comparison.kind,
         "metric": comparison.metric,
         "jobs": [identity(result, job_id) for job_id, result in comparison.jobs],
+        "differences": differences(comparison),
         "rows": [{comparison.key_names[0]: row.key[0], comparison.key_names[1]: row.key[1],
                   "values": row.values, "ratios_vs_first": row.ratios} for row in comparison.rows],
     }

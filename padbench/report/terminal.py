@@ -14,19 +14,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from padbench.contract.results import AttentionResult, PaddingResult, StrategyResult
+from padbench.contract.results import AttentionResult, PaddingResult
 from padbench.report import padding, render_table
-from padbench.report.verdict import curve_lines, ranked_rows, verdict_lines, winner
+from padbench.report.verdict import curve_lines, is_doubtful, ranked_rows, verdict_lines, winner
 
 WINNER_STYLE = "bold green"
 UNTRUSTED_STYLE = "dim"
-
-
-def is_doubtful(row: StrategyResult) -> bool:
-    """A row not to rank by: invalid or failed, or its repeats noisy, or timed beside another GPU process."""
-    noisy = row.spread is not None and row.spread.noisy
-    contended = row.gpu_activity is not None and row.gpu_activity.contended
-    return row.status != "ok" or noisy or contended
+# Wide enough for any table padbench prints: a pipe has no width, and rich would otherwise cut at 80 columns.
+PLAIN_WIDTH = 10_000
 
 
 def padding_table(result: PaddingResult) -> Table:
@@ -62,6 +57,15 @@ def print_rich(result: PaddingResult | AttentionResult, console: Console) -> Non
         console.print(Text("\nbatch-size curves (tokens/s):"))
         for line in curve:
             console.print(Text(f"  {line}"))
+
+
+def console_for(stream: TextIO) -> Console:
+    """A rich console on `stream`: a terminal's as it is; for a pipe or a file one that is not a terminal
+    (whatever FORCE_COLOR says, as `stream.isatty()` decides for every table padbench prints), so what is
+    drawn on it is plain text — no colour, no box drawing — and no line is cut at 80 columns."""
+    if stream.isatty():
+        return Console(file=stream, highlight=False)
+    return Console(file=stream, highlight=False, force_terminal=False, width=PLAIN_WIDTH)
 
 
 def write_table(result: PaddingResult | AttentionResult, stream: TextIO) -> None:

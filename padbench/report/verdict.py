@@ -5,6 +5,9 @@ growing with the batch size.
 Computed from the stored rows alone (their spreads and GPU activity), so results stored before the verdict
 existed get one too. A row the measurement does not vouch for takes no part: failed and invalid rows, and
 rows timed while another process computed on the GPU unless the spec allowed contention.
+
+This is the one place the verdict is decided: the CLI prints `verdict_lines`, and the server hands the same
+lines, with the rows to highlight and to dim, to the dashboard (`verdict_out`).
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.contract.api import VerdictOut
+from padbench.contract.results import AttentionResult, PaddingResult, StrategyResult
 from padbench.contract.spec import MeasurementSpec
 
 DEFAULT_NOISE_CV = MeasurementSpec().noise_cv
@@ -43,6 +47,13 @@ def within_noise(a: StrategyResult, b: StrategyResult) -> bool:
     return first[0] <= second[1] and second[0] <= first[1]
 
 
+def is_doubtful(row: StrategyResult) -> bool:
+    """A row not to rank by: invalid or failed, or its repeats noisy, or timed beside another GPU process."""
+    noisy = row.spread is not None and row.spread.noisy
+    contended = row.gpu_activity is not None and row.gpu_activity.contended
+    return row.status != "ok" or noisy or contended
+
+
 def is_excluded(row: StrategyResult) -> bool:
     activity = row.gpu_activity
     return activity is not None and activity.contended and not activity.contention_allowed
@@ -58,6 +69,11 @@ def candidates(result: PaddingResult) -> list[StrategyResult]:
 def winner(result: PaddingResult) -> StrategyResult | None:
     ranked = candidates(result)
     return ranked[0] if ranked else None
+
+
+def tied_with_top(ranked: list[StrategyResult]) -> list[StrategyResult]:
+    """The candidates (fastest first) whose 95% intervals overlap the fastest one's."""
+    return [row for row in ranked[1:] if within_noise(ranked[0], row)]
 
 
 def describe(row: StrategyResult) -> str:
@@ -91,7 +107,7 @@ def verdict_lines(result: PaddingResult) -> list[str]:
         return lines
     top = ranked[0]
     assert top.tokens_per_s is not None
-    tied = [row for row in ranked[1:] if within_noise(top, row)]
+    tied = tied_with_top(ranked)
     if tied:
         names = ", ".join(f"{describe(row)} ({compact_rate(row.tokens_per_s or 0.0)})" for row in tied)
         lines.append(f"verdict: within noise — {describe(top)} ({compact_rate(top.tokens_per_s)} tokens/s), "
@@ -110,6 +126,29 @@ def verdict_lines(result: PaddingResult) -> list[str]:
     if excluded:
         lines.append(f"  {excluded} contended row(s) left out (measurement.allow_contention is false)")
     return lines
+
+
+def summary(result: PaddingResult) -> str | None:
+    """The verdict in a few words, for a list of jobs: the winner and its rate, or the rows within noise."""
+    ranked = candidates(result)
+    if not ranked:
+        return None
+    top, tied = ranked[0], tied_with_top(ranked)
+    if tied:
+        return "within noise: " + ", ".join(f"{row.label} / {row.kernel}" for row in [top, *tied])
+    return f"{top.label} / {top.kernel}: {compact_rate(top.tokens_per_s or 0.0)} tokens/s"
+
+
+def verdict_out(result: PaddingResult | AttentionResult) -> VerdictOut:
+    """The verdict as the API serves it, rows named by their index in `result.strategies`."""
+    if isinstance(result, AttentionResult):
+        return VerdictOut()
+    index = {id(row): position for position, row in enumerate(result.strategies)}
+    best = winner(result)
+    return VerdictOut(lines=verdict_lines(result), summary=summary(result),
+                      winner=None if best is None else index[id(best)],
+                      ranked=[index[id(row)] for row in ranked_rows(result.strategies)],
+                      doubtful=[position for position, row in enumerate(result.strategies) if is_doubtful(row)])
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,26 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from padbench.contract.api import Capabilities, JobOut, JobStatus, JobSummary, WorkerOut
+from pydantic import ValidationError
+
+from padbench.contract.api import Capabilities, JobOut, JobStatus, JobSummary, VerdictOut, WorkerOut
+from padbench.contract.results import JOB_RESULT_ADAPTER
+from padbench.report.verdict import verdict_out
 from padbench.server.db.models import Job, Worker
 
+# A result stored under an older contract that this server no longer reads still gets an answer, not a 500.
+UNREADABLE_VERDICT = ("verdict: not available — the stored result does not match this server's result contract "
+                      "(its /results document is served as stored)")
 
-def job_summary(job: Job, worker_name: str | None) -> JobSummary:
+
+def device_of(capabilities: dict[str, Any] | None) -> str | None:
+    """A worker's GPU by name, or its device (`cpu`) when it has none."""
+    if not capabilities:
+        return None
+    return capabilities.get("gpu_name") or capabilities.get("device")
+
+
+def job_summary(job: Job, worker_name: str | None, worker_capabilities: dict[str, Any] | None = None) -> JobSummary:
     return JobSummary(
         id=job.id,
         kind=job.kind,
@@ -20,6 +35,7 @@ def job_summary(job: Job, worker_name: str | None) -> JobSummary:
         attempts=job.attempts,
         max_attempts=job.max_attempts,
         worker=worker_name,
+        device=device_of(worker_capabilities),
         submitter=job.submitter,
         created_at=job.created_at,
         started_at=job.started_at,
@@ -29,8 +45,8 @@ def job_summary(job: Job, worker_name: str | None) -> JobSummary:
     )
 
 
-def job_out(job: Job, worker_name: str | None) -> JobOut:
-    return JobOut(**dict(job_summary(job, worker_name)), spec=job.spec)
+def job_out(job: Job, worker_name: str | None, worker_capabilities: dict[str, Any] | None = None) -> JobOut:
+    return JobOut(**dict(job_summary(job, worker_name, worker_capabilities)), spec=job.spec)
 
 
 def finite_json(value: Any) -> Any:
@@ -42,6 +58,14 @@ def finite_json(value: Any) -> Any:
     if isinstance(value, list):
         return [finite_json(item) for item in value]
     return value
+
+
+def verdict_of(document: dict[str, Any]) -> VerdictOut:
+    """The verdict of a stored result document (already free of non-finite figures)."""
+    try:
+        return verdict_out(JOB_RESULT_ADAPTER.validate_python(document))
+    except ValidationError:
+        return VerdictOut(lines=[UNREADABLE_VERDICT])
 
 
 def worker_out(worker: Worker, running_job_id: int | None = None) -> WorkerOut:

@@ -16,12 +16,13 @@ from padbench.server.db.models import Job, JobAttempt, JobResult, Worker
 class JobRow:
     job: Job
     worker_name: str | None
+    worker_capabilities: dict[str, Any] | None = None  # as the job's worker registered them
 
 
-def _jobs_with_worker_names() -> Select[Job, str | None]:
+def _jobs_with_worker_names() -> Select[Job, str | None, dict[str, Any] | None]:
     # populate_existing: a job loaded earlier in this session may predate a queue UPDATE made since.
     return (
-        select(Job, Worker.name).outerjoin(Worker, Job.worker_id == Worker.id)
+        select(Job, Worker.name, Worker.capabilities).outerjoin(Worker, Job.worker_id == Worker.id)
         .execution_options(populate_existing=True)
     )
 
@@ -32,7 +33,7 @@ def find_job(session: Session, job_id: int, *, submitter: str | None) -> JobRow 
     if submitter is not None:
         statement = statement.where(Job.submitter == submitter)
     row = session.execute(statement).one_or_none()
-    return None if row is None else JobRow(row[0], row[1])
+    return None if row is None else JobRow(*row)
 
 
 def list_jobs(
@@ -50,7 +51,7 @@ def list_jobs(
         _jobs_with_worker_names().options(defer(Job.spec, raiseload=True))
         .where(*filters).order_by(Job.id.desc()).limit(limit).offset(offset)
     ).all()
-    return [JobRow(job, name) for job, name in rows], total
+    return [JobRow(*row) for row in rows], total
 
 
 def find_submitted_job(session: Session, *, submitter: str, idempotency_key: str) -> Job | None:

@@ -97,6 +97,34 @@ def test_results_in_every_format_after_a_worker_completes(cli, live_server: Live
     assert code == 0 and (tmp_path / "r.csv").exists() and "wrote csv" in err
 
 
+def test_results_o_picks_the_format_from_the_file_name(cli, live_server: LiveServer, spec_file: Path,
+                                                       tmp_path: Path) -> None:
+    job_id = finished_jobs(cli, live_server, spec_file)[0]
+    assert cli("results", job_id, "-o", str(tmp_path / "r.json"))[0] == 0
+    assert JOB_RESULT_ADAPTER.validate_json((tmp_path / "r.json").read_bytes()) == sample_result()
+    assert cli("results", job_id, "-o", str(tmp_path / "r.CSV"))[0] == 0
+    assert next(csv.DictReader(io.StringIO((tmp_path / "r.CSV").read_text())))["job_id"] == job_id
+    code, _, err = cli("results", job_id, "-o", str(tmp_path / "r.txt"))
+    assert code == 0 and "wrote table" in err
+    assert (tmp_path / "r.txt").read_text().startswith("padding benchmark · gpt2-seed")
+    assert cli("results", job_id, "--format", "csv", "-o", str(tmp_path / "really-csv.json"))[0] == 0
+    assert (tmp_path / "really-csv.json").read_text().startswith("job_id,")
+
+
+def test_submit_wait_timeout_stops_waiting_and_leaves_the_job_queued(cli, spec_file: Path) -> None:
+    code, _, err = cli("submit", str(spec_file), "--wait", "--timeout", "0.2")
+    job_id = err.split()[1]  # `job N queued` goes to stderr with --wait, before the progress bar
+    assert code == 1
+    assert f"stopped waiting after 0.2 s: job {job_id} is still queued and goes on without this command" in err
+    assert f"`padbench wait {job_id}` follows it again" in err
+    assert "queued" in cli("status", job_id)[1]
+    code, _, err = cli("submit", str(spec_file), "--timeout", "5")
+    assert code == 2 and "--timeout goes with --wait" in err
+    with pytest.raises(SystemExit) as refused:
+        cli("submit", str(spec_file), "--wait", "--timeout", "-1")
+    assert refused.value.code == 2
+
+
 def test_a_failed_job_makes_wait_exit_non_zero_with_its_error(cli, live_server: LiveServer, spec_file: Path) -> None:
     job_id = cli("submit", str(spec_file))[1].split()[1]
     api, lease = claim_one(live_server)

@@ -25,6 +25,7 @@ ENDPOINTS: list[tuple[str, str, dict[str, Any] | None, set[str]]] = [
     ("GET", "/v1/jobs", None, READERS),
     ("GET", "/v1/jobs/1", None, READERS),
     ("GET", "/v1/jobs/1/results", None, READERS),
+    ("GET", "/v1/jobs/1/verdict", None, READERS),
     ("POST", "/v1/jobs/1/cancel", None, SUBMITTERS),
     ("POST", "/v1/jobs/prune", {"older_than_days": 30}, {"admin"}),
     ("POST", "/v1/workers", {"name": "w", "capabilities": {"device": "cpu"}}, WORKERS),

@@ -1,14 +1,20 @@
 """The dashboard pages, their static files and the offline API docs, over real HTTP: pages carry no job
-data and load nothing from elsewhere; viewers read every job and change nothing."""
+data and load nothing from elsewhere; viewers read every job and change nothing; the verdict the pages show
+is the CLI's, served by the API; a job's device is listed whatever became of the job."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
-from tests.integration.conftest import LiveServer
-from tests.integration.test_server_jobs import SPEC, submit
+from padbench.contract.api import Capabilities, VerdictOut
+from padbench.contract.results import JOB_RESULT_ADAPTER, PaddingResult, StrategyResult
+from padbench.report.verdict import verdict_lines, verdict_out
+from padbench.worker.engine.spread import repeat_spread
+from tests.integration.conftest import LiveServer, result_document
+from tests.integration.test_server_jobs import SPEC, claim, register, submit
 
 EXTERNAL = re.compile(r"""(?:src|href)=["']https?://""")
 
@@ -57,3 +63,45 @@ def test_a_viewer_reads_every_job_but_cannot_submit_or_cancel(live_server: LiveS
         assert viewer.get(f"/v1/jobs/{job_id}").json()["submitter"] == "alice"
         assert viewer.post("/v1/jobs", json={"spec": SPEC}).status_code == 403
         assert viewer.post(f"/v1/jobs/{job_id}/cancel").status_code == 403
+
+
+def noisy_result(spec_document: dict[str, Any]) -> PaddingResult:
+    """Every row noisy, static and dynamic within noise of each other although dynamic reads 1.59× static."""
+    rows = [StrategyResult(strategy=name, attention="sdpa", kernel="sdpa", batch_size=8, status="ok",
+                           tokens_per_s=rate, spread=repeat_spread(repeats, 0.05))
+            for name, rate, repeats in (("static", 1000.0, [600.0, 1000.0, 1400.0]),
+                                        ("dynamic", 1590.0, [900.0, 1600.0, 2270.0]))]
+    result = JOB_RESULT_ADAPTER.validate_python(result_document(spec_document))
+    assert isinstance(result, PaddingResult)
+    return result.model_copy(update={"strategies": rows})
+
+
+def test_the_verdict_served_to_the_dashboard_is_the_clis(any_live_server: LiveServer) -> None:
+    with any_live_server.client("submitter") as alice, any_live_server.client("worker") as gpu, \
+            any_live_server.client("viewer") as viewer, any_live_server.client("submitter2") as bob:
+        job_id = submit(alice, SPEC)
+        assert alice.get(f"/v1/jobs/{job_id}/verdict").status_code == 404  # no result yet
+        lease = claim(gpu, register(gpu, "box-1"))
+        assert lease is not None
+        result = noisy_result(lease.job.spec)
+        document = JOB_RESULT_ADAPTER.dump_python(result, mode="json")
+        assert gpu.post(f"/v1/leases/{job_id}/complete",
+                        json={"lease_token": lease.lease_token, "result": document}).status_code == 204
+        served = VerdictOut.model_validate(viewer.get(f"/v1/jobs/{job_id}/verdict").json())
+        assert served == verdict_out(result) and served.lines == verdict_lines(result)
+        assert served.lines[0].startswith("verdict: within noise")
+        assert bob.get(f"/v1/jobs/{job_id}/verdict").status_code == 404  # someone else's job
+
+
+def test_a_failed_job_names_the_device_it_ran_on(live_server: LiveServer) -> None:
+    gpu_box = Capabilities(device="cuda", gpu_name="NVIDIA H100 80GB HBM3", kernels=["sdpa"]).model_dump(mode="json")
+    with live_server.client("submitter") as alice, live_server.client("worker") as gpu:
+        queued = submit(alice, SPEC | {"device": "auto"})
+        assert alice.get("/v1/jobs").json()["items"][0]["device"] is None  # not claimed yet
+        lease = claim(gpu, register(gpu, "box-1", gpu_box))
+        assert lease is not None and lease.job.id == queued
+        assert gpu.post(f"/v1/leases/{queued}/fail", json={"lease_token": lease.lease_token,
+                                                           "error": "CUDA out of memory"}).status_code == 204
+        listed = alice.get("/v1/jobs").json()["items"][0]
+        assert (listed["status"], listed["worker"], listed["device"]) == ("failed", "box-1", "NVIDIA H100 80GB HBM3")
+        assert alice.get(f"/v1/jobs/{queued}").json()["device"] == "NVIDIA H100 80GB HBM3"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -88,7 +89,12 @@ def test_compare_formats_from_files(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["compare", *sources, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["metric"] == "tokens_per_s"
     assert main(["compare", *sources]) == 0
-    assert "times faster than result 1" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "times faster than result 1" in printed.out
+    assert not re.search("[\u2500-\u257f]", printed.out)  # a pipe gets plain text, no box drawing
+    warning = printed.err.strip()
+    assert warning.startswith("warning: the results differ in GPU: NVIDIA H200 vs NVIDIA H100 80GB HBM3")
+    assert "data.num_samples: 2000 vs 20000" in warning and len(warning.splitlines()) == 1
 
 
 def test_a_file_that_is_not_a_result_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

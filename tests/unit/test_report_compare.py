@@ -6,14 +6,18 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 from rich.console import Console
 
+from padbench.contract.model_spec import ModelSpec
 from padbench.contract.results import PaddingResult
 from padbench.report.compare import (
     CompareError,
     compare,
+    difference_warning,
+    differences,
     render_compare_csv,
     render_compare_json,
     render_compare_table,
@@ -58,6 +62,7 @@ def test_table_json_and_csv() -> None:
     assert [job["gpu"] for job in document["jobs"]] == ["NVIDIA H200", "NVIDIA H100"]
     assert document["rows"][0] == {"strategy": "static", "kernel": "torch-flash", "values": [161_000.4, 322_000.8],
                                    "ratios_vs_first": [1.0, 2.0]}
+    assert document["differences"] == {"GPU": ["NVIDIA H200", "NVIDIA H100"]}
     lines = list(csv.DictReader(io.StringIO(render_compare_csv(comparison))))
     assert len(lines) == 8 and lines[0]["job_id"] == "3" and lines[4]["job_id"] == "4"
     assert lines[4]["ratio_vs_first"] == "2.0" and lines[4]["gpu"] == "NVIDIA H100"
@@ -77,3 +82,48 @@ def test_a_layout_measured_at_several_batch_sizes_has_a_row_per_size() -> None:
     keys = [row.key for row in compare([(1, swept), (2, swept)]).rows]
     assert ("packed @ 128", "torch-flash-varlen") in keys and ("packed @ 256", "torch-flash-varlen") in keys
     assert ("static", "torch-flash") in keys
+
+
+BOX_DRAWING = re.compile("[\u2500-\u257f]")
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_the_table_draws_box_lines_only_on_a_terminal(terminal: bool) -> None:
+    console = Console(file=io.StringIO(), width=200, force_terminal=terminal)
+    render_compare_table(compare([(3, sample_result()), (4, faster_copy(2.0))]), console)
+    text = console.file.getvalue()
+    assert bool(BOX_DRAWING.search(text)) is terminal
+    if not terminal:
+        header = next(line for line in text.splitlines() if line.startswith("strategy"))
+        assert header.split() == ["strategy", "kernel", "job", "3", "job", "4", "×", "job", "3"]
+
+
+def test_alike_jobs_get_no_warning() -> None:
+    comparison = compare([(3, sample_result()), (4, sample_result())])
+    assert differences(comparison) == {} and difference_warning(comparison) is None
+
+
+def test_the_warning_names_the_device_when_only_the_device_differs() -> None:
+    warning = difference_warning(compare([(3, sample_result()), (4, faster_copy(2.0))]))
+    assert warning == ("warning: the results differ in GPU: NVIDIA H200 vs NVIDIA H100 — each ratio measures that "
+                       "difference")
+
+
+def test_the_warning_names_every_setting_that_differs() -> None:
+    other = sample_result()
+    spec = other.spec.model_copy(update={"model": ModelSpec(preset="tiny"), "dtype": "fp16",
+                                         "data": other.spec.data.model_copy(update={"max_length": 512})})
+    environment = other.environment.model_copy(update={"dataset_digest": "fedcba9876543210"})
+    other = other.model_copy(update={"spec": spec, "environment": environment})
+    warning = difference_warning(compare([(3, sample_result()), (4, other)]))
+    assert warning is not None
+    for named in ("model.preset: gpt2-seed vs tiny", "data.max_length: 640 vs 512", "dtype: bf16 vs fp16",
+                  "dataset digest: 0123456789ab vs fedcba987654", "all of these differences at once"):
+        assert named in warning
+    assert "GPU" not in warning and "name" not in warning
+
+
+def test_attention_sweeps_of_other_shapes_are_named() -> None:
+    narrow = attention_result()
+    wide = narrow.model_copy(update={"spec": narrow.spec.model_copy(update={"heads": narrow.spec.heads * 2})})
+    assert differences(compare([(1, narrow), (2, wide)])) == {"heads": [narrow.spec.heads, narrow.spec.heads * 2]}

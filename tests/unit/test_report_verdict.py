@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from padbench.contract.api import VerdictOut
 from padbench.contract.results import (
     JOB_RESULT_ADAPTER,
     Environment,
@@ -15,8 +16,9 @@ from padbench.contract.results import (
 )
 from padbench.contract.spec import PaddingJobSpec
 from padbench.report.padding import WINNER_MARK, csv_rows, render_table, table_rows
-from padbench.report.verdict import curve_lines, verdict_lines
+from padbench.report.verdict import curve_lines, verdict_lines, verdict_out
 from padbench.worker.engine.spread import repeat_spread, t_quantile_975
+from tests.unit.test_report_attention import result as attention_result
 
 ENVIRONMENT = Environment(hostname="box", device="cuda", gpu_name="NVIDIA H100", python="3.12", torch="2.13.0",
                           started_at="2026-11-23T04:00:00+00:00")
@@ -122,3 +124,32 @@ def test_results_stored_before_spreads_still_parse() -> None:
     parsed = JOB_RESULT_ADAPTER.validate_python(stored)
     assert isinstance(parsed, PaddingResult) and parsed.strategies[0].spread is None
     assert "one repeat per row: no interval" in render_table(parsed)
+
+
+def test_the_served_verdict_is_the_printed_one_with_the_rows_it_highlights_and_dims() -> None:
+    static, packed = row("static", [100.0, 101.0, 99.0]), row("packed", [500.0, 505.0, 495.0], batch_size=128)
+    noisy = row("dynamic", [100.0, 300.0, 50.0])
+    checked = result(static, packed, noisy)
+    served = verdict_out(checked)
+    assert served.lines == verdict_lines(checked)
+    assert served.winner == 1 and served.ranked == [1, 2, 0] and served.doubtful == [2]
+    assert served.summary == "packed / torch-flash: 500 tokens/s"
+
+
+def test_an_all_noisy_job_is_within_noise_in_every_view() -> None:
+    static, dynamic = row("static", [600.0, 1000.0, 1400.0]), row("dynamic", [900.0, 1600.0, 2270.0])
+    noisy = result(static, dynamic)
+    served = verdict_out(noisy)
+    assert served.lines[0].startswith("verdict: within noise — dynamic / torch-flash at batch 64 (1.59k tokens/s)")
+    assert "the winner's repeats are noisy" in served.lines[-1]
+    assert served.summary == "within noise: dynamic / torch-flash, static / torch-flash"
+    assert served.doubtful == [0, 1] and served.winner == 1
+
+
+def test_without_a_valid_row_there_is_no_winner_and_an_attention_sweep_no_verdict() -> None:
+    failed = StrategyResult(strategy="static", attention="flash", kernel="torch-flash", batch_size=8, status="failed",
+                            error="CUDA out of memory")
+    served = verdict_out(result(failed))
+    assert served.lines == ["verdict: none — no row was validly measured"]
+    assert served.winner is None and served.summary is None and served.doubtful == [0]
+    assert verdict_out(attention_result()) == VerdictOut()

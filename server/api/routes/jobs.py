@@ -20,6 +20,7 @@ from padbench.contract.api import (
     JobsPrune,
     JobsPruned,
     JobStatus,
+    VerdictOut,
 )
 from padbench.contract.bounds import MAX_DB_ID
 from padbench.contract.results import JobResult
@@ -36,8 +37,9 @@ from padbench.server.api.deps import (
     SubmitterAuth,
 )
 from padbench.server.api.errors import HTTP_UNPROCESSABLE
+from padbench.server.api.responses import error_responses
 from padbench.server.api.transactions import UnitOfWorkRoute
-from padbench.server.api.views import finite_json, job_out, job_summary
+from padbench.server.api.views import finite_json, job_out, job_summary, verdict_of
 from padbench.server.core.security import Principal
 from padbench.server.cost import over_limits
 from padbench.server.db import reads
@@ -63,7 +65,7 @@ REPLAY_RESPONSE = {
 }
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, responses={200: REPLAY_RESPONSE})
+@router.post("", status_code=status.HTTP_201_CREATED, responses={200: REPLAY_RESPONSE, **error_responses(409)})
 def submit_job(body: JobCreate, response: Response, session: SessionDep, settings: SettingsDep,
                principal: SubmitterAuth, idempotency_key: IdempotencyKeyHeader = None) -> JobCreated:
     """Queue a job (201). Send an `Idempotency-Key` header to make retrying safe: a retry of the same submit
@@ -127,33 +129,46 @@ def list_jobs(
         session, submitter=owner_filter(principal), status=job_status.value if job_status else None,
         limit=limit, offset=offset,
     )
-    items = [job_summary(row.job, row.worker_name) for row in rows]
+    items = [job_summary(row.job, row.worker_name, row.worker_capabilities) for row in rows]
     return JobPage(items=items, total=total, limit=limit, offset=offset)
 
 
-@router.get("/{job_id}")
+@router.get("/{job_id}", responses=error_responses(404))
 def get_job(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth) -> JobOut:
     row = reads.find_job(session, job_id, submitter=owner_filter(principal))
     if row is None:
         raise not_found(job_id)
-    return job_out(row.job, row.worker_name)
+    return job_out(row.job, row.worker_name, row.worker_capabilities)
 
 
-@router.get("/{job_id}/results", response_model=JobResult)
-def get_results(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth) -> JSONResponse:
-    """The stored result document (the contract's PaddingResult or AttentionResult); 404 until there is one."""
+def stored_result(session: Session, job_id: int, principal: Principal) -> dict[str, Any]:
+    """The job's result document as stored; 404 when the job is not the caller's to read or has none yet.
+
+    It was validated against the contract when the worker reported it; a non-finite figure stored before
+    results refused them reads as null (not measured): NaN is not JSON."""
     row = reads.find_job(session, job_id, submitter=owner_filter(principal))
     if row is None:
         raise not_found(job_id)
     result = reads.find_result(session, job_id)
     if result is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} has no results (status {row.job.status})")
-    # Sent as stored (it was validated against the contract when the worker reported it), except that a
-    # non-finite figure stored before results refused them reads as null (not measured): NaN is not JSON.
-    return JSONResponse(finite_json(result))
+    return finite_json(result)
 
 
-@router.post("/{job_id}/cancel")
+@router.get("/{job_id}/results", response_model=JobResult, responses=error_responses(404))
+def get_results(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth) -> JSONResponse:
+    """The stored result document (the contract's PaddingResult or AttentionResult); 404 until there is one."""
+    return JSONResponse(stored_result(session, job_id, principal))
+
+
+@router.get("/{job_id}/verdict", responses=error_responses(404))
+def get_verdict(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth) -> VerdictOut:
+    """What the result's rows add up to, in the words `padbench results` prints under its table (the dashboard
+    shows these, so the two never disagree), and the rows it highlights and dims; 404 until there is a result."""
+    return verdict_of(stored_result(session, job_id, principal))
+
+
+@router.post("/{job_id}/cancel", responses=error_responses(404, 409))
 def cancel_job(job_id: JobIdPath, session: SessionDep, principal: SubmitterAuth) -> JobOut:
     """Queued: cancelled at once. Running: cancel requested; the worker stops it and reports."""
     owner = None if principal.is_admin else principal.name
@@ -163,4 +178,4 @@ def cancel_job(job_id: JobIdPath, session: SessionDep, principal: SubmitterAuth)
         raise not_found(job_id)
     if changed is None:
         raise HTTPException(status.HTTP_409_CONFLICT, f"job {job_id} is already {row.job.status}")
-    return job_out(row.job, row.worker_name)
+    return job_out(row.job, row.worker_name, row.worker_capabilities)

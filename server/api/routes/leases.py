@@ -35,6 +35,7 @@ from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, Paddi
 from padbench.server import queue
 from padbench.server.api.deps import JobIdPath, SessionDep, SettingsDep, WorkerAuth
 from padbench.server.api.errors import HTTP_UNPROCESSABLE, LeaseConflict
+from padbench.server.api.responses import LEASE_RESPONSES, error_responses
 from padbench.server.api.transactions import UnitOfWorkRoute
 from padbench.server.api.views import job_out
 from padbench.server.core.security import Principal
@@ -83,7 +84,8 @@ def require_lease_holder(session: Session, job_id: int, lease_token: str, princi
         )
 
 
-@router.post("", response_model=LeaseOut, responses={204: {"description": "No queued job this worker can run"}})
+@router.post("", response_model=LeaseOut,
+             responses={204: {"description": "No queued job this worker can run"}, **error_responses(404)})
 def claim(body: LeaseRequest, session: SessionDep, settings: SettingsDep, principal: WorkerAuth) -> LeaseOut | Response:
     worker = owned_worker(session, body.worker_id, principal)
     record_contact(session, worker.id)  # an idle worker polling for work is alive
@@ -96,7 +98,7 @@ def claim(body: LeaseRequest, session: SessionDep, settings: SettingsDep, princi
     return LeaseOut(job=job_out(job, worker.name), lease_token=job.lease_token, lease_expires_at=job.lease_expires_at)
 
 
-@router.post("/{job_id}/heartbeat")
+@router.post("/{job_id}/heartbeat", responses=LEASE_RESPONSES)
 def heartbeat(job_id: JobIdPath, body: Heartbeat, session: SessionDep, settings: SettingsDep,
               principal: WorkerAuth) -> HeartbeatAck:
     require_lease_holder(session, job_id, body.lease_token, principal)
@@ -111,7 +113,7 @@ def heartbeat(job_id: JobIdPath, body: Heartbeat, session: SessionDep, settings:
     return HeartbeatAck(cancel_requested=extension.cancel_requested, lease_expires_at=extension.lease_expires_at)
 
 
-@router.post("/{job_id}/complete", status_code=status.HTTP_204_NO_CONTENT)
+@router.post("/{job_id}/complete", status_code=status.HTTP_204_NO_CONTENT, responses=LEASE_RESPONSES)
 def complete(job_id: JobIdPath, body: LeaseComplete, session: SessionDep, principal: WorkerAuth) -> None:
     result = storable_result(session, job_id, body.lease_token, body.result, principal)
     if queue.complete_job(session, job_id, body.lease_token, result):
@@ -133,7 +135,7 @@ def completion_conflict(session: Session, job_id: int, lease_token: str) -> HTTP
                          "not kept", JobStatus.succeeded.value)
 
 
-@router.post("/{job_id}/cancelled", status_code=status.HTTP_204_NO_CONTENT)
+@router.post("/{job_id}/cancelled", status_code=status.HTTP_204_NO_CONTENT, responses=LEASE_RESPONSES)
 def cancelled(job_id: JobIdPath, body: LeaseCancelled, session: SessionDep, principal: WorkerAuth) -> None:
     """The worker stopped the job on its cancel request: the job ends cancelled, keeping the rows it finished."""
     result = storable_result(session, job_id, body.lease_token, body.result, principal)
@@ -167,14 +169,14 @@ def cancel_conflict(session: Session, job_id: int, lease_token: str) -> HTTPExce
     return lease_conflict(session, job_id)
 
 
-@router.post("/{job_id}/fail", status_code=status.HTTP_204_NO_CONTENT)
+@router.post("/{job_id}/fail", status_code=status.HTTP_204_NO_CONTENT, responses=LEASE_RESPONSES)
 def fail(job_id: JobIdPath, body: LeaseFail, session: SessionDep, principal: WorkerAuth) -> None:
     require_lease_holder(session, job_id, body.lease_token, principal)
     if not queue.fail_job(session, job_id, body.lease_token, body.error, body.traceback):
         raise lease_conflict(session, job_id)
 
 
-@router.post("/{job_id}/release", status_code=status.HTTP_204_NO_CONTENT)
+@router.post("/{job_id}/release", status_code=status.HTTP_204_NO_CONTENT, responses=LEASE_RESPONSES)
 def release(job_id: JobIdPath, body: LeaseRelease, session: SessionDep, principal: WorkerAuth) -> None:
     require_lease_holder(session, job_id, body.lease_token, principal)
     if not queue.release_job(session, job_id, body.lease_token):

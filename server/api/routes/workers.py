@@ -7,6 +7,7 @@ from fastapi import APIRouter, HTTPException, Response, status
 
 from padbench.contract.api import WorkerOut, WorkerRegister
 from padbench.server.api.deps import ReadSessionDep, SessionDep, ViewerAuth, WorkerAuth
+from padbench.server.api.responses import error_responses
 from padbench.server.api.transactions import UnitOfWorkRoute
 from padbench.server.api.views import worker_out
 from padbench.server.db import reads
@@ -15,7 +16,11 @@ from padbench.server.db.workers import WorkerNameTaken, register_worker
 router = APIRouter(prefix="/workers", tags=["workers"], route_class=UnitOfWorkRoute)
 
 
-@router.post("", status_code=status.HTTP_201_CREATED)
+REREGISTERED = {"model": WorkerOut,
+                "description": "The caller re-registered its own worker: same id, fresh capabilities"}
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, responses={200: REREGISTERED, **error_responses(409)})
 def register(body: WorkerRegister, response: Response, session: SessionDep, principal: WorkerAuth) -> WorkerOut:
     """201 for a new worker; 200 when the caller re-registers its own worker (same id, fresh capabilities)."""
     try:

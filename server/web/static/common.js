@@ -106,15 +106,53 @@ function identityOf(jobId, result) {
           result.environment.started_at.slice(0, 10)].join(" · ");
 }
 
-// The fastest row with a valid figure (what the CLI highlights); null when there is none.
-function winnerOf(result) {
-  if (result.kind !== "padding") return null;
-  const valid = result.strategies.filter((row) => row.tokens_per_s != null && !isDoubtful(row));
-  return valid.reduce((best, row) => (best && best.tokens_per_s >= row.tokens_per_s ? best : row), null);
+// --- a padding result row's cells, as the CLI's table prints them ------------------------------------
+function intervalOf(row) {
+  const spread = row.spread;
+  if (!spread || row.tokens_per_s == null) return MISSING;
+  return `${fmt.int(spread.ci95_low_tokens_per_s)}–${fmt.int(spread.ci95_high_tokens_per_s)}`;
 }
 
-// Invalid or failed, or marked noisy or contended (a flag of that name, or in a list of marks).
-function isDoubtful(row) {
-  const marks = row.marks || [];
-  return row.status !== "ok" || ["noisy", "contended"].some((mark) => Boolean(row[mark]) || marks.includes(mark));
+function cvOf(row) {
+  return row.spread && row.tokens_per_s != null ? `${(row.spread.cv * 100).toFixed(1)}%` : MISSING;
+}
+
+function rangeOf(row) {
+  const spread = row.spread;
+  if (!spread || row.tokens_per_s == null) return MISSING;
+  return `${fmt.int(spread.min_tokens_per_s)}–${fmt.int(spread.max_tokens_per_s)}`;
+}
+
+function logitErrorOf(row) {
+  if (row.max_logit_error == null) return MISSING;
+  const tolerance = row.logit_tolerance == null ? "" : ` (tol ${row.logit_tolerance.toExponential(1)})`;
+  return `${row.max_logit_error.toExponential(1)}${tolerance}`;
+}
+
+function detailsOf(row) {
+  const probe = row.probe ? `fit ${row.probe.largest_fit}, ${row.probe.smallest_oom == null ? "no OOM"
+    : `OOM ${row.probe.smallest_oom}`} → ${row.probe.chosen}` : MISSING;
+  return [["CV", cvOf(row)], ["repeats min–max", rangeOf(row)], ["MFU (GEMM)", fmt.fixed(row.mfu_vs_matmul, 2)],
+          ["max logit error", logitErrorOf(row)], ["probe", probe]]
+    .map(([name, value]) => `${name}: ${value}`).join(" · ");
+}
+
+function marksOf(row) {
+  const marks = [];
+  if (row.spread && row.spread.noisy) marks.push(`noisy CV ${(row.spread.cv * 100).toFixed(1)}%`);
+  if (row.gpu_activity && row.gpu_activity.contended) marks.push("contended");
+  if (row.gpu_activity && row.gpu_activity.throttled) {
+    // Held at the power limit is how a GPU runs at full load; heat or a hardware slowdown is a real alarm.
+    const reasons = row.gpu_activity.throttle_reasons || [];
+    marks.push(reasons.length === 1 && reasons[0] === "sw_power_cap" ? "power cap" : "throttled");
+  }
+  return marks.join(", ") || "yes";
+}
+
+function memoryOf(row) {
+  const memory = row.memory;
+  if (!memory) return MISSING;
+  if (memory.peak_allocated_bytes != null) return fmt.bytes(memory.peak_allocated_bytes);
+  if (memory.host_peak_rss_bytes != null) return `${fmt.bytes(memory.host_peak_rss_bytes)} RSS`;
+  return MISSING;
 }

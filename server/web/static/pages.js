@@ -4,11 +4,18 @@
 
 const REFRESH_MS = 2000;
 const resultCache = new Map(); // job id -> result document; a finished job's result never changes
+const verdictCache = new Map(); // job id -> its verdict, which the server derives from that result alone
 
 async function resultOf(job) {
   if (job.status !== "succeeded") return null;
   if (!resultCache.has(job.id)) resultCache.set(job.id, await api(`/jobs/${job.id}/results`));
   return resultCache.get(job.id);
+}
+
+// The verdict comes from the server, decided by the same code that prints it under `padbench results`.
+async function verdictOf(jobId) {
+  if (!verdictCache.has(jobId)) verdictCache.set(jobId, await api(`/jobs/${jobId}/verdict`));
+  return verdictCache.get(jobId);
 }
 
 // A cancelled job may have kept the rows it finished before the cancel (marked partial); most kept none (404).
@@ -48,17 +55,19 @@ const selected = new Set();
 async function jobRow(job) {
   const result = await resultOf(job);
   const spec = result ? result.spec : await specOf(job);
-  const winner = result && winnerOf(result);
+  const verdict = result && await verdictOf(job.id);
   const box = el("input", { type: "checkbox", "aria-label": `select job ${job.id}` });
   box.checked = selected.has(job.id);
   box.addEventListener("change", () => {
     if (box.checked) selected.add(job.id); else selected.delete(job.id);
     document.getElementById("compare-selected").disabled = selected.size < 2;
   });
+  // Free text wraps, so the table fits the page whatever the names; the rest stays on one line.
+  const wrapped = (text) => el("span", { className: "wrap", text });
   const cells = [box, el("a", { href: `/jobs/${job.id}`, text: `#${job.id}` }), statusBadge(job), progressBar(job),
-                 job.name || MISSING, job.kind, modelOf(spec), result ? gpuOf(result) : job.worker || MISSING,
-                 spec.dtype || MISSING, winner ? `${strategyLabel(winner)} · ${fmt.int(winner.tokens_per_s)} tok/s` : MISSING,
-                 fmt.when(job.created_at)];
+                 wrapped(job.name || MISSING), job.kind, wrapped(modelOf(spec)),
+                 wrapped(result ? gpuOf(result) : job.device || MISSING), spec.dtype || MISSING,
+                 wrapped((verdict && verdict.summary) || MISSING), fmt.when(job.created_at)];
   return el("tr", { "data-job-id": job.id, "data-status": job.status }, ...cells.map((cell) => el("td", {}, cell)));
 }
 
@@ -79,51 +88,39 @@ async function startJobs() {
 }
 
 // --- one job --------------------------------------------------------------------------------------------
-const PADDING_COLUMNS = ["strategy", "kernel", "batch", "tokens/s", "95% interval", "CV", "vs static",
-                         "padding eff.", "MFU", "MFU (GEMM)", "peak memory", "max logit error", "valid"];
+// The columns to read a row by; the rest of the CLI's columns are in the row's details (click its layout).
+const PADDING_COLUMNS = ["strategy", "kernel", "batch", "tokens/s", "95% interval", "vs static", "padding eff.",
+                         "MFU", "peak memory", "valid"];
 
-function intervalOf(row) {
-  const spread = row.spread;
-  if (!spread || row.tokens_per_s == null) return MISSING;
-  return `${fmt.int(spread.ci95_low_tokens_per_s)}–${fmt.int(spread.ci95_high_tokens_per_s)}`;
+// A row and, hidden until its layout is clicked, a row of the figures the main columns leave out.
+function paddingRows(row, className, validity) {
+  const kernel = row.gqa === "expanded" ? `${row.kernel} (K/V expanded)` : row.kernel;
+  const toggle = el("button", { type: "button", className: "expand", "aria-expanded": "false",
+                                title: "show this row's other figures", text: `▸ ${strategyLabel(row)}` });
+  const cells = [kernel, row.batch_size ?? MISSING, fmt.int(row.tokens_per_s), intervalOf(row),
+                 fmt.ratio(row.speedup_vs_static), fmt.fixed(row.padding_efficiency, 2), fmt.fixed(row.mfu, 2),
+                 memoryOf(row), validity].map((cell) => el("td", { text: String(cell) }));
+  const details = el("tr", { className: "details" },
+                     el("td", { colspan: String(PADDING_COLUMNS.length), text: detailsOf(row) }));
+  details.hidden = true;
+  toggle.addEventListener("click", () => {
+    details.hidden = !details.hidden;
+    toggle.textContent = `${details.hidden ? "▸" : "▾"} ${strategyLabel(row)}`;
+    toggle.setAttribute("aria-expanded", String(!details.hidden));
+  });
+  return [el("tr", { className }, el("td", {}, toggle), ...cells), details];
 }
 
-function cvOf(row) {
-  return row.spread && row.tokens_per_s != null ? `${(row.spread.cv * 100).toFixed(1)}%` : MISSING;
-}
-
-function marksOf(row) {
-  const marks = [];
-  if (row.spread && row.spread.noisy) marks.push(`noisy CV ${(row.spread.cv * 100).toFixed(1)}%`);
-  if (row.gpu_activity && row.gpu_activity.contended) marks.push("contended");
-  if (row.gpu_activity && row.gpu_activity.throttled) {
-    // Held at the power limit is how a GPU runs at full load; heat or a hardware slowdown is a real alarm.
-    const reasons = row.gpu_activity.throttle_reasons || [];
-    marks.push(reasons.length === 1 && reasons[0] === "sw_power_cap" ? "power cap" : "throttled");
-  }
-  return marks.join(", ") || "yes";
-}
-
-function memoryOf(row) {
-  const memory = row.memory;
-  if (!memory) return MISSING;
-  if (memory.peak_allocated_bytes != null) return fmt.bytes(memory.peak_allocated_bytes);
-  if (memory.host_peak_rss_bytes != null) return `${fmt.bytes(memory.host_peak_rss_bytes)} RSS`;
-  return MISSING;
-}
-
-function paddingTable(result) {
-  const winner = winnerOf(result);
+// Rows in the CLI's order (fastest first), the winner and the rows not to rank by as the server's verdict says.
+function paddingTable(result, verdict) {
   const notes = [];
-  const body = result.strategies.map((row) => {
+  const order = verdict.ranked.length ? verdict.ranked : result.strategies.map((_, index) => index);
+  const body = order.flatMap((index) => {
+    const row = result.strategies[index];
     const validity = row.status === "ok" ? marksOf(row)
       : `${row.status === "invalid" ? "no" : "failed"} [${notes.push(row.invalid_reason || row.error || "no reason recorded")}]`;
-    const kernel = row.gqa === "expanded" ? `${row.kernel} (K/V expanded)` : row.kernel;
-    const cells = [strategyLabel(row), kernel, row.batch_size ?? MISSING, fmt.int(row.tokens_per_s), intervalOf(row),
-                   cvOf(row), fmt.ratio(row.speedup_vs_static), fmt.fixed(row.padding_efficiency, 2),
-                   fmt.fixed(row.mfu, 2), fmt.fixed(row.mfu_vs_matmul, 2), memoryOf(row), row.max_logit_error == null ? MISSING : row.max_logit_error.toExponential(1), validity];
-    const className = row === winner ? "winner" : isDoubtful(row) ? "doubtful" : "";
-    return el("tr", { className }, ...cells.map((cell) => el("td", { text: String(cell) })));
+    const className = index === verdict.winner ? "winner" : verdict.doubtful.includes(index) ? "doubtful" : "";
+    return paddingRows(row, className, validity);
   });
   const table = el("table", { className: "grid results" },
                    el("thead", {}, el("tr", {}, ...PADDING_COLUMNS.map((name) => el("th", { text: name })))),
@@ -146,24 +143,25 @@ function attentionTable(result) {
              el("tbody", {}, ...rows))];
 }
 
-function verdictOf(result) {
-  const winner = winnerOf(result);
-  if (!winner) return null;
-  const versus = winner.speedup_vs_static == null ? "" : `, ${fmt.ratio(winner.speedup_vs_static)} static padding`;
-  return `Fastest valid layout: ${strategyLabel(winner)} on ${winner.kernel} at batch ${winner.batch_size ?? MISSING}: `
-    + `${fmt.int(winner.tokens_per_s)} tokens/s${versus}.`;
+// The verdict's lines exactly as `padbench results` prints them: the first as the headline, the rest below it.
+function showVerdict(result, verdict) {
+  const kept = result.partial;
+  const partial = document.getElementById("partial");
+  partial.textContent = kept ? `Partial result: cancelled after ${kept.rows_finished} of ${kept.rows_planned} rows.` : "";
+  partial.hidden = !kept;
+  const [headline, ...details] = verdict.lines;
+  const box = document.getElementById("verdict");
+  box.textContent = headline || "";
+  box.hidden = !headline;
+  document.getElementById("verdict-details").replaceChildren(
+    ...details.map((line) => el("li", { text: line.trim() })));
 }
 
-function showResult(jobId, result) {
+function showResult(jobId, result, verdict) {
   document.getElementById("job-title").textContent = identityOf(jobId, result);
-  const kept = result.partial;
-  const partial = kept ? `Partial result: cancelled after ${kept.rows_finished} of ${kept.rows_planned} rows. ` : "";
-  const verdict = partial + (verdictOf(result) || "");
-  const verdictBox = document.getElementById("verdict");
-  verdictBox.textContent = verdict || "";
-  verdictBox.hidden = !verdict;
+  showVerdict(result, verdict);
   drawResultCharts(document.getElementById("charts"), result);
-  document.getElementById("results").replaceChildren(...(result.kind === "padding" ? paddingTable(result)
+  document.getElementById("results").replaceChildren(...(result.kind === "padding" ? paddingTable(result, verdict)
                                                                                   : attentionTable(result)));
   const facts = Object.entries(result.environment).filter(([, value]) => value != null && value !== "")
     .map(([name, value]) => el("tr", {}, el("th", { text: name }),
@@ -184,9 +182,9 @@ async function startJob() {
   const poll = async () => {
     const job = await api(`/jobs/${jobId}`);
     showJobStatus(job);
-    if (job.status === "succeeded") showResult(jobId, await resultOf(job));
+    if (job.status === "succeeded") showResult(jobId, await resultOf(job), await verdictOf(jobId));
     const kept = job.status === "cancelled" ? await partialResultOf(job) : null;
-    if (kept) showResult(jobId, kept);
+    if (kept) showResult(jobId, kept, await verdictOf(jobId));
     if (!["succeeded", "failed", "cancelled"].includes(job.status)) setTimeout(() => poll().catch((e) => showError(e.message)), REFRESH_MS);
   };
   await poll();
