@@ -6,11 +6,11 @@ import importlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from padbench.contract.registry import Registry
 from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
 from padbench.contract.spec import JOB_SPEC_ADAPTER, AttentionJobSpec, PaddingJobSpec
 from padbench.worker.runtime.isolation import ChildContext
 from padbench.worker.runtime.progress import ProgressFn
-from padbench.worker.runtime.registry import Registry
 
 # Importing a plugin module registers it. Kept as module names so the supervisor (which must not
 # import torch) can list kinds without loading them.

@@ -23,12 +23,12 @@ import torch
 from torch.nn.attention.flex_attention import BlockMask
 from transformers import AttentionInterface
 
+from padbench.contract.registry import Registry
 from padbench.worker.engine.attention import ops
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling, window_reason
 from padbench.worker.engine.attention.ops import KernelUnavailable
 from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.model import config_of
-from padbench.worker.runtime.registry import Registry
 
 HALF_PRECISION = (torch.float16, torch.bfloat16)
 HF_NAME_PREFIX = "padbench-"

@@ -1,7 +1,9 @@
-"""A typed registry: the one way plugin families (strategies, kernels, job kinds) are looked up.
+"""A typed registry: the one way plugin families (job kinds, strategies, kernels) are looked up.
 
-Plugins register under a name once, at import; lookups of unknown names fail with the list of known
-ones, so a spec that names a kernel this build lacks gets a clear error rather than a KeyError.
+It sits in the contract, below every other layer, so the server, the client and the worker each keep
+registries of their own plugins with it. Plugins register under a name once, at import; lookups of
+unknown names fail with the list of known ones, so a spec that names a kernel this build lacks gets a
+clear error rather than a KeyError.
 """
 
 from __future__ import annotations
