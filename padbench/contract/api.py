@@ -175,10 +175,6 @@ class LeaseRelease(Body):
     lease_token: LeaseToken
 
 
-class ErrorOut(Body):
-    detail: Any
-
-
 class LeaseConflictOut(Body):
     """A 409 on a lease call, with the job's status now: a worker tells a job that ended (stop its run)
     from one another worker's lease holds (run on: the first complete result wins)."""

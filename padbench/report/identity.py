@@ -10,8 +10,6 @@ from typing import Any
 
 from padbench.contract.results import AttentionResult, PaddingResult
 
-IDENTITY_COLUMNS = ("job_id", "model", "gpu", "dtype", "mode", "date")
-
 
 def model_name(result: PaddingResult | AttentionResult) -> str:
     """The model a padding job ran (its preset, path or model type); an attention sweep's shape instead."""
