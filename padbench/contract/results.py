@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
+from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec, strategy_label
 
 
 class ResultModel(BaseModel):
@@ -175,7 +175,7 @@ class StrategyResult(ResultModel):
 
     @property
     def label(self) -> str:
-        return f"binned[{self.n_bins}]" if self.strategy == "binned" else self.strategy
+        return strategy_label(self.strategy, self.n_bins)
 
 
 # Above the most rows a result can hold: 32 strategies × 16 batch sizes, or 16 kernels × 64 sequence lengths.

@@ -109,6 +109,11 @@ class DataSpec(StrictModel):
 DEFAULT_N_BINS = 16
 
 
+def strategy_label(name: str, n_bins: int | None) -> str:
+    """A strategy as tables name it: `binned[16]` carries its number of bins, the others are their name."""
+    return f"binned[{n_bins}]" if name == "binned" else name
+
+
 class StrategySpec(StrictModel):
     name: StrategyName
     n_bins: Annotated[int, Field(ge=1, le=4096)] | None = None
@@ -131,7 +136,7 @@ class StrategySpec(StrictModel):
 
     @property
     def label(self) -> str:
-        return f"binned[{self.n_bins}]" if self.name == "binned" else self.name
+        return strategy_label(self.name, self.n_bins)
 
 
 # --- measurement ----------------------------------------------------------------------------------------
