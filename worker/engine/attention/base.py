@@ -29,6 +29,7 @@ from padbench.worker.engine.attention.features import AttentionFeatures, GqaHand
 from padbench.worker.engine.attention.ops import KernelUnavailable
 from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.model import config_of
+from padbench.worker.runtime.messages import first_line
 
 HALF_PRECISION = (torch.float16, torch.bfloat16)
 HF_NAME_PREFIX = "padbench-"
@@ -78,8 +79,7 @@ class AttentionKernel(ABC):
         except KernelUnavailable as error:
             return error.reason
         except Exception as error:  # the library's own refusal (NotImplementedError, RuntimeError, …)
-            first_sentence = (str(error).strip().splitlines() or [""])[0].split(". ")[0][:200]
-            return f"{type(error).__name__}: {first_sentence}"
+            return f"{type(error).__name__}: {first_line(error).split('. ')[0][:200]}"
         return None
 
     def probe(self, device: torch.device, dtype: torch.dtype) -> None:

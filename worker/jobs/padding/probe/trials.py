@@ -36,6 +36,7 @@ from padbench.worker.jobs.padding.probe.search import Reading, choose_size, sear
 from padbench.worker.runtime.child_session import ChildSession
 from padbench.worker.runtime.environment import flash_attn_cute_version, package_version
 from padbench.worker.runtime.isolation import ChildReport
+from padbench.worker.runtime.messages import first_line
 from padbench.worker.runtime.progress import ProgressFn
 
 PROBE_TARGET = "padbench.worker.jobs.padding.probe.child:probe_size"
@@ -201,8 +202,8 @@ def describe(attempt: ProbeAttempt) -> str:
     """One probe's outcome for the progress log: what it held, or how it ended (the error's first line)."""
     seconds = f"({attempt.seconds:.1f} s)"
     if attempt.outcome != "fits":
-        first_line = next(iter((attempt.error or "").strip().splitlines()), "")
-        return f"{attempt.outcome.replace('_', ' ')} {seconds}" + (f": {first_line[:300]}" if first_line else "")
+        said = first_line(attempt.error)
+        return f"{attempt.outcome.replace('_', ' ')} {seconds}" + (f": {said}" if said else "")
     held = [f"{label} {value / 2**30:.2f} GiB" for label, value in
             (("peak", attempt.peak_allocated_bytes), ("reserved", attempt.peak_reserved_bytes)) if value is not None]
     return f"fits {seconds}" + (f": {', '.join(held)}" if held else "")
