@@ -23,7 +23,9 @@ STARTER_SPEC = """\
 kind: padding
 name: my-first-benchmark
 
-# A preset (tiny | gpt2 | gpt2-seed), a local Hugging Face model directory, or {{config: {{n_layer: …}}}}.
+# Any dense transformers causal LM: a preset (gpt2-seed, llama-3.2-1b, qwen2.5-0.5b, mistral-7b, … — every
+# one in `padbench schema --format markdown`), a local Hugging Face model directory, or a shape written out
+# as {{config: {{model_type: llama, hidden_size: …}}}}.
 model: {model}
 
 data:

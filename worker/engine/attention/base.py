@@ -1,14 +1,14 @@
-"""The attention-kernel plugin interface and its bridge into transformers' GPT-2.
+"""The attention-kernel plugin interface and its bridge into transformers' causal language models.
 
-GPT2Attention looks its attention function up by `config._attn_implementation` in transformers'
-`AttentionInterface` and forwards every extra keyword argument of the model call to it. Each kernel
-registers one function there under its own name and passes what it precomputed per batch (cu_seqlens,
-integer max lengths, masks) as `padbench_*` keyword arguments, so nothing is derived from the device
-inside the layers: reading a length back from the device (a `cu_seqlens.diff().max()` per layer, say)
-forces a host sync on every forward, and transformers' own flash path would otherwise derive cu_seqlens
-and max lengths from the position ids on the device. Because those names are unknown to transformers' mask
-registry, `create_causal_mask` returns at once: no O(L²) packed-sequence mask and no position-id scan
-(which reads the device) on any forward.
+The attention layer of every model family padbench runs (Llama, Qwen 2, Mistral, Gemma 2, Phi-3, GPT-2, …)
+looks its attention function up by `config._attn_implementation` in transformers' `AttentionInterface` and
+forwards every extra keyword argument of the model call to it. Each kernel registers one function there
+under its own name and passes what it precomputed per batch (cu_seqlens, integer max lengths, masks) as
+`padbench_*` keyword arguments, so nothing is derived from the device inside the layers: reading a length
+back from the device (a `cu_seqlens.diff().max()` per layer, say) forces a host sync on every forward, and
+transformers' own flash path would otherwise derive cu_seqlens and max lengths from the position ids on
+the device. Because those names are unknown to transformers' mask registry, `create_causal_mask` returns
+at once: no O(L²) packed-sequence mask and no position-id scan (which reads the device) on any forward.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ _AVAILABILITY: dict[tuple[str, str, torch.dtype], str | None] = {}
 
 
 class AttentionKernel(ABC):
-    """One way of computing GPT-2's causal self-attention for one batch layout."""
+    """One way of computing a causal language model's self-attention for one batch layout."""
 
     name: ClassVar[str]  # what actually runs, recorded with the result (e.g. `torch-flash-varlen`)
     family: ClassVar[str]  # the spec's attention name it implements: torch-flash, flash-attn, sdpa, flex, …
@@ -86,7 +86,7 @@ class AttentionKernel(ABC):
         """Run this kernel's own path (prepare, inputs, attend) once on a tiny batch; raise if it cannot."""
         batch = self.per_forward(self.prepare(tiny_batch(self.layout, device)))
         inputs = kernel_inputs(self.model_inputs(batch))
-        head_dim = 64  # flash kernels need a multiple of 8; 64 is what GPT-2 shapes use
+        head_dim = 64  # flash kernels need a multiple of 8; 64 is the head size of most models they run
         query = torch.randn(*batch.input_ids.shape, 2, head_dim, device=device, dtype=dtype)
         self.attend(query, query, query, head_dim ** -0.5, **inputs)
         if device.type == "cuda":
@@ -237,8 +237,8 @@ class FlexKernel(AttentionKernel):
 def attention_implementation(model: torch.nn.Module, name: str) -> Iterator[None]:
     """Route the model's attention to `name` for one call, then restore what it was.
 
-    The config object is shared by every GPT-2 block, so one attribute switches all layers; restoring it
-    keeps a plain `model(...)` call (e.g. the correctness reference) on its own implementation.
+    The config object is shared by every layer of the model, so one attribute switches all of them;
+    restoring it keeps a plain `model(...)` call (e.g. the correctness reference) on its own implementation.
     """
     config = config_of(model)
     previous = config._attn_implementation
