@@ -33,8 +33,6 @@ from padbench.worker.engine.synthetic import get_distribution
 from padbench.worker.runtime.device import torch_dtype
 from padbench.worker.runtime.messages import first_line
 
-MASKED_PACKED = {"sdpa-block-mask", "eager-block-mask"}
-
 
 @dataclass
 class Row:
@@ -203,7 +201,7 @@ def main() -> int:
         if args.kernels and kernel_name not in args.kernels:
             continue
         layout = "padded" if kernel.layout is not PackedBatch else (
-            "packed-masked" if kernel_name in MASKED_PACKED else "packed")
+            "packed-masked" if kernel.quadratic_memory else "packed")
         rows.append(check_kernel(kernel, model, layouts[layout], sequences, args, device))
         print(f"  checked {kernel_name}: {rows[-1].status}", flush=True)
     print_table(rows)

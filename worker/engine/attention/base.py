@@ -52,6 +52,9 @@ class AttentionKernel(ABC):
     compiles_per_shape: ClassVar[bool] = False
     # Logit soft-capping (Gemma 2): only kernels that apply it may run a model that uses it.
     applies_softcap: ClassVar[bool] = False
+    # Kernels that materialise a (tokens × tokens) mask over a whole pack: their memory grows with the square
+    # of the batch size, not in proportion to it, and the OOM probe fits its curve accordingly.
+    quadratic_memory: ClassVar[bool] = False
 
     def __init__(self) -> None:
         AttentionInterface.register(self.hf_name, self._transformers_attention)

@@ -27,7 +27,6 @@ import torch
 from padbench.contract.results import ProbeAttempt, ProbeReport
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS
-from padbench.worker.engine.batches import PackedBatch
 from padbench.worker.engine.model import model_config
 from padbench.worker.jobs.padding.probe.cache import CachedLimit, ProbeCache, ProbeKey
 from padbench.worker.jobs.padding.probe.curves import MemoryCurve
@@ -46,8 +45,6 @@ FACTS_TIMEOUT_S = 120.0
 # configuration changes fragmentation and so the largest batch that fits, and a limit found under other
 # settings would not hold for the measurement.
 ALLOCATOR_VARIABLES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
-# Kernels that materialise a (tokens × tokens) mask on packed input: their memory grows quadratically.
-MASKED_FAMILIES = frozenset({"eager", "sdpa"})
 # A cached limit stays valid while other processes hold at most this much more than when it was found.
 OTHERS_TOLERANCE_BYTES = 256 * 2**20
 EXPECTED_PROBES = 6  # for progress only
@@ -80,7 +77,7 @@ def find_batch_size(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: s
         oracle = ChildOracle(spec, strategy, kernel_name, facts.device, progress, probes.session, probe_target,
                              probes.starts_before_strategy)
         try:
-            result = search_limit(oracle, curve=memory_curve(strategy, kernel_name), ceiling=ceiling)
+            result = search_limit(oracle, curve=memory_curve(kernel_name), ceiling=ceiling)
         finally:
             probes.strategy_done(facts.device)
     if result.largest_fit == 0:
@@ -138,10 +135,8 @@ def probe_device(spec: PaddingJobSpec) -> Literal["cuda", "cpu"]:
     return "cpu" if spec.device == "cpu" or (spec.device == "auto" and not torch.cuda.is_available()) else "cuda"
 
 
-def memory_curve(strategy: StrategySpec, kernel_name: str) -> MemoryCurve:
-    kernel = ATTENTION_KERNELS.get(kernel_name)
-    masked = strategy.name == "packed" and kernel.layout is PackedBatch and kernel.family in MASKED_FAMILIES
-    return "quadratic" if masked else "affine"
+def memory_curve(kernel_name: str) -> MemoryCurve:
+    return "quadratic" if ATTENTION_KERNELS.get(kernel_name).quadratic_memory else "affine"
 
 
 def _report(spec: PaddingJobSpec, limit: CachedLimit, facts: DeviceFacts, *, seconds: float,
