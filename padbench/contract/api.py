@@ -97,7 +97,7 @@ class Capabilities(Body):
     device: Label  # "cuda" or "cpu"
     gpu_name: Label | None = None
     gpu_memory_bytes: Annotated[int, Field(ge=0, le=2**53)] | None = None
-    # attention kernels importable and runnable on this worker
+    # the attention kernels runnable on this worker, and the attention family each implements (`sdpa`, …)
     kernels: Annotated[list[Label], Field(max_length=64)] = []
     job_kinds: Annotated[list[Label], Field(max_length=16)] = ["padding", "attention"]
 

@@ -55,7 +55,9 @@ TABLES = "health_probe, job_attempts, job_results, job_requirements, jobs, worke
 
 # --- direct queue helpers (tests of padbench.server.queue, without HTTP) ----------------------------------------
 
-CPU_KERNELS = ["eager", "eager-block-mask", "sdpa", "sdpa-block-mask", "flex-padding-mask", "flex-document-mask"]
+# As a CPU worker lists them: its kernels and the attention families they implement.
+CPU_KERNELS = ["eager", "eager-block-mask", "sdpa", "sdpa-block-mask", "flex", "flex-padding-mask",
+               "flex-document-mask"]
 
 
 def submit(database: Database, document: dict | None = None, submitter: str = "alice") -> int:
