@@ -15,7 +15,8 @@ from rich.table import Table
 from rich.text import Text
 
 from padbench.contract.results import AttentionResult, PaddingResult, StrategyResult
-from padbench.report import padding, render_table
+from padbench.report import padding
+from padbench.report.kind import report_for
 from padbench.report.verdict import curve_lines, ranked_rows, verdict_lines, winner
 
 WINNER_STYLE = "bold green"
@@ -42,9 +43,15 @@ def padding_table(result: PaddingResult) -> Table:
 
 
 def print_rich(result: PaddingResult | AttentionResult, console: Console) -> None:
-    if isinstance(result, AttentionResult):
-        console.print(Text(render_table(result)), end="")
-        return
+    """The kind's own terminal table where it has one, its plain table otherwise."""
+    entry = report_for(result)
+    if entry.print_rich is None:
+        console.print(Text(entry.render_table(result)), end="")
+    else:
+        entry.print_rich(result, console)
+
+
+def print_padding(result: PaddingResult, console: Console) -> None:
     _, notes = padding.table_rows(result)
     for line in padding.header_lines(result):
         console.print(Text(line))
@@ -69,4 +76,4 @@ def write_table(result: PaddingResult | AttentionResult, stream: TextIO) -> None
     if stream.isatty():
         print_rich(result, Console(file=stream))
     else:
-        stream.write(render_table(result))
+        stream.write(report_for(result).render_table(result))
