@@ -1,12 +1,12 @@
 """Which workers may run which jobs, as plain capability strings matched in SQL.
 
-A job requires `kind:<kind>`, `device:cuda` when its spec pins the GPU, and — for padding jobs —
-`attention:<family>` for every attention family its strategies name (`flash`, `sdpa`, `flex`, …).
+A job requires `kind:<kind>` and what its kind's policy adds (`server.kinds`): `device:cuda` when its spec
+pins the GPU, and — for padding jobs — `attention:<family>` for every attention family its strategies name
+(`flash`, `sdpa`, `flex`, …).
 A worker offers `kind:` for each job kind it runs, `device:<device>`, and `attention:` for every attention
 family it lists: a worker names, beside each kernel that runs on it (`torch-flash-varlen`), the family that
 kernel implements (`torch-flash`), as the kernel itself declares it, so no family is read out of a kernel's
-name here. Attention-sweep jobs name sweep kernels, which the sweep records cell by cell as
-`unsupported` where they cannot run, so they are not gated on kernels.
+name here.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import get_args
 
 from padbench.contract.api import Capabilities
 from padbench.contract.spec import FLASH_KERNELS, AttentionJobSpec, AttentionName, PaddingJobSpec
+from padbench.server.kinds import policy_for
 
 # `flash` means "the best flash implementation present", so any specific flash family satisfies it.
 GENERIC_FLASH = "flash"
@@ -22,12 +23,7 @@ ATTENTION_FAMILIES: frozenset[str] = frozenset(get_args(AttentionName))
 
 
 def job_requirements(spec: PaddingJobSpec | AttentionJobSpec) -> set[str]:
-    required = {f"kind:{spec.kind}"}
-    if spec.device == "cuda":
-        required.add("device:cuda")
-    if isinstance(spec, PaddingJobSpec):
-        required |= {f"attention:{spec.attention_for(strategy)}" for strategy in spec.strategies}
-    return required
+    return {f"kind:{spec.kind}"} | policy_for(spec).requirements(spec)
 
 
 def offered_capabilities(capabilities: Capabilities) -> set[str]:
