@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from padbench.contract.registry import Registry
-from padbench.contract.results import AttentionResult, PaddingResult, StrategyResult
+from padbench.contract.results import AttentionResult, JobResultBase, PaddingResult, StrategyResult
 from padbench.report.identity import title
 from padbench.report.kind import kinds_in_words, report_for
 
@@ -24,8 +24,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-Result = PaddingResult | AttentionResult
-Labelled = tuple[int | None, Result]
+Labelled = tuple[int | None, JobResultBase]
 FORMATS = (".png", ".svg")
 MISSING_EXTRA = "padbench plot needs matplotlib: pip install 'padbench[plot]'"
 
@@ -45,7 +44,7 @@ def _pyplot() -> Any:
     return plt
 
 
-def _name(job_id: int | None, result: Result, several: bool) -> str:
+def _name(job_id: int | None, result: JobResultBase, several: bool) -> str:
     return title(result, job_id) if several else (f"job {job_id}" if job_id is not None else "this run")
 
 

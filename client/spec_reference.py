@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from padbench.contract.spec import JOB_SPEC_ADAPTER
+from padbench.contract.kinds import JOB_SPEC_ADAPTER
 
 # Sections in reading order: the two job kinds, then the parts they refer to.
 ORDER = ("PaddingJobSpec", "AttentionJobSpec", "ModelSpec", "DataSpec", "StrategySpec",

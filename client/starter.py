@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from padbench.client.spec_reference import render_reference
-from padbench.contract.spec import JOB_SPEC_ADAPTER
+from padbench.contract.kinds import JOB_SPEC_ADAPTER
 
 STARTER_SPEC = """\
 # A padbench job spec: which batching layout and attention kernel gives the most tokens/s for this model,

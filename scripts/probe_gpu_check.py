@@ -23,7 +23,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from padbench.contract.results import JOB_RESULT_ADAPTER, PaddingResult, ProbeReport
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.results import PaddingResult, ProbeReport
 from padbench.contract.spec import ModelSpec, PaddingJobSpec, ProbeSpec, StrategySpec
 from padbench.worker.engine.batches import STRATEGIES, PackedBatch
 from padbench.worker.engine.strategies import packed  # noqa: F401  (registers the strategies)

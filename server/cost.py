@@ -10,16 +10,16 @@ its cells. The limits are the server's settings (`PADBENCH_MAX_JOB_TOKENS`, `PAD
 
 from __future__ import annotations
 
-from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
+from padbench.contract.spec import JobSpecBase
 from padbench.server.kinds import policy_for
 from padbench.server.kinds.base import JobCost
 
 
-def job_cost(spec: PaddingJobSpec | AttentionJobSpec) -> JobCost:
+def job_cost(spec: JobSpecBase) -> JobCost:
     return policy_for(spec).cost(spec)
 
 
-def over_limits(spec: PaddingJobSpec | AttentionJobSpec, *, max_tokens: int, max_flops: float) -> str | None:
+def over_limits(spec: JobSpecBase, *, max_tokens: int, max_flops: float) -> str | None:
     """Why the job exceeds the server's limits, or None when it fits."""
     cost = job_cost(spec)
     if cost.tokens > max_tokens:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
+from padbench.contract.spec import JobSpecBase
 from padbench.server.kinds import policy_for
 
 GLOB_CHARACTERS = frozenset("*?[]{}")
@@ -30,7 +30,7 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-def path_errors(spec: PaddingJobSpec | AttentionJobSpec) -> list[dict[str, Any]]:
+def path_errors(spec: JobSpecBase) -> list[dict[str, Any]]:
     """422 error items, in the server's `{loc, msg, type}` shape, for every refused name."""
     errors = []
     for location, name in policy_for(spec).named_paths(spec):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import get_args
 
 from padbench.contract.api import Capabilities
-from padbench.contract.spec import FLASH_KERNELS, AttentionJobSpec, AttentionName, PaddingJobSpec
+from padbench.contract.spec import FLASH_KERNELS, AttentionName, JobSpecBase
 from padbench.server.kinds import policy_for
 
 # `flash` means "the best flash implementation present", so any specific flash family satisfies it.
@@ -22,7 +22,7 @@ GENERIC_FLASH = "flash"
 ATTENTION_FAMILIES: frozenset[str] = frozenset(get_args(AttentionName))
 
 
-def job_requirements(spec: PaddingJobSpec | AttentionJobSpec) -> set[str]:
+def job_requirements(spec: JobSpecBase) -> set[str]:
     return {f"kind:{spec.kind}"} | policy_for(spec).requirements(spec)
 
 

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from padbench.contract.bounds import MAX_RETENTION_DAYS, DbId, Label, LeaseToken, Message, Name, NoNul
-from padbench.contract.results import AttentionResult, JobResult, PaddingResult
-from padbench.contract.spec import JobSpec
+from padbench.contract.kinds import DEFAULT_KIND, JOB_KINDS, JobResult, JobSpec
+from padbench.contract.results import JobResultBase
 
 API_PREFIX = "/v1"
 # A submit's key, new per job and the same on every retry of that submit; a retry answered from the
@@ -43,7 +43,7 @@ class JobCreate(Body):
     def _padding_by_default(cls, value: Any) -> Any:
         """A spec without `kind` is a padding job, exactly as in `parse_job_spec`."""
         if isinstance(value, dict) and "kind" not in value:
-            return {"kind": "padding", **value}
+            return {"kind": DEFAULT_KIND, **value}
         return value
 
 
@@ -99,7 +99,7 @@ class Capabilities(Body):
     gpu_memory_bytes: Annotated[int, Field(ge=0, le=2**53)] | None = None
     # the attention kernels runnable on this worker, and the attention family each implements (`sdpa`, …)
     kernels: Annotated[list[Label], Field(max_length=64)] = []
-    job_kinds: Annotated[list[Label], Field(max_length=16)] = ["padding", "attention"]
+    job_kinds: Annotated[list[Label], Field(max_length=16)] = list(JOB_KINDS)
 
 
 class WorkerRegister(Body):
@@ -144,7 +144,7 @@ class LeaseComplete(Body):
 
     @field_validator("result")
     @classmethod
-    def _not_partial(cls, result: PaddingResult | AttentionResult) -> PaddingResult | AttentionResult:
+    def _not_partial(cls, result: JobResultBase) -> JobResultBase:
         # Rows kept from a cancelled run are reported as such (`LeaseCancelled`); they never make a job succeed.
         if result.partial is not None:
             raise ValueError("a completed job's result must not be marked partial (result.partial)")
@@ -165,7 +165,7 @@ class LeaseCancelled(Body):
 
     @field_validator("result")
     @classmethod
-    def _marked_partial(cls, result: PaddingResult | AttentionResult) -> PaddingResult | AttentionResult:
+    def _marked_partial(cls, result: JobResultBase) -> JobResultBase:
         if result.partial is None:
             raise ValueError("a cancelled job's result must be marked partial (result.partial)")
         return result

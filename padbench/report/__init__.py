@@ -10,7 +10,8 @@ from __future__ import annotations
 import csv
 import io
 
-from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.results import AttentionResult, JobResultBase, PaddingResult
 from padbench.report import attention, padding, terminal
 from padbench.report.identity import identity
 from padbench.report.kind import REPORTS, KindReport, report_for
@@ -23,15 +24,15 @@ REPORTS.add("attention", KindReport[AttentionResult](
     csv_rows=attention.csv_rows, run_facts=attention.run_facts, compare=attention.COMPARE))
 
 
-def render_table(result: PaddingResult | AttentionResult) -> str:
+def render_table(result: JobResultBase) -> str:
     return report_for(result).render_table(result)
 
 
-def render_json(result: PaddingResult | AttentionResult) -> str:
+def render_json(result: JobResultBase) -> str:
     return JOB_RESULT_ADAPTER.dump_json(result, indent=2).decode()
 
 
-def render_csv(result: PaddingResult | AttentionResult, job_id: int | None = None) -> str:
+def render_csv(result: JobResultBase, job_id: int | None = None) -> str:
     """One row per strategy (or attention cell), led by the job's identity columns (job id, model, GPU,
     dtype, mode, date), so the CSVs of several jobs concatenate into one table."""
     rows = [{**identity(result, job_id), **row} for row in report_for(result).csv_rows(result)]
@@ -43,7 +44,7 @@ def render_csv(result: PaddingResult | AttentionResult, job_id: int | None = Non
     return buffer.getvalue()
 
 
-def render(result: PaddingResult | AttentionResult, fmt: str, job_id: int | None = None) -> str:
+def render(result: JobResultBase, fmt: str, job_id: int | None = None) -> str:
     if fmt == "csv":
         return render_csv(result, job_id)
     renderers = {"table": render_table, "json": render_json}

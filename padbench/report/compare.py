@@ -17,11 +17,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from padbench.contract.results import AttentionResult, PaddingResult
+from padbench.contract.results import JobResultBase
 from padbench.report.identity import identity, title
 from padbench.report.kind import REPORTS, CompareKey, CompareRule, report_for
 
-Result = PaddingResult | AttentionResult
 FORMATS = ("table", "json", "csv")
 
 
@@ -40,7 +39,7 @@ class CompareRow:
 class Comparison:
     kind: str  # the jobs' kind: "padding", "attention"
     rule: CompareRule[Any]
-    jobs: list[tuple[int | None, Result]]
+    jobs: list[tuple[int | None, JobResultBase]]
     rows: list[CompareRow]
 
     @property
@@ -58,7 +57,7 @@ def _ratio(value: float | None, baseline: float | None, higher_is_faster: bool) 
     return value / baseline if higher_is_faster else baseline / value
 
 
-def compare(jobs: list[tuple[int | None, Result]]) -> Comparison:
+def compare(jobs: list[tuple[int | None, JobResultBase]]) -> Comparison:
     if len(jobs) < 2:
         raise CompareError("compare needs at least two jobs")
     kinds = {result.kind for _, result in jobs}

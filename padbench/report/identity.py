@@ -8,31 +8,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from padbench.contract.results import AttentionResult, PaddingResult
+from padbench.contract.results import JobResultBase
 from padbench.report.kind import report_for
 
 
-def model_name(result: PaddingResult | AttentionResult) -> str:
+def model_name(result: JobResultBase) -> str:
     """The model a padding job ran (its preset, path or model type); an attention sweep's shape instead."""
     return report_for(result).run_facts(result).model
 
 
-def device_name(result: PaddingResult | AttentionResult) -> str:
+def device_name(result: JobResultBase) -> str:
     return result.environment.gpu_name or result.environment.device
 
 
-def run_date(result: PaddingResult | AttentionResult) -> str:
+def run_date(result: JobResultBase) -> str:
     """The day the run started (UTC), from the environment's ISO 8601 timestamp."""
     return result.environment.started_at[:10]
 
 
-def identity(result: PaddingResult | AttentionResult, job_id: int | None = None) -> dict[str, Any]:
+def identity(result: JobResultBase, job_id: int | None = None) -> dict[str, Any]:
     facts = report_for(result).run_facts(result)
     return {"job_id": job_id, "model": facts.model, "gpu": device_name(result), "dtype": facts.dtype,
             "mode": facts.mode, "date": run_date(result)}
 
 
-def title(result: PaddingResult | AttentionResult, job_id: int | None = None) -> str:
+def title(result: JobResultBase, job_id: int | None = None) -> str:
     """`job 7 · gpt2-seed · NVIDIA H100 80GB HBM3 · bf16 · inference · 2026-11-22`."""
     parts = [] if job_id is None else [f"job {job_id}"]
     facts = report_for(result).run_facts(result)

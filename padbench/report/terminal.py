@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from padbench.contract.results import AttentionResult, PaddingResult, StrategyResult
+from padbench.contract.results import JobResultBase, PaddingResult, StrategyResult
 from padbench.report import padding
 from padbench.report.kind import report_for
 from padbench.report.verdict import curve_lines, ranked_rows, verdict_lines, winner
@@ -42,7 +42,7 @@ def padding_table(result: PaddingResult) -> Table:
     return table
 
 
-def print_rich(result: PaddingResult | AttentionResult, console: Console) -> None:
+def print_rich(result: JobResultBase, console: Console) -> None:
     """The kind's own terminal table where it has one, its plain table otherwise."""
     entry = report_for(result)
     if entry.print_rich is None:
@@ -71,7 +71,7 @@ def print_padding(result: PaddingResult, console: Console) -> None:
             console.print(Text(f"  {line}"))
 
 
-def write_table(result: PaddingResult | AttentionResult, stream: TextIO) -> None:
+def write_table(result: JobResultBase, stream: TextIO) -> None:
     """The results table on `stream`: drawn with rich on a terminal, the plain text table otherwise."""
     if stream.isatty():
         print_rich(result, Console(file=stream))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
+from padbench.contract.spec import JobSpecBase
 from padbench.server.kinds import attention, padding
 from padbench.server.kinds.base import KIND_POLICIES, KindPolicy
 
 __all__ = ["KIND_POLICIES", "attention", "padding", "policy_for"]
 
 
-def policy_for(spec: PaddingJobSpec | AttentionJobSpec) -> KindPolicy[Any]:
+def policy_for(spec: JobSpecBase) -> KindPolicy[Any]:
     return KIND_POLICIES.get(spec.kind)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from padbench.contract.api import Capabilities
-from padbench.contract.spec import parse_job_spec
+from padbench.contract.kinds import parse_job_spec
 from padbench.server.api.errors import clean_location
 from padbench.server.requirements import job_requirements, offered_capabilities
 

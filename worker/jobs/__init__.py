@@ -11,9 +11,10 @@ import importlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from padbench.contract.kinds import JOB_RESULT_ADAPTER, JOB_SPEC_ADAPTER
 from padbench.contract.registry import Registry
-from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
-from padbench.contract.spec import JOB_SPEC_ADAPTER, AttentionJobSpec, PaddingJobSpec
+from padbench.contract.results import JobResultBase
+from padbench.contract.spec import JobSpecBase
 from padbench.worker.runtime.isolation import ChildContext
 from padbench.worker.runtime.progress import ProgressFn
 
@@ -25,11 +26,11 @@ PLUGIN_MODULES: dict[str, str] = {
 
 # Called by a job kind each time a row (a strategy, a sweep cell) finishes, with the result as it would stand
 # if the job stopped there: the rows so far, marked partial. The last one is what a cancel keeps.
-PartialFn = Callable[[PaddingResult | AttentionResult], None]
+PartialFn = Callable[[JobResultBase], None]
 
 
 class JobRunner(Protocol):
-    def run(self, spec: Any, progress: ProgressFn, on_partial: PartialFn) -> PaddingResult | AttentionResult:
+    def run(self, spec: Any, progress: ProgressFn, on_partial: PartialFn) -> JobResultBase:
         """The job's result: rows measured in this process or in children it starts."""
 
     def kernel_names(self, device: str) -> list[str]:
@@ -51,9 +52,9 @@ def run_job(ctx: ChildContext, spec_document: dict[str, Any]) -> dict[str, Any]:
 
     Each partial result on the way is handed to the parent (`ctx.finished`) as a JSON-ready document too.
     """
-    spec: PaddingJobSpec | AttentionJobSpec = JOB_SPEC_ADAPTER.validate_python(spec_document)
+    spec: JobSpecBase = JOB_SPEC_ADAPTER.validate_python(spec_document)
 
-    def hand_over(partial: PaddingResult | AttentionResult) -> None:
+    def hand_over(partial: JobResultBase) -> None:
         ctx.finished(JOB_RESULT_ADAPTER.dump_python(partial, mode="json"))
 
     result = get_job_runner(spec.kind).run(spec, ctx.progress, hand_over)
