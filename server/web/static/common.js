@@ -1,5 +1,6 @@
 // Shared by every dashboard page: the token (kept in this tab's sessionStorage), calls to the /v1 API,
-// and the formatting the CLI's tables use. No page shows job data until a token is given.
+// the formatting the CLI's tables use, and the job kinds: each kind's script (kinds/<kind>.js) registers
+// how its jobs show. No page shows job data until a token is given.
 "use strict";
 
 const TOKEN_KEY = "padbench-token";
@@ -88,33 +89,30 @@ const fmt = {
   when: (iso) => (iso ? iso.replace("T", " ").slice(0, 19) : MISSING),
 };
 
-function strategyLabel(row) { return row.strategy === "binned" ? `binned[${row.n_bins}]` : row.strategy; }
+// --- job kinds ------------------------------------------------------------------------------------------
+// A kind's view: plural (for messages), model(spec) and mode(spec) (what the job ran, and how), headline(result)
+// (the job list's "winner" cell, or null), verdict(result) (a sentence, or null), table(result) (nodes),
+// charts(container, result), and compare: { keyNames, metric, higherIsFaster, show(value), figures(result) }.
+const KINDS = {};
 
-function modelOf(spec) {
-  if (spec.kind === "attention") return `attention B${spec.batch} H${spec.heads} D${spec.head_dim}`;
-  const model = spec.model;
-  if (typeof model === "string") return model;
-  if (!model) return MISSING;
-  return model.preset || model.path || (model.config ? `custom ${model.config.model_type}` : MISSING);
-}
+function registerKind(name, view) { KINDS[name] = view; }
+
+// A kind this dashboard has no script for still lists and shows its raw result.
+const UNKNOWN_KIND = {
+  plural: "jobs of other kinds", model: () => MISSING, mode: () => MISSING, headline: () => null, verdict: () => null,
+  table: (result) => [el("p", { className: "hint", text: `this dashboard has no table for ${result.kind} jobs` })],
+  charts: () => {},
+  compare: { keyNames: ["row", ""], metric: "", higherIsFaster: true, show: String, figures: () => new Map() },
+};
+
+function kindOf(kind) { return KINDS[kind] || UNKNOWN_KIND; }
+
+function modelOf(spec) { return kindOf(spec.kind).model(spec); }
 
 function gpuOf(result) { return result.environment.gpu_name || result.environment.device; }
 
 function identityOf(jobId, result) {
-  const mode = result.kind === "padding" ? result.spec.mode : result.spec.direction;
+  const mode = kindOf(result.kind).mode(result.spec);
   return [`job ${jobId}`, modelOf(result.spec), gpuOf(result), result.spec.dtype, mode,
           result.environment.started_at.slice(0, 10)].join(" · ");
-}
-
-// The fastest row with a valid figure (what the CLI highlights); null when there is none.
-function winnerOf(result) {
-  if (result.kind !== "padding") return null;
-  const valid = result.strategies.filter((row) => row.tokens_per_s != null && !isDoubtful(row));
-  return valid.reduce((best, row) => (best && best.tokens_per_s >= row.tokens_per_s ? best : row), null);
-}
-
-// Invalid or failed, or marked noisy or contended (a flag of that name, or in a list of marks).
-function isDoubtful(row) {
-  const marks = row.marks || [];
-  return row.status !== "ok" || ["noisy", "contended"].some((mark) => Boolean(row[mark]) || marks.includes(mark));
 }

@@ -48,7 +48,7 @@ const selected = new Set();
 async function jobRow(job) {
   const result = await resultOf(job);
   const spec = result ? result.spec : await specOf(job);
-  const winner = result && winnerOf(result);
+  const headline = result && kindOf(result.kind).headline(result);
   const box = el("input", { type: "checkbox", "aria-label": `select job ${job.id}` });
   box.checked = selected.has(job.id);
   box.addEventListener("change", () => {
@@ -57,8 +57,7 @@ async function jobRow(job) {
   });
   const cells = [box, el("a", { href: `/jobs/${job.id}`, text: `#${job.id}` }), statusBadge(job), progressBar(job),
                  job.name || MISSING, job.kind, modelOf(spec), result ? gpuOf(result) : job.worker || MISSING,
-                 spec.dtype || MISSING, winner ? `${strategyLabel(winner)} · ${fmt.int(winner.tokens_per_s)} tok/s` : MISSING,
-                 fmt.when(job.created_at)];
+                 spec.dtype || MISSING, headline || MISSING, fmt.when(job.created_at)];
   return el("tr", { "data-job-id": job.id, "data-status": job.status }, ...cells.map((cell) => el("td", {}, cell)));
 }
 
@@ -79,92 +78,17 @@ async function startJobs() {
 }
 
 // --- one job --------------------------------------------------------------------------------------------
-const PADDING_COLUMNS = ["strategy", "kernel", "batch", "tokens/s", "95% interval", "CV", "vs static",
-                         "padding eff.", "MFU", "MFU (GEMM)", "peak memory", "max logit error", "valid"];
-
-function intervalOf(row) {
-  const spread = row.spread;
-  if (!spread || row.tokens_per_s == null) return MISSING;
-  return `${fmt.int(spread.ci95_low_tokens_per_s)}–${fmt.int(spread.ci95_high_tokens_per_s)}`;
-}
-
-function cvOf(row) {
-  return row.spread && row.tokens_per_s != null ? `${(row.spread.cv * 100).toFixed(1)}%` : MISSING;
-}
-
-function marksOf(row) {
-  const marks = [];
-  if (row.spread && row.spread.noisy) marks.push(`noisy CV ${(row.spread.cv * 100).toFixed(1)}%`);
-  if (row.gpu_activity && row.gpu_activity.contended) marks.push("contended");
-  if (row.gpu_activity && row.gpu_activity.throttled) {
-    // Held at the power limit is how a GPU runs at full load; heat or a hardware slowdown is a real alarm.
-    const reasons = row.gpu_activity.throttle_reasons || [];
-    marks.push(reasons.length === 1 && reasons[0] === "sw_power_cap" ? "power cap" : "throttled");
-  }
-  return marks.join(", ") || "yes";
-}
-
-function memoryOf(row) {
-  const memory = row.memory;
-  if (!memory) return MISSING;
-  if (memory.peak_allocated_bytes != null) return fmt.bytes(memory.peak_allocated_bytes);
-  if (memory.host_peak_rss_bytes != null) return `${fmt.bytes(memory.host_peak_rss_bytes)} RSS`;
-  return MISSING;
-}
-
-function paddingTable(result) {
-  const winner = winnerOf(result);
-  const notes = [];
-  const body = result.strategies.map((row) => {
-    const validity = row.status === "ok" ? marksOf(row)
-      : `${row.status === "invalid" ? "no" : "failed"} [${notes.push(row.invalid_reason || row.error || "no reason recorded")}]`;
-    const kernel = row.gqa === "expanded" ? `${row.kernel} (K/V expanded)` : row.kernel;
-    const cells = [strategyLabel(row), kernel, row.batch_size ?? MISSING, fmt.int(row.tokens_per_s), intervalOf(row),
-                   cvOf(row), fmt.ratio(row.speedup_vs_static), fmt.fixed(row.padding_efficiency, 2),
-                   fmt.fixed(row.mfu, 2), fmt.fixed(row.mfu_vs_matmul, 2), memoryOf(row), row.max_logit_error == null ? MISSING : row.max_logit_error.toExponential(1), validity];
-    const className = row === winner ? "winner" : isDoubtful(row) ? "doubtful" : "";
-    return el("tr", { className }, ...cells.map((cell) => el("td", { text: String(cell) })));
-  });
-  const table = el("table", { className: "grid results" },
-                   el("thead", {}, el("tr", {}, ...PADDING_COLUMNS.map((name) => el("th", { text: name })))),
-                   el("tbody", {}, ...body));
-  const noteList = el("ol", { className: "notes" }, ...notes.map((note) => el("li", { text: note })));
-  return [table, noteList];
-}
-
-function attentionTable(result) {
-  const kernels = [...new Set(result.cells.map((cell) => cell.kernel))];
-  const lengths = [...new Set(result.cells.map((cell) => cell.seq_len))].sort((a, b) => a - b);
-  const byKey = new Map(result.cells.map((cell) => [`${cell.kernel}@${cell.seq_len}`, cell]));
-  const show = (cell) => (!cell ? MISSING : cell.status !== "ok" ? cell.status
-    : `${cell.median_ms.toPrecision(3)} ms · ${fmt.bytes(cell.peak_memory_bytes)}`);
-  const rows = lengths.map((n) => el("tr", {}, el("td", { text: String(n) }),
-    ...kernels.map((kernel) => el("td", { text: show(byKey.get(`${kernel}@${n}`)) }))));
-  return [el("p", { className: "hint", text: "median time per call · peak memory above the inputs" }),
-          el("table", { className: "grid results" },
-             el("thead", {}, el("tr", {}, el("th", { text: "N" }), ...kernels.map((k) => el("th", { text: k })))),
-             el("tbody", {}, ...rows))];
-}
-
-function verdictOf(result) {
-  const winner = winnerOf(result);
-  if (!winner) return null;
-  const versus = winner.speedup_vs_static == null ? "" : `, ${fmt.ratio(winner.speedup_vs_static)} static padding`;
-  return `Fastest valid layout: ${strategyLabel(winner)} on ${winner.kernel} at batch ${winner.batch_size ?? MISSING}: `
-    + `${fmt.int(winner.tokens_per_s)} tokens/s${versus}.`;
-}
-
 function showResult(jobId, result) {
   document.getElementById("job-title").textContent = identityOf(jobId, result);
   const kept = result.partial;
   const partial = kept ? `Partial result: cancelled after ${kept.rows_finished} of ${kept.rows_planned} rows. ` : "";
-  const verdict = partial + (verdictOf(result) || "");
+  const view = kindOf(result.kind);
+  const verdict = partial + (view.verdict(result) || "");
   const verdictBox = document.getElementById("verdict");
   verdictBox.textContent = verdict || "";
   verdictBox.hidden = !verdict;
   drawResultCharts(document.getElementById("charts"), result);
-  document.getElementById("results").replaceChildren(...(result.kind === "padding" ? paddingTable(result)
-                                                                                  : attentionTable(result)));
+  document.getElementById("results").replaceChildren(...view.table(result));
   const facts = Object.entries(result.environment).filter(([, value]) => value != null && value !== "")
     .map(([name, value]) => el("tr", {}, el("th", { text: name }),
                                el("td", { text: typeof value === "object" ? JSON.stringify(value) : String(value) })));
@@ -193,28 +117,12 @@ async function startJob() {
 }
 
 // --- compare --------------------------------------------------------------------------------------------
-function figuresOf(result) {
-  const figures = new Map();
-  if (result.kind === "padding") {
-    // Keyed by strategy and kernel; a layout measured at several batch sizes has a row per size.
-    const pairs = result.strategies.map((row) => `${strategyLabel(row)}|${row.kernel}`);
-    result.strategies.forEach((row, index) => {
-      const repeated = pairs.filter((pair) => pair === pairs[index]).length > 1;
-      const strategy = repeated ? `${strategyLabel(row)} @ ${row.batch_size}` : strategyLabel(row);
-      figures.set(JSON.stringify([strategy, row.kernel]), row.status === "ok" ? row.tokens_per_s : null);
-    });
-  } else {
-    for (const cell of result.cells) figures.set(JSON.stringify([cell.kernel, String(cell.seq_len)]),
-                                                 cell.status === "ok" ? cell.median_ms : null);
-  }
-  return figures;
-}
-
 // Same rules as `padbench compare`: ratios say how many times faster than the first job.
 function comparisonRows(results) {
-  const figures = results.map(figuresOf);
+  const rule = kindOf(results[0].kind).compare;
+  const figures = results.map(rule.figures);
   const keys = [...new Set(figures.flatMap((map) => [...map.keys()]))];
-  const higherIsFaster = results[0].kind === "padding";
+  const higherIsFaster = rule.higherIsFaster;
   return keys.map((key) => {
     const values = figures.map((map) => map.get(key) ?? null);
     const base = values[0];
@@ -230,16 +138,18 @@ async function startCompare() {
   const unfinished = jobs.filter((job) => job.status !== "succeeded");
   if (unfinished.length) throw new Error(`no results yet for ${unfinished.map((job) => `job ${job.id} (${job.status})`).join(", ")}`);
   const results = await Promise.all(jobs.map(resultOf));
-  if (new Set(results.map((result) => result.kind)).size > 1) throw new Error("compare jobs of one kind: padding jobs or attention sweeps");
+  if (new Set(results.map((result) => result.kind)).size > 1) {
+    throw new Error(`compare jobs of one kind: ${Object.values(KINDS).map((view) => view.plural).join(" or ")}`);
+  }
   document.getElementById("compared-jobs").replaceChildren(
     ...jobs.map((job, index) => el("li", {}, el("a", { href: `/jobs/${job.id}`, text: identityOf(job.id, results[index]) }))));
-  const padding = results[0].kind === "padding";
-  const metric = padding ? "tokens/s" : "median ms per call";
+  const rule = kindOf(results[0].kind).compare;
+  const metric = rule.metric;
   document.getElementById("compare-metric").textContent = `${metric}; ratios: times faster than job ${ids[0]}`;
   const rows = comparisonRows(results);
-  const header = [...(padding ? ["strategy", "kernel"] : ["kernel", "N"]),
+  const header = [...rule.keyNames,
                   ...ids.flatMap((id, index) => (index ? [`job ${id}`, `× job ${ids[0]}`] : [`job ${id}`]))];
-  const show = (value) => (value == null ? MISSING : padding ? fmt.int(value) : `${value.toPrecision(3)} ms`);
+  const show = (value) => (value == null ? MISSING : rule.show(value));
   const body = rows.map((row) => el("tr", {}, ...row.key.map((part) => el("td", { text: part })),
     ...row.values.flatMap((value, index) => (index ? [el("td", { text: show(value) }), el("td", { text: fmt.ratio(row.ratios[index]) })]
                                                    : [el("td", { text: show(value) })]))));
