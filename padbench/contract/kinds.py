@@ -7,8 +7,8 @@ policy, dashboard) registers a plugin of its own for it, as docs/extending.md li
 
     register_job_kind(PaddingJobSpec, PaddingResult)
 
-The API bodies (`padbench.contract.api`) build their unions when they are defined, so a kind registered
-after that module was imported is known to the adapters here but not to the HTTP API of that process.
+The API bodies (`padbench.contract.api`) take the unions when they are defined, so a kind registered after
+that module was imported is known to the adapters here but not to the HTTP API of that process.
 """
 
 from __future__ import annotations
@@ -77,12 +77,20 @@ def _result_model(kind: JobKind) -> type[BaseModel]:
     return kind.result
 
 
+UNIONS: dict[str, Callable[[JobKind], type[BaseModel]]] = {"JobSpec": _spec_model, "JobResult": _result_model}
+
 if TYPE_CHECKING:  # to a type checker, any kind's spec or result
     JobSpec: TypeAlias = JobSpecBase
     JobResult: TypeAlias = JobResultBase
-else:  # to pydantic, the union of the kinds registered above
-    JobSpec = kind_union(_spec_model)
-    JobResult = kind_union(_result_model)
+else:
+    def __getattr__(name: str) -> Any:
+        """`JobSpec` and `JobResult` (PEP 562): to pydantic, the union of the kinds registered when the name is
+        imported, so a module that uses one in a model (the API bodies) knows every kind registered before it."""
+        if name in UNIONS:
+            return kind_union(UNIONS[name])
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 M = TypeVar("M", JobSpecBase, JobResultBase)
 
 

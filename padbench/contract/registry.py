@@ -35,6 +35,11 @@ class Registry(Generic[T]):
     def add(self, name: str, entry: T) -> T:
         return self.register(name)(entry)
 
+    def remove(self, name: str) -> None:
+        """Take a plugin out again (a test that registers one for itself leaves the registry as it found it)."""
+        self.get(name)  # an unknown name is the same error as on lookup
+        del self._entries[name]
+
     def get(self, name: str) -> T:
         try:
             return self._entries[name]
