@@ -10,19 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 from rich.console import Console
 
 from padbench.contract.registry import Registry
+from padbench.contract.results import JobResultBase
 
 R = TypeVar("R")  # the kind's result model
 CompareKey = tuple[str, str]  # a row of a comparison: (strategy, kernel), (kernel, sequence length), …
-
-
-class Reported(Protocol):
-    @property
-    def kind(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -61,11 +57,10 @@ class KindReport(Generic[R]):
 REPORTS: Registry[KindReport[Any]] = Registry("job kind")
 
 
-def report_for(result: Reported) -> KindReport[Any]:
+def report_for(result: JobResultBase) -> KindReport[Any]:
     return REPORTS.get(result.kind)
 
 
 def kinds_in_words() -> str:
     """Every kind in plural, for messages: `padding jobs or attention sweeps`."""
-    plurals = [entry.plural for _, entry in REPORTS.items()]
-    return " or ".join([", ".join(plurals[:-1]), plurals[-1]] if len(plurals) > 1 else plurals)
+    return " or ".join(entry.plural for _, entry in REPORTS.items())
