@@ -36,6 +36,7 @@ setup(
         "padbench.migrations.versions": ["*.py"],
         "padbench.examples": ["*.yaml"],
         # The dashboard's templates, scripts, styles and vendored libraries (Chart.js, Swagger UI, ReDoc).
-        "padbench.server.web": ["templates/*.html", "static/*.js", "static/*.css", "static/vendor/*/*"],
+        "padbench.server.web": ["templates/*.html", "static/*.js", "static/kinds/*.js", "static/*.css",
+                               "static/vendor/*/*"],
     },
 )

@@ -21,7 +21,8 @@ from padbench.contract.api import (
     JobStatus,
     WorkerOut,
 )
-from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.results import JobResultBase
 from padbench.http import ApiError, ApiSession, parse_body
 
 WORKERS_ADAPTER = TypeAdapter(list[WorkerOut])
@@ -45,7 +46,7 @@ class PadbenchClient(ApiSession):
             params["status"] = status.value
         return parse_body(JobPage, self.request("GET", "/jobs", params=params))
 
-    def results(self, job_id: int) -> PaddingResult | AttentionResult:
+    def results(self, job_id: int) -> JobResultBase:
         response = self.request("GET", f"/jobs/{job_id}/results")
         try:
             return JOB_RESULT_ADAPTER.validate_json(response.content)

@@ -12,18 +12,20 @@ matplotlib is imported only here, when a plot is drawn, so the rest of the clien
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from padbench.contract.results import AttentionResult, PaddingResult, StrategyResult
+from padbench.contract.registry import Registry
+from padbench.contract.results import AttentionResult, JobResultBase, PaddingResult, StrategyResult
 from padbench.report.identity import title
+from padbench.report.kind import kinds_in_words, report_for
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-Result = PaddingResult | AttentionResult
-Labelled = tuple[int | None, Result]
+Labelled = tuple[int | None, JobResultBase]
 FORMATS = (".png", ".svg")
 MISSING_EXTRA = "padbench plot needs matplotlib: pip install 'padbench[plot]'"
 
@@ -43,7 +45,7 @@ def _pyplot() -> Any:
     return plt
 
 
-def _name(job_id: int | None, result: Result, several: bool) -> str:
+def _name(job_id: int | None, result: JobResultBase, several: bool) -> str:
     return title(result, job_id) if several else (f"job {job_id}" if job_id is not None else "this run")
 
 
@@ -151,22 +153,37 @@ def _figure_title(jobs: list[Labelled]) -> str:
     return "\n".join(title(result, job_id) for job_id, result in jobs)
 
 
+def _padding_panels(plt: Any, jobs: list[Labelled]) -> Figure:
+    with_curves = any(batch_curves(result) for _, result in jobs if isinstance(result, PaddingResult))
+    figure, panels = plt.subplots(1, 2 if with_curves else 1, figsize=(13 if with_curves else 9, 5.5),
+                                  squeeze=False)
+    _bars(panels[0][0], jobs)
+    if with_curves:
+        _curves(panels[0][1], jobs)
+    return figure
+
+
+def _attention_panels(plt: Any, jobs: list[Labelled]) -> Figure:
+    figure, (time_axes, memory_axes) = plt.subplots(1, 2, figsize=(13, 5.5))
+    _sweep(time_axes, jobs, "median_ms", "median time per call, ms")
+    _sweep(memory_axes, jobs, "peak_memory_bytes", "peak memory above the inputs, MiB")
+    return figure
+
+
+# One drawing per job kind: pyplot and the jobs (all of that kind) in, their figure out, before its title.
+PLOTS: Registry[Callable[[Any, list[Labelled]], Figure]] = Registry("job kind")
+PLOTS.add("padding", _padding_panels)
+PLOTS.add("attention", _attention_panels)
+
+
 def draw(jobs: list[Labelled]) -> Figure:
     kinds = {result.kind for _, result in jobs}
     if len(kinds) != 1:
-        raise PlotError("plot jobs of one kind at a time: padding jobs or attention sweeps")
-    plt = _pyplot()
-    if kinds == {"attention"}:
-        figure, (time_axes, memory_axes) = plt.subplots(1, 2, figsize=(13, 5.5))
-        _sweep(time_axes, jobs, "median_ms", "median time per call, ms")
-        _sweep(memory_axes, jobs, "peak_memory_bytes", "peak memory above the inputs, MiB")
-    else:
-        with_curves = any(batch_curves(result) for _, result in jobs if isinstance(result, PaddingResult))
-        figure, panels = plt.subplots(1, 2 if with_curves else 1, figsize=(13 if with_curves else 9, 5.5),
-                                      squeeze=False)
-        _bars(panels[0][0], jobs)
-        if with_curves:
-            _curves(panels[0][1], jobs)
+        raise PlotError(f"plot jobs of one kind at a time: {kinds_in_words()}")
+    kind = kinds.pop()
+    if kind not in PLOTS:
+        raise PlotError(f"padbench plot cannot draw {report_for(jobs[0][1]).plural} yet")
+    figure = PLOTS.get(kind)(_pyplot(), jobs)
     figure.suptitle(_figure_title(jobs), fontsize=11)
     figure.tight_layout()
     return figure

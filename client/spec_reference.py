@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from padbench.contract.spec import JOB_SPEC_ADAPTER
+from padbench.contract.kinds import DEFAULT_KIND, JOB_KINDS, JOB_SPEC_ADAPTER
 
-# Sections in reading order: the two job kinds, then the parts they refer to.
-ORDER = ("PaddingJobSpec", "AttentionJobSpec", "ModelSpec", "DataSpec", "StrategySpec",
-         "MeasurementSpec", "ProbeSpec", "VarlenLayout")
+# Sections in reading order: each job kind's spec, in the order the kinds were registered, then the parts
+# they refer to, in this order; parts not named here follow alphabetically.
+PARTS = ("ModelSpec", "DataSpec", "StrategySpec", "MeasurementSpec", "ProbeSpec", "VarlenLayout")
 BOUNDS = (("minimum", "≥ {}"), ("exclusiveMinimum", "> {}"), ("maximum", "≤ {}"), ("exclusiveMaximum", "< {}"),
           ("minLength", "≥ {} characters"), ("maxLength", "≤ {} characters"),
           ("minItems", "≥ {} items"), ("maxItems", "≤ {} items"))
@@ -67,11 +67,12 @@ def section(name: str, schema: dict[str, Any]) -> list[str]:
 
 def render_reference() -> str:
     definitions = JOB_SPEC_ADAPTER.json_schema()["$defs"]
-    names = [name for name in ORDER if name in definitions] + sorted(set(definitions) - set(ORDER))
+    ordered = [kind.spec.__name__ for _, kind in JOB_KINDS.items()] + list(PARTS)
+    names = [name for name in ordered if name in definitions] + sorted(set(definitions) - set(ordered))
     lines = ["# Job spec reference", "",
              "Generated from the JSON Schema every spec is checked against (`padbench schema --format markdown`); "
              "`padbench schema` prints the schema itself. Unknown keys are errors. A spec without `kind` is a "
-             "padding job. `dtype` also accepts `bfloat16`, `float16` and `float32`.", ""]
+             f"{DEFAULT_KIND} job. `dtype` also accepts `bfloat16`, `float16` and `float32`.", ""]
     for name in names:
         lines += section(name, definitions[name])
     return "\n".join(lines).rstrip() + "\n"

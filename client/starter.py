@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from padbench.client.spec_reference import render_reference
-from padbench.contract.spec import JOB_SPEC_ADAPTER
+from padbench.contract.kinds import JOB_SPEC_ADAPTER
 
 STARTER_SPEC = """\
 # A padbench job spec: which batching layout and attention kernel gives the most tokens/s for this model,
@@ -23,7 +23,9 @@ STARTER_SPEC = """\
 kind: padding
 name: my-first-benchmark
 
-# A preset (tiny | gpt2 | gpt2-seed), a local Hugging Face model directory, or {{config: {{n_layer: …}}}}.
+# Any dense transformers causal LM: a preset (gpt2-seed, llama-3.2-1b, qwen2.5-0.5b, mistral-7b, … — every
+# one in `padbench schema --format markdown`), a local Hugging Face model directory, or a shape written out
+# as {{config: {{model_type: llama, hidden_size: …}}}}.
 model: {model}
 
 data:

@@ -17,7 +17,8 @@ from pydantic import ValidationError
 from padbench.client.api import PadbenchClient
 from padbench.client.exits import reported
 from padbench.client.plot import PlotError, save_plot
-from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.results import JobResultBase
 from padbench.report.compare import (
     FORMATS,
     CompareError,
@@ -29,14 +30,14 @@ from padbench.report.compare import (
 )
 from padbench.report.terminal import console_for
 
-Labelled = tuple[int | None, PaddingResult | AttentionResult]
+Labelled = tuple[int | None, JobResultBase]
 
 
 class SourceError(ValueError):
     pass
 
 
-def read_result_file(path: Path) -> PaddingResult | AttentionResult:
+def read_result_file(path: Path) -> JobResultBase:
     try:
         return JOB_RESULT_ADAPTER.validate_json(path.read_bytes())
     except OSError as error:

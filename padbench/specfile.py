@@ -10,7 +10,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec, StrictModel, parse_job_spec
+from padbench.contract.kinds import parse_job_spec
+from padbench.contract.spec import JobSpecBase, StrictModel
 
 QUOTED = re.compile(r"'([^']*)'")
 
@@ -65,7 +66,7 @@ def load_spec_document(path: str | Path) -> dict[str, Any]:
     return document
 
 
-def load_spec(path: str | Path) -> PaddingJobSpec | AttentionJobSpec:
+def load_spec(path: str | Path) -> JobSpecBase:
     document = load_spec_document(path)
     try:
         return parse_job_spec(document)

@@ -31,8 +31,7 @@ from padbench.worker.engine.model import build_model
 from padbench.worker.engine.strategies import dynamic, packed  # noqa: F401  (registers the strategies)
 from padbench.worker.engine.synthetic import get_distribution
 from padbench.worker.runtime.device import torch_dtype
-
-MASKED_PACKED = {"sdpa-block-mask", "eager-block-mask"}
+from padbench.worker.runtime.messages import first_line
 
 
 @dataclass
@@ -110,7 +109,7 @@ def count_syncs(kernel: AttentionKernel, model: torch.nn.Module, batch: Batch, d
             kernel.forward(model, batch)
         return "none"
     except RuntimeError as error:
-        return f"SYNC: {str(error).splitlines()[0][:80]}"
+        return f"SYNC: {first_line(error, 80)}"
     finally:
         torch.cuda.set_sync_debug_mode("default")
 
@@ -164,7 +163,7 @@ def check_kernel(kernel: AttentionKernel, model: torch.nn.Module, batches: list[
     except torch.OutOfMemoryError:
         row.status = "OOM"
     except Exception as error:  # report and go on to the next kernel
-        row.status, row.note = "error", f"{type(error).__name__}: {str(error).splitlines()[0][:90]}"
+        row.status, row.note = "error", f"{type(error).__name__}: {first_line(error, 90)}"
     finally:
         synchronize(device)
         if device.type == "cuda":
@@ -202,7 +201,7 @@ def main() -> int:
         if args.kernels and kernel_name not in args.kernels:
             continue
         layout = "padded" if kernel.layout is not PackedBatch else (
-            "packed-masked" if kernel_name in MASKED_PACKED else "packed")
+            "packed-masked" if kernel.quadratic_memory else "packed")
         rows.append(check_kernel(kernel, model, layouts[layout], sequences, args, device))
         print(f"  checked {kernel_name}: {rows[-1].status}", flush=True)
     print_table(rows)

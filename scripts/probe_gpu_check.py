@@ -23,8 +23,11 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from padbench.contract.results import JOB_RESULT_ADAPTER, PaddingResult, ProbeReport
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.results import PaddingResult, ProbeReport
 from padbench.contract.spec import ModelSpec, PaddingJobSpec, ProbeSpec, StrategySpec
+from padbench.worker.engine.batches import STRATEGIES, PackedBatch
+from padbench.worker.engine.strategies import packed  # noqa: F401  (registers the strategies)
 from padbench.worker.jobs.padding.probe.cache import ProbeCache
 from padbench.worker.jobs.padding.probe.trials import (
     PROBE_TARGET,
@@ -143,7 +146,7 @@ def _probe_once(spec: PaddingJobSpec, kernel: str, size: int) -> str:
 def measure_at(spec: PaddingJobSpec, chosen: int) -> PaddingResult | str:
     strategy = spec.strategies[0].model_copy(update={"batch_size": chosen})
     # Enough sequences for a few full batches: packs of chosen × max_length tokens hold ~7 sequences per row.
-    per_batch = chosen * (8 if strategy.name == "packed" else 1)
+    per_batch = chosen * (8 if STRATEGIES.get(strategy.name).layout is PackedBatch else 1)
     measured = spec.model_copy(update={"strategies": [strategy], "batch_size": chosen,
                                        "data": spec.data.model_copy(update={"num_samples": 4 * per_batch})})
     child = run_in_child("padbench.worker.jobs:run_job", measured.model_dump(mode="json"), timeout_s=600,

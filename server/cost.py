@@ -1,81 +1,25 @@
 """What a job will cost, estimated from its spec alone, so the server can refuse what no worker should run.
 
 Every field has its own bound in the contract, but bounds multiply: 10M samples × 1M tokens × 100 repeats
-is within each field's limit and still years of GPU time. The estimate is an upper bound, cheap to compute
-and never needs a file: tokens the padding job would feed through the model (samples × max_length, per
-strategy and repeat) and the FLOPs of those tokens when the architecture is known without reading files;
-for an attention sweep, the FLOPs of every kernel call across its cells. The limits are the server's
-settings (`PADBENCH_MAX_JOB_TOKENS`, `PADBENCH_MAX_JOB_FLOPS`).
+is within each field's limit and still years of GPU time. Each kind's policy estimates an upper bound,
+cheap to compute and never needing a file (`server.kinds`): for a padding job the tokens it would feed
+through the model (samples × max_length, per strategy and repeat) and the FLOPs of those tokens when the
+architecture is known without reading files; for an attention sweep, the FLOPs of every kernel call across
+its cells. The limits are the server's settings (`PADBENCH_MAX_JOB_TOKENS`, `PADBENCH_MAX_JOB_FLOPS`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
-
-# Training does a backward pass of about twice the forward's work (the usual 6·N vs 2·N per token).
-TRAINING_FACTOR = 3
-# An attention call is QKᵀ and AV: 2 matmuls of 2·L²·D FLOPs per head; forward+backward is ~3.5 forwards
-# (FlashAttention's accounting: backward recomputes the scores).
-ATTENTION_BACKWARD_FACTOR = 3.5
+from padbench.contract.spec import JobSpecBase
+from padbench.server.kinds import policy_for
+from padbench.server.kinds.base import JobCost
 
 
-@dataclass(frozen=True)
-class JobCost:
-    tokens: int  # tokens fed through the model (padding jobs) or 0 (sweeps)
-    flops: float | None  # None when the model is only known by files the server never reads
+def job_cost(spec: JobSpecBase) -> JobCost:
+    return policy_for(spec).cost(spec)
 
 
-def padding_cost(spec: PaddingJobSpec) -> JobCost:
-    sizes = sum(len(spec.batch_sizes_for(strategy)) for strategy in spec.strategies)
-    tokens = spec.data.num_samples * spec.data.max_length * sizes * spec.measurement.repeats
-    weights = weights_upper_bound(spec.model.architecture())
-    if weights is None:
-        return JobCost(tokens=tokens, flops=None)
-    factor = TRAINING_FACTOR if spec.mode == "training" else 1
-    return JobCost(tokens=tokens, flops=2.0 * weights * tokens * factor)
-
-
-def weights_upper_bound(fields: dict[str, Any] | None) -> int | None:
-    """Weights a token passes through, from architecture fields alone (2 FLOPs each per token).
-
-    Counted generously, whatever the family: full-width attention projections (4·E² a layer, more than GQA
-    needs) and a three-matrix gated MLP (3·E·I), plus the LM head (E·V). None when width or depth is not
-    stated (a model directory, or fields left to the config class's defaults).
-    """
-    if fields is None:
-        return None
-    width = _first_int(fields, "hidden_size", "n_embd")
-    layers = _first_int(fields, "num_hidden_layers", "n_layer")
-    if width is None or layers is None:
-        return None
-    vocab = _first_int(fields, "vocab_size") or 0  # a config class default the server cannot know: not counted
-    inner = _first_int(fields, "intermediate_size", "n_inner") or 4 * width
-    return layers * (4 * width * width + 3 * width * inner) + width * vocab
-
-
-def _first_int(fields: dict[str, Any], *names: str) -> int | None:
-    for name in names:
-        value = fields.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
-
-
-def attention_cost(spec: AttentionJobSpec) -> JobCost:
-    calls = (spec.warmup + spec.repeats) * len(spec.kernels)
-    per_call = sum(4.0 * spec.batch * spec.heads * seq_len**2 * spec.head_dim for seq_len in spec.seq_lens)
-    factor = ATTENTION_BACKWARD_FACTOR if spec.direction == "forward+backward" else 1.0
-    return JobCost(tokens=0, flops=per_call * calls * factor)
-
-
-def job_cost(spec: PaddingJobSpec | AttentionJobSpec) -> JobCost:
-    return padding_cost(spec) if isinstance(spec, PaddingJobSpec) else attention_cost(spec)
-
-
-def over_limits(spec: PaddingJobSpec | AttentionJobSpec, *, max_tokens: int, max_flops: float) -> str | None:
+def over_limits(spec: JobSpecBase, *, max_tokens: int, max_flops: float) -> str | None:
     """Why the job exceeds the server's limits, or None when it fits."""
     cost = job_cost(spec)
     if cost.tokens > max_tokens:

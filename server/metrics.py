@@ -22,7 +22,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from padbench.contract.api import JobStatus
-from padbench.contract.results import JOB_RESULT_ADAPTER, PaddingResult
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.results import PaddingResult
 from padbench.report.identity import device_name, model_name
 from padbench.server.api.deps import ViewerAuth
 from padbench.server.db.clock import db_now

@@ -3,17 +3,17 @@
 A spec names data files, tokenizers and model directories relative to the worker's roots
 (PADBENCH_DATA_ROOTS, PADBENCH_MODEL_ROOTS), which the worker resolves and confines itself. The server
 refuses, before anything is stored, the names that could only be meant to leave a root: absolute paths, a
-home directory (`~`), `..` components, and glob patterns. `synthetic` and `hf:` sources are not files.
+home directory (`~`), `..` components, and glob patterns. Which names of a spec are file names is the
+kind's to say (its policy's `named_paths`, `server.kinds`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
+from padbench.contract.spec import JobSpecBase
+from padbench.server.kinds import policy_for
 
-NOT_FILES = ("synthetic",)
-HUB_PREFIX = "hf:"
 GLOB_CHARACTERS = frozenset("*?[]{}")
 
 
@@ -30,24 +30,10 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-def named_paths(spec: PaddingJobSpec | AttentionJobSpec) -> list[tuple[list[str], str]]:
-    """(location, name) of every file or directory name in the spec."""
-    if not isinstance(spec, PaddingJobSpec):
-        return []
-    found: list[tuple[list[str], str]] = []
-    if spec.data.source not in NOT_FILES and not spec.data.source.startswith(HUB_PREFIX):
-        found.append((["spec", "data", "source"], spec.data.source))
-    if spec.data.tokenizer is not None:
-        found.append((["spec", "data", "tokenizer"], spec.data.tokenizer))
-    if spec.model.path is not None:
-        found.append((["spec", "model", "path"], spec.model.path))
-    return found
-
-
-def path_errors(spec: PaddingJobSpec | AttentionJobSpec) -> list[dict[str, Any]]:
+def path_errors(spec: JobSpecBase) -> list[dict[str, Any]]:
     """422 error items, in the server's `{loc, msg, type}` shape, for every refused name."""
     errors = []
-    for location, name in named_paths(spec):
+    for location, name in policy_for(spec).named_paths(spec):
         problem = name_problem(name)
         if problem is not None:
             errors.append({"loc": location, "msg": f"{name!r} {problem}", "type": "path_outside_roots"})

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from padbench.contract.bounds import MAX_RETENTION_DAYS, DbId, Label, LeaseToken, Message, Name, NoNul
-from padbench.contract.results import MAX_RESULT_ROWS, AttentionResult, JobResult, PaddingResult
-from padbench.contract.spec import JobSpec
+from padbench.contract.kinds import DEFAULT_KIND, JOB_KINDS, JobResult, JobSpec
+from padbench.contract.results import MAX_RESULT_ROWS, JobResultBase
 
 API_PREFIX = "/v1"
 # A submit's key, new per job and the same on every retry of that submit; a retry answered from the
@@ -43,7 +43,7 @@ class JobCreate(Body):
     def _padding_by_default(cls, value: Any) -> Any:
         """A spec without `kind` is a padding job, exactly as in `parse_job_spec`."""
         if isinstance(value, dict) and "kind" not in value:
-            return {"kind": "padding", **value}
+            return {"kind": DEFAULT_KIND, **value}
         return value
 
 
@@ -116,9 +116,9 @@ class Capabilities(Body):
     device: Label  # "cuda" or "cpu"
     gpu_name: Label | None = None
     gpu_memory_bytes: Annotated[int, Field(ge=0, le=2**53)] | None = None
-    # attention kernels importable and runnable on this worker
+    # the attention kernels runnable on this worker, and the attention family each implements (`sdpa`, …)
     kernels: Annotated[list[Label], Field(max_length=64)] = []
-    job_kinds: Annotated[list[Label], Field(max_length=16)] = ["padding", "attention"]
+    job_kinds: Annotated[list[Label], Field(max_length=16)] = list(JOB_KINDS)
 
 
 class WorkerRegister(Body):
@@ -163,7 +163,7 @@ class LeaseComplete(Body):
 
     @field_validator("result")
     @classmethod
-    def _not_partial(cls, result: PaddingResult | AttentionResult) -> PaddingResult | AttentionResult:
+    def _not_partial(cls, result: JobResultBase) -> JobResultBase:
         # Rows kept from a cancelled run are reported as such (`LeaseCancelled`); they never make a job succeed.
         if result.partial is not None:
             raise ValueError("a completed job's result must not be marked partial (result.partial)")
@@ -184,7 +184,7 @@ class LeaseCancelled(Body):
 
     @field_validator("result")
     @classmethod
-    def _marked_partial(cls, result: PaddingResult | AttentionResult) -> PaddingResult | AttentionResult:
+    def _marked_partial(cls, result: JobResultBase) -> JobResultBase:
         if result.partial is None:
             raise ValueError("a cancelled job's result must be marked partial (result.partial)")
         return result
@@ -195,6 +195,8 @@ class LeaseRelease(Body):
 
 
 class ErrorOut(Body):
+    """An error answer's body: `detail` says what was wrong (a sentence, or for 422 a list naming the fields)."""
+
     detail: Any
 
 

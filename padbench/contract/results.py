@@ -6,11 +6,11 @@ short or failed its correctness gate says so in `valid` / `invalid_reason`.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
-from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
+from padbench.contract.spec import AttentionJobSpec, JobSpecBase, PaddingJobSpec, strategy_label
 
 
 class ResultModel(BaseModel):
@@ -175,7 +175,7 @@ class StrategyResult(ResultModel):
 
     @property
     def label(self) -> str:
-        return f"binned[{self.n_bins}]" if self.strategy == "binned" else self.strategy
+        return strategy_label(self.strategy, self.n_bins)
 
 
 # Above the most rows a result can hold: 32 strategies × 16 batch sizes, or 16 kernels × 64 sequence lengths.
@@ -206,10 +206,25 @@ def check_partial_rows(partial: PartialResult | None, listed: int) -> None:
                          f"({partial.rows_planned})")
 
 
-class PaddingResult(ResultModel):
+class JobResultBase(ResultModel):
+    """What the result of every kind of job starts with: its kind, the spec it ran and where it ran.
+
+    Each kind narrows `kind` and `spec` to its own and ends its result with `partial: PartialResult | None
+    = None` (the rows a cancelled job kept). `partial` is declared by each kind rather than here because a
+    field declared here would come before the kind's own fields in every stored document and in the schema.
+    """
+
+    kind: str
+    spec: JobSpecBase
+    environment: Environment
+
+    if TYPE_CHECKING:  # declared for type checkers only: see above
+        partial: PartialResult | None
+
+
+class PaddingResult(JobResultBase):
     kind: Literal["padding"] = "padding"
     spec: PaddingJobSpec
-    environment: Environment
     model_parameters: int
     flops_per_token: float
     matmul_tflops: float | None = None  # the device's GEMM rate in the job's dtype, measured in the same job
@@ -239,10 +254,9 @@ class AttentionCell(ResultModel):
     warmup_ms: float | None = None  # first call, including any JIT compilation
 
 
-class AttentionResult(ResultModel):
+class AttentionResult(JobResultBase):
     kind: Literal["attention"] = "attention"
     spec: AttentionJobSpec
-    environment: Environment
     matmul_tflops: float | None = None  # measured in the same run, for context
     cells: list[AttentionCell]
     partial: PartialResult | None = None
@@ -252,6 +266,3 @@ class AttentionResult(ResultModel):
         check_partial_rows(self.partial, len(self.cells))
         return self
 
-
-JobResult = Annotated[PaddingResult | AttentionResult, Field(discriminator="kind")]
-JOB_RESULT_ADAPTER: TypeAdapter[PaddingResult | AttentionResult] = TypeAdapter(JobResult)

@@ -13,7 +13,6 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    TypeAdapter,
     ValidationError,
     ValidatorFunctionWrapHandler,
     WithJsonSchema,
@@ -125,6 +124,11 @@ class DataSpec(StrictModel):
 DEFAULT_N_BINS = 16
 
 
+def strategy_label(name: str, n_bins: int | None) -> str:
+    """A strategy as tables name it: `binned[16]` carries its number of bins, the others are their name."""
+    return f"binned[{n_bins}]" if name == "binned" else name
+
+
 class StrategySpec(StrictModel):
     name: StrategyName
     n_bins: Annotated[int, Field(ge=1, le=4096)] | None = None
@@ -147,7 +151,7 @@ class StrategySpec(StrictModel):
 
     @property
     def label(self) -> str:
-        return f"binned[{self.n_bins}]" if self.name == "binned" else self.name
+        return strategy_label(self.name, self.n_bins)
 
 
 # --- measurement ----------------------------------------------------------------------------------------
@@ -183,9 +187,21 @@ class ProbeSpec(StrictModel):
     cpu_memory_budget_bytes: MemoryBudget | None = None
 
 
-class PaddingJobSpec(StrictModel):
-    kind: Literal["padding"] = "padding"
+# --- job kinds ---------------------------------------------------------------------------------------------
+
+class JobSpecBase(StrictModel):
+    """What the spec of every kind of job starts with: its kind, which picks the kind's model, and a name.
+
+    Each kind narrows `kind` to its own name (`Literal["padding"]`); `padbench.contract.kinds` registers
+    the kinds and builds the union of their specs.
+    """
+
+    kind: str
     name: Name | None = None
+
+
+class PaddingJobSpec(JobSpecBase):
+    kind: Literal["padding"] = "padding"
     model: ModelSpec = ModelSpec(preset="tiny")
     data: DataSpec = DataSpec()
     strategies: Annotated[list[StrategySpec], Field(min_length=1, max_length=32)] = [
@@ -244,9 +260,8 @@ class VarlenLayout(StrictModel):
     seed: Seed = 0
 
 
-class AttentionJobSpec(StrictModel):
+class AttentionJobSpec(JobSpecBase):
     kind: Literal["attention"]
-    name: Name | None = None
     batch: Annotated[int, Field(ge=1, le=4096)] = 8
     heads: Annotated[int, Field(ge=1, le=1024)] = 32
     kv_heads: Annotated[int, Field(ge=1, le=1024)] | None = None  # GQA when fewer than heads
@@ -274,11 +289,3 @@ class AttentionJobSpec(StrictModel):
             raise ValueError("kernels repeat a name")
         return self
 
-
-JobSpec = Annotated[PaddingJobSpec | AttentionJobSpec, Field(discriminator="kind")]
-JOB_SPEC_ADAPTER: TypeAdapter[PaddingJobSpec | AttentionJobSpec] = TypeAdapter(JobSpec)
-
-
-def parse_job_spec(document: dict[str, Any]) -> PaddingJobSpec | AttentionJobSpec:
-    """Validate a decoded YAML/JSON document; a missing `kind` means a padding job."""
-    return JOB_SPEC_ADAPTER.validate_python({"kind": "padding", **document})

@@ -1,39 +1,41 @@
 """Rendering stored results for people (tables) and tools (JSON, CSV). Used by `padbench run` and the client.
 
-Each job kind has its own module with `render_table(result) -> str` and `csv_rows(result) -> list[dict]`.
+Each job kind has its own module (`padding`, `attention`) and one entry in REPORTS (`report.kind`),
+registered here: its tables, CSV rows, identity and comparison rule. Everything below renders any kind
+through its entry.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from typing import Any
 
-from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
-from padbench.report import attention, padding
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.results import AttentionResult, JobResultBase, PaddingResult
+from padbench.report import attention, padding, terminal
 from padbench.report.identity import identity
+from padbench.report.kind import REPORTS, KindReport, report_for
+
+REPORTS.add("padding", KindReport[PaddingResult](
+    noun="a padding job", plural="padding jobs", render_table=padding.render_table, csv_rows=padding.csv_rows,
+    run_facts=padding.run_facts, compare=padding.COMPARE, print_rich=terminal.print_padding))
+REPORTS.add("attention", KindReport[AttentionResult](
+    noun="an attention sweep", plural="attention sweeps", render_table=attention.render_table,
+    csv_rows=attention.csv_rows, run_facts=attention.run_facts, compare=attention.COMPARE))
 
 
-def render_table(result: PaddingResult | AttentionResult) -> str:
-    if isinstance(result, PaddingResult):
-        return padding.render_table(result)
-    return attention.render_table(result)
+def render_table(result: JobResultBase) -> str:
+    return report_for(result).render_table(result)
 
 
-def _csv_rows(result: PaddingResult | AttentionResult) -> list[dict[str, Any]]:
-    if isinstance(result, PaddingResult):
-        return padding.csv_rows(result)
-    return attention.csv_rows(result)
-
-
-def render_json(result: PaddingResult | AttentionResult) -> str:
+def render_json(result: JobResultBase) -> str:
     return JOB_RESULT_ADAPTER.dump_json(result, indent=2).decode()
 
 
-def render_csv(result: PaddingResult | AttentionResult, job_id: int | None = None) -> str:
+def render_csv(result: JobResultBase, job_id: int | None = None) -> str:
     """One row per strategy (or attention cell), led by the job's identity columns (job id, model, GPU,
     dtype, mode, date), so the CSVs of several jobs concatenate into one table."""
-    rows = [{**identity(result, job_id), **row} for row in _csv_rows(result)]
+    rows = [{**identity(result, job_id), **row} for row in report_for(result).csv_rows(result)]
     buffer = io.StringIO()
     if rows:
         writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
@@ -42,7 +44,7 @@ def render_csv(result: PaddingResult | AttentionResult, job_id: int | None = Non
     return buffer.getvalue()
 
 
-def render(result: PaddingResult | AttentionResult, fmt: str, job_id: int | None = None) -> str:
+def render(result: JobResultBase, fmt: str, job_id: int | None = None) -> str:
     if fmt == "csv":
         return render_csv(result, job_id)
     renderers = {"table": render_table, "json": render_json}

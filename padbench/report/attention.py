@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from padbench.contract.results import AttentionCell, AttentionResult
+from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.padding import MISSING, format_bytes
 from padbench.report.partial import partial_lines
 
@@ -111,7 +112,7 @@ def _notes(result: AttentionResult) -> list[str]:
 
 
 def render_table(result: AttentionResult) -> str:
-    header = [*partial_lines(result), *_header(result)]
+    header = [*partial_lines(result.partial, "cells"), *_header(result)]
     sections = [header] + [_table(title, formatter, result) for title, formatter in METRICS]
     notes = _notes(result)
     if notes:
@@ -130,3 +131,21 @@ def csv_rows(result: AttentionResult) -> list[dict[str, Any]]:
              "speedup_vs_naive": speedup_vs_naive(cell, naive.get(cell.seq_len)),
              "memory_reduction_vs_naive": memory_reduction_vs_naive(cell, naive.get(cell.seq_len))}
             for cell in result.cells]
+
+
+def run_facts(result: AttentionResult) -> RunFacts:
+    """An attention sweep runs no model: its shape stands for one."""
+    spec = result.spec
+    return RunFacts(model=f"attention B{spec.batch} H{spec.heads} D{spec.head_dim}", dtype=spec.dtype,
+                    mode=spec.direction)
+
+
+def comparison_figures(result: AttentionResult) -> dict[CompareKey, float | None]:
+    return {(cell.kernel, str(cell.seq_len)): cell.median_ms if cell.status == "ok" else None
+            for cell in result.cells}
+
+
+COMPARE = CompareRule[AttentionResult](
+    figures=comparison_figures, key_names=("kernel", "seq_len"), metric="median_ms",
+    metric_label="median time per call", show=lambda value: f"{value:.3g} ms", higher_is_faster=False,
+    sort_key=lambda key: (key[0], int(key[1])))

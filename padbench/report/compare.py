@@ -1,5 +1,5 @@
 """Several jobs side by side: the same rows (strategy × kernel for padding jobs, kernel × sequence length
-for attention sweeps), each job's figure, and its ratio to the first job's.
+for attention sweeps: each kind's `CompareRule`), each job's figure, and its ratio to the first job's.
 
 Ratios always read "how many times faster than the first job": tokens/s divided by the first job's, or
 for attention sweeps the first job's time divided by this one's. A figure that was not measured (an
@@ -22,10 +22,10 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from padbench.contract.results import AttentionResult, PaddingResult
+from padbench.contract.results import JobResultBase
 from padbench.report.identity import device_name, identity, title
+from padbench.report.kind import REPORTS, CompareKey, CompareRule, report_for
 
-Result = PaddingResult | AttentionResult
 FORMATS = ("table", "json", "csv")
 
 
@@ -35,33 +35,25 @@ class CompareError(ValueError):
 
 @dataclass(frozen=True)
 class CompareRow:
-    key: tuple[str, str]  # (strategy, kernel) or (kernel, sequence length)
+    key: CompareKey  # (strategy, kernel) or (kernel, sequence length)
     values: list[float | None]  # one per job, in the jobs' order
     ratios: list[float | None]  # value relative to the first job's, "× faster"
 
 
 @dataclass(frozen=True)
 class Comparison:
-    kind: str  # "padding" or "attention"
-    key_names: tuple[str, str]
-    metric: str  # "tokens_per_s" or "median_ms"
-    jobs: list[tuple[int | None, Result]]
+    kind: str  # the jobs' kind: "padding", "attention"
+    rule: CompareRule[Any]
+    jobs: list[tuple[int | None, JobResultBase]]
     rows: list[CompareRow]
 
+    @property
+    def key_names(self) -> tuple[str, str]:
+        return self.rule.key_names
 
-def _padding_figures(result: PaddingResult) -> dict[tuple[str, str], float | None]:
-    """Keyed by strategy and kernel; a layout measured at several batch sizes has a row per size."""
-    pairs = [(row.label, row.kernel) for row in result.strategies]
-    figures: dict[tuple[str, str], float | None] = {}
-    for row, pair in zip(result.strategies, pairs, strict=True):
-        strategy = f"{row.label} @ {row.batch_size}" if pairs.count(pair) > 1 else row.label
-        figures[(strategy, row.kernel)] = row.tokens_per_s if row.status == "ok" else None
-    return figures
-
-
-def _attention_figures(result: AttentionResult) -> dict[tuple[str, str], float | None]:
-    return {(cell.kernel, str(cell.seq_len)): cell.median_ms if cell.status == "ok" else None
-            for cell in result.cells}
+    @property
+    def metric(self) -> str:  # "tokens_per_s", "median_ms"
+        return self.rule.metric
 
 
 def _ratio(value: float | None, baseline: float | None, higher_is_faster: bool) -> float | None:
@@ -70,24 +62,23 @@ def _ratio(value: float | None, baseline: float | None, higher_is_faster: bool) 
     return value / baseline if higher_is_faster else baseline / value
 
 
-def compare(jobs: list[tuple[int | None, Result]]) -> Comparison:
+def compare(jobs: list[tuple[int | None, JobResultBase]]) -> Comparison:
     if len(jobs) < 2:
         raise CompareError("compare needs at least two jobs")
     kinds = {result.kind for _, result in jobs}
     if len(kinds) > 1:
-        raise CompareError("cannot compare a padding job with an attention sweep: compare jobs of one kind")
-    padding = kinds == {"padding"}
-    figures = [_padding_figures(r) if isinstance(r, PaddingResult) else _attention_figures(r) for _, r in jobs]
+        first, second = [entry.noun for name, entry in REPORTS.items() if name in kinds][:2]
+        raise CompareError(f"cannot compare {first} with {second}: compare jobs of one kind")
+    rule = report_for(jobs[0][1]).compare
+    figures = [rule.figures(result) for _, result in jobs]
     keys = list(dict.fromkeys(key for job_figures in figures for key in job_figures))
-    if not padding:
-        keys.sort(key=lambda key: (key[0], int(key[1])))
+    if rule.sort_key is not None:
+        keys.sort(key=rule.sort_key)
     rows = []
     for key in keys:
         values = [job_figures.get(key) for job_figures in figures]
-        rows.append(CompareRow(key, values, [_ratio(value, values[0], padding) for value in values]))
-    return Comparison(kind="padding" if padding else "attention",
-                      key_names=("strategy", "kernel") if padding else ("kernel", "seq_len"),
-                      metric="tokens_per_s" if padding else "median_ms", jobs=jobs, rows=rows)
+        rows.append(CompareRow(key, values, [_ratio(value, values[0], rule.higher_is_faster) for value in values]))
+    return Comparison(kind=jobs[0][1].kind, rule=rule, jobs=jobs, rows=rows)
 
 
 # Spec settings that are not part of what a row's figure is *of*: the rows themselves say the layout, kernel,
@@ -111,7 +102,7 @@ def _flat(document: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def _settings(result: Result) -> dict[str, Any]:
+def _settings(result: JobResultBase) -> dict[str, Any]:
     settings = {"GPU": device_name(result), **_flat(result.spec.model_dump(mode="json", exclude_none=True))}
     if result.environment.dataset_digest is not None:
         settings["dataset digest"] = result.environment.dataset_digest[:12]
@@ -143,10 +134,8 @@ def _setting(value: Any) -> str:
     return "(not set)" if value is None else value if isinstance(value, str) else json.dumps(value)
 
 
-def _figure(value: float | None, metric: str) -> str:
-    if value is None:
-        return "—"
-    return f"{value:,.0f}" if metric == "tokens_per_s" else f"{value:.3g} ms"
+def _figure(value: float | None, rule: CompareRule[Any]) -> str:
+    return "—" if value is None else rule.show(value)
 
 
 def _job_label(index: int, job_id: int | None) -> str:
@@ -166,7 +155,7 @@ def comparison_table(comparison: Comparison, plain: bool = False) -> Table:
     for row in comparison.rows:
         cells = list(row.key)
         for index, (value, ratio) in enumerate(zip(row.values, row.ratios, strict=True)):
-            cells.append(_figure(value, comparison.metric))
+            cells.append(_figure(value, comparison.rule))
             if index:
                 cells.append("—" if ratio is None else f"{ratio:.2f}×")
         table.add_row(*cells)
@@ -177,8 +166,8 @@ def render_compare_table(comparison: Comparison, console: Console) -> None:
     """The table on `console`, plain when the console is not a terminal."""
     for index, (job_id, result) in enumerate(comparison.jobs):
         console.print(f"{_job_label(index, job_id)}: {title(result)}", highlight=False)
-    what = "tokens/s" if comparison.metric == "tokens_per_s" else "median time per call"
-    console.print(f"{what}; ratios: times faster than {_job_label(0, comparison.jobs[0][0])}", highlight=False)
+    baseline = _job_label(0, comparison.jobs[0][0])
+    console.print(f"{comparison.rule.metric_label}; ratios: times faster than {baseline}", highlight=False)
     console.print()
     console.print(comparison_table(comparison, plain=not console.is_terminal))
 

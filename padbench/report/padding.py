@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from padbench.contract.results import GpuActivity, MemoryStats, PaddingResult, ProbeReport, StrategyResult
+from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.partial import partial_lines
 from padbench.report.verdict import compact_rate, curve_lines, ranked_rows, verdict_lines, winner
 
@@ -173,7 +174,7 @@ def _clock_line(result: PaddingResult) -> list[str]:
 
 
 def header_lines(result: PaddingResult) -> list[str]:
-    return [*partial_lines(result), *_header(result), *_clock_line(result)]
+    return [*partial_lines(result.partial, "strategy rows"), *_header(result), *_clock_line(result)]
 
 
 def render_table(result: PaddingResult) -> str:
@@ -225,3 +226,22 @@ def _activity_fields(activity: GpuActivity | None) -> dict[str, Any]:
     return {"contended": activity.contended if activity else None,
             "contended_share": activity.contended_share if activity else None,
             "throttled": activity.throttled if activity else None}
+
+
+def run_facts(result: PaddingResult) -> RunFacts:
+    return RunFacts(model=result.spec.model.label, dtype=result.spec.dtype, mode=result.spec.mode)
+
+
+def comparison_figures(result: PaddingResult) -> dict[CompareKey, float | None]:
+    """Keyed by strategy and kernel; a layout measured at several batch sizes has a row per size."""
+    pairs = [(row.label, row.kernel) for row in result.strategies]
+    figures: dict[CompareKey, float | None] = {}
+    for row, pair in zip(result.strategies, pairs, strict=True):
+        strategy = f"{row.label} @ {row.batch_size}" if pairs.count(pair) > 1 else row.label
+        figures[(strategy, row.kernel)] = row.tokens_per_s if row.status == "ok" else None
+    return figures
+
+
+COMPARE = CompareRule[PaddingResult](
+    figures=comparison_figures, key_names=("strategy", "kernel"), metric="tokens_per_s", metric_label="tokens/s",
+    show=lambda value: f"{value:,.0f}", higher_is_faster=True)

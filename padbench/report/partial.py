@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from padbench.contract.results import AttentionResult, PaddingResult
+from padbench.contract.results import PartialResult
 
 
-def partial_lines(result: PaddingResult | AttentionResult) -> list[str]:
-    """One line for a partial result (nothing for a whole one), to lead its table."""
-    kept = result.partial
+def partial_lines(kept: PartialResult | None, rows: str) -> list[str]:
+    """One line for a partial result (nothing for a whole one), to lead its table; `rows` names what the kind
+    counts ("strategy rows", "cells")."""
     if kept is None:
         return []
-    rows = "strategy rows" if isinstance(result, PaddingResult) else "cells"
     return [f"PARTIAL RESULT: the job was cancelled after {kept.rows_finished} of {kept.rows_planned} {rows}; "
             "only those are listed, the others were never measured"]

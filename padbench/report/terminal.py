@@ -14,8 +14,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from padbench.contract.results import AttentionResult, PaddingResult
-from padbench.report import padding, render_table
+from padbench.contract.results import JobResultBase, PaddingResult
+from padbench.report import padding
+from padbench.report.kind import report_for
 from padbench.report.verdict import curve_lines, is_doubtful, ranked_rows, verdict_lines, winner
 
 WINNER_STYLE = "bold green"
@@ -36,10 +37,16 @@ def padding_table(result: PaddingResult) -> Table:
     return table
 
 
-def print_rich(result: PaddingResult | AttentionResult, console: Console) -> None:
-    if isinstance(result, AttentionResult):
-        console.print(Text(render_table(result)), end="")
-        return
+def print_rich(result: JobResultBase, console: Console) -> None:
+    """The kind's own terminal table where it has one, its plain table otherwise."""
+    entry = report_for(result)
+    if entry.print_rich is None:
+        console.print(Text(entry.render_table(result)), end="")
+    else:
+        entry.print_rich(result, console)
+
+
+def print_padding(result: PaddingResult, console: Console) -> None:
     _, notes = padding.table_rows(result)
     for line in padding.header_lines(result):
         console.print(Text(line))
@@ -68,9 +75,9 @@ def console_for(stream: TextIO) -> Console:
     return Console(file=stream, highlight=False, force_terminal=False, width=PLAIN_WIDTH)
 
 
-def write_table(result: PaddingResult | AttentionResult, stream: TextIO) -> None:
+def write_table(result: JobResultBase, stream: TextIO) -> None:
     """The results table on `stream`: drawn with rich on a terminal, the plain text table otherwise."""
     if stream.isatty():
         print_rich(result, Console(file=stream))
     else:
-        stream.write(render_table(result))
+        stream.write(report_for(result).render_table(result))

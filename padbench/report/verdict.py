@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from padbench.contract.api import VerdictOut
-from padbench.contract.results import AttentionResult, PaddingResult, StrategyResult
+from padbench.contract.results import JobResultBase, PaddingResult, StrategyResult
 from padbench.contract.spec import MeasurementSpec
 
 DEFAULT_NOISE_CV = MeasurementSpec().noise_cv
@@ -139,9 +139,10 @@ def summary(result: PaddingResult) -> str | None:
     return f"{top.label} / {top.kernel}: {compact_rate(top.tokens_per_s or 0.0)} tokens/s"
 
 
-def verdict_out(result: PaddingResult | AttentionResult) -> VerdictOut:
-    """The verdict as the API serves it, rows named by their index in `result.strategies`."""
-    if isinstance(result, AttentionResult):
+def verdict_out(result: JobResultBase) -> VerdictOut:
+    """The verdict as the API serves it, rows named by their index in `result.strategies`; kinds that rank
+    no layouts (an attention sweep) have none."""
+    if not isinstance(result, PaddingResult):
         return VerdictOut()
     index = {id(row): position for position, row in enumerate(result.strategies)}
     best = winner(result)

@@ -13,7 +13,7 @@ Retry-After. Any other database error is a bug and stays a 500.
 from __future__ import annotations
 
 import logging
-from typing import Any, get_args
+from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request, status
 from fastapi.exceptions import RequestValidationError
@@ -22,18 +22,15 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from padbench.contract.api import JobStatus, LeaseConflictOut
-from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec
+from padbench.contract.kinds import JOB_KINDS
 from padbench.server.db.failures import DatabaseFailure, classify
 from padbench.specfile import did_you_mean
 
 log = logging.getLogger("padbench.server")
 
-# Top-level body fields holding a job-kind union (JobCreate.spec, LeaseComplete.result) and the tags
-# pydantic puts right after them in an error location.
+# Top-level body fields holding a job-kind union (JobCreate.spec, LeaseComplete.result): pydantic puts the
+# kind's name, the union's tag, right after them in an error location.
 UNION_FIELDS = frozenset({"spec", "result"})
-UNION_TAGS = frozenset(
-    tag for spec in (PaddingJobSpec, AttentionJobSpec) for tag in get_args(spec.model_fields["kind"].annotation)
-)
 HTTP_UNPROCESSABLE = 422
 # A busy SQLite writer holds its lock for milliseconds and a pooled connection frees up as fast: a couple
 # of seconds is long enough to find the database free, short enough not to stall a worker's lease.
@@ -47,7 +44,7 @@ def clean_location(location: tuple[Any, ...] | list[Any]) -> list[Any]:
     parts = [part for part in location if isinstance(part, int) or str(part).isidentifier()]
     if parts and parts[0] == "body":
         parts = parts[1:]
-    if len(parts) > 1 and parts[0] in UNION_FIELDS and parts[1] in UNION_TAGS:
+    if len(parts) > 1 and parts[0] in UNION_FIELDS and parts[1] in JOB_KINDS:
         del parts[1]
     return parts
 

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from padbench.contract.api import Capabilities, JobOut, JobStatus, JobSummary, VerdictOut, WorkerOut
-from padbench.contract.results import JOB_RESULT_ADAPTER
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.report.verdict import verdict_out
 from padbench.server.db.models import Job, Worker
 

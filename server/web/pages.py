@@ -2,8 +2,9 @@
 API the CLI uses, with the token the reader typed in (kept in the tab's sessionStorage).
 
 The pages carry no job data themselves, so they need no authentication: without a token the browser
-shows nothing but the token form. A Content-Security-Policy of `'self'` keeps every page from loading
-anything from elsewhere (the charting library is served from `static/vendor/`).
+shows nothing but the token form. Each job kind's view is a script of its own, `static/kinds/<kind>.js`,
+which every page loads for the registered kinds that have one. A Content-Security-Policy of `'self'` keeps
+every page from loading anything from elsewhere (the charting library is served from `static/vendor/`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from fastapi.templating import Jinja2Templates
 
 import padbench
 from padbench.contract.api import API_PREFIX
+from padbench.contract.kinds import JOB_KINDS
 from padbench.server.web.docs import docs_router
 
 HERE = Path(__file__).parent
@@ -26,6 +28,7 @@ CONTENT_SECURITY_POLICY = "default-src 'self'; img-src 'self' data:; style-src '
 MAX_COMPARED = 8  # jobs in one compare view: beyond that neither the table nor the chart stays readable
 COMPARE_IDS = rf"^\d+(,\d+){{1,{MAX_COMPARED - 1}}}$"
 
+KIND_SCRIPTS = HERE / "static" / "kinds"
 templates = Jinja2Templates(directory=HERE / "templates")
 router = APIRouter(include_in_schema=False)
 
@@ -34,10 +37,16 @@ def _page(request: Request, template: str, **context: object) -> HTMLResponse:
     # Paths, not absolute URLs: behind a TLS-terminating proxy an http:// URL would be blocked as mixed content.
     root = request.scope.get("root_path", "")
     response = templates.TemplateResponse(request, template, {
-        "api": root + API_PREFIX, "static": root + "/static", "version": padbench.__version__, **context})
+        "api": root + API_PREFIX, "static": root + "/static", "version": padbench.__version__,
+        "kinds": kind_scripts(), **context})
     response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
     response.headers["Cache-Control"] = "no-store"
     return response
+
+
+def kind_scripts() -> list[str]:
+    """The registered kinds the dashboard has a view for, in the order they were registered."""
+    return [kind for kind in JOB_KINDS if (KIND_SCRIPTS / f"{kind}.js").is_file()]
 
 
 @router.get("/", response_class=HTMLResponse)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from padbench.contract.spec import parse_job_spec
+from padbench.contract.kinds import parse_job_spec
 
 QUICK: dict[str, Any] = {
     "kind": "padding",

@@ -27,8 +27,9 @@ from sqlalchemy import create_engine, text, update
 from sqlalchemy.engine import make_url
 
 from padbench.contract.api import Capabilities
-from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, Environment, PaddingResult
-from padbench.contract.spec import JOB_SPEC_ADAPTER, AttentionJobSpec, parse_job_spec
+from padbench.contract.kinds import JOB_RESULT_ADAPTER, JOB_SPEC_ADAPTER, parse_job_spec
+from padbench.contract.results import AttentionResult, Environment, PaddingResult
+from padbench.contract.spec import AttentionJobSpec
 from padbench.server import queue
 from padbench.server.core.config import Settings
 from padbench.server.core.security import Role, token_file_line
@@ -55,7 +56,9 @@ TABLES = "health_probe, job_attempts, job_results, job_requirements, jobs, worke
 
 # --- direct queue helpers (tests of padbench.server.queue, without HTTP) ----------------------------------------
 
-CPU_KERNELS = ["eager", "eager-block-mask", "sdpa", "sdpa-block-mask", "flex-padding-mask", "flex-document-mask"]
+# As a CPU worker lists them: its kernels and the attention families they implement.
+CPU_KERNELS = ["eager", "eager-block-mask", "sdpa", "sdpa-block-mask", "flex", "flex-padding-mask",
+               "flex-document-mask"]
 
 
 def submit(database: Database, document: dict | None = None, submitter: str = "alice") -> int:

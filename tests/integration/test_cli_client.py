@@ -20,7 +20,7 @@ from sqlalchemy import update
 
 from padbench.cli import main
 from padbench.contract.api import Capabilities, LeaseOut
-from padbench.contract.results import JOB_RESULT_ADAPTER
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.server.db.clock import db_now
 from padbench.server.db.models import Job
 from padbench.worker.supervisor.api import WorkerApi

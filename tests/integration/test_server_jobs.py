@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from padbench.contract.api import Capabilities, JobOut, JobPage, LeaseOut
-from padbench.contract.results import JOB_RESULT_ADAPTER
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from tests.integration.conftest import LiveServer, expire_lease, result_document, serve
 
 SPEC: dict[str, Any] = {"device": "cpu", "dtype": "fp32", "attention": "sdpa", "name": "tiny-cpu"}

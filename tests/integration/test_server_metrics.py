@@ -8,7 +8,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from padbench.contract.results import JOB_RESULT_ADAPTER
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.server.metrics import failure_reason
 from padbench.server.queue import LEASE_EXPIRED_ERROR
 from tests.integration.conftest import LiveServer

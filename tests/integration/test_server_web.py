@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from padbench.contract.api import Capabilities, VerdictOut
-from padbench.contract.results import JOB_RESULT_ADAPTER, PaddingResult, StrategyResult
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.results import PaddingResult, StrategyResult
 from padbench.report.verdict import verdict_lines, verdict_out
 from padbench.worker.engine.spread import repeat_spread
 from tests.integration.conftest import LiveServer, result_document
@@ -26,6 +27,7 @@ def test_pages_are_shells_with_a_strict_content_security_policy(live_server: Liv
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert page.headers["content-security-policy"].startswith("default-src 'self'")
     assert 'id="token-form"' in page.text and "/static/vendor/chartjs/chart.umd.min.js" in page.text
+    assert "/static/kinds/padding.js" in page.text and "/static/kinds/attention.js" in page.text
     assert not EXTERNAL.search(page.text)
 
 
@@ -39,6 +41,7 @@ def test_compare_needs_two_to_eight_job_ids(live_server: LiveServer) -> None:
 
 
 @pytest.mark.parametrize("path", ["/static/common.js", "/static/charts.js", "/static/pages.js",
+                                  "/static/kinds/padding.js", "/static/kinds/attention.js",
                                   "/static/dashboard.css", "/static/vendor/chartjs/chart.umd.min.js",
                                   "/static/vendor/swagger-ui/swagger-ui-bundle.js",
                                   "/static/vendor/redoc/redoc.standalone.js"])

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from padbench.contract.spec import JOB_SPEC_ADAPTER, parse_job_spec
+from padbench.contract.kinds import JOB_SPEC_ADAPTER, parse_job_spec
 from padbench.server import queue
 from padbench.server.db.engine import Database
 from padbench.server.db.models import Job, JobRequirement

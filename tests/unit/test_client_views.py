@@ -13,7 +13,7 @@ import pytest
 
 from padbench.cli import main
 from padbench.client.plot import MISSING_EXTRA, PlotError, batch_curves, save_plot
-from padbench.contract.spec import parse_job_spec
+from padbench.contract.kinds import parse_job_spec
 from padbench.report import render_json
 from padbench.specfile import load_spec
 from tests.unit.test_report_attention import result as attention_result

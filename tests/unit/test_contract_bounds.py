@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from padbench.contract.api import Capabilities, Heartbeat, LeaseRequest, WorkerRegister
-from padbench.contract.spec import parse_job_spec
+from padbench.contract.kinds import parse_job_spec
 from padbench.server.core.config import Settings
 from padbench.server.cost import job_cost, over_limits
 from padbench.specfile import load_spec

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import torch
 
+from padbench.contract.registry import Registry
 from padbench.contract.results import GpuActivity, PaddingResult, StrategyResult
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
 from padbench.report.padding import render_table
@@ -25,7 +26,6 @@ from padbench.worker.engine.steps import next_token_labels
 from padbench.worker.jobs.padding import strategy_run
 from padbench.worker.jobs.padding.job import run_padding_job, with_speedups
 from padbench.worker.runtime.device import DeviceUnavailable, resolve_device
-from padbench.worker.runtime.registry import Registry
 
 TINY_MODEL = {"config": {"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 512, "n_positions": 64}}
 MODEL_POSITIONS = TINY_MODEL["config"]["n_positions"]

@@ -5,15 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from padbench.contract.api import VerdictOut
-from padbench.contract.results import (
-    JOB_RESULT_ADAPTER,
-    Environment,
-    GpuActivity,
-    PaddingResult,
-    ProbeAttempt,
-    ProbeReport,
-    StrategyResult,
-)
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.results import Environment, GpuActivity, PaddingResult, ProbeAttempt, ProbeReport, StrategyResult
 from padbench.contract.spec import PaddingJobSpec
 from padbench.report.padding import WINNER_MARK, csv_rows, render_table, table_rows
 from padbench.report.verdict import curve_lines, verdict_lines, verdict_out

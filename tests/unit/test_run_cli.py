@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from padbench.cli import main
-from padbench.contract.results import JOB_RESULT_ADAPTER, PaddingResult
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.results import PaddingResult
 from padbench.worker.cli.run import ProgressPrinter
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

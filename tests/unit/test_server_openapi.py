@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from padbench.contract.results import JOB_RESULT_ADAPTER
-from padbench.contract.spec import MAX_BATCH_SIZE, MAX_BATCH_SIZES, parse_job_spec
+from padbench.contract.kinds import JOB_RESULT_ADAPTER, parse_job_spec
+from padbench.contract.spec import MAX_BATCH_SIZE, MAX_BATCH_SIZES
 from padbench.server.core.config import Settings
 from padbench.server.core.security import Role, token_file_line
 from padbench.server.main import create_app

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from padbench.contract.api import Capabilities
-from padbench.contract.spec import parse_job_spec
+from padbench.contract.kinds import parse_job_spec
 from padbench.server.api.errors import clean_location
-from padbench.server.requirements import job_requirements, kernel_family, offered_capabilities
+from padbench.server.requirements import job_requirements, offered_capabilities
 
 
-def test_kernel_names_map_to_their_family() -> None:
-    assert kernel_family("flash-attn-cute-varlen") == "flash-attn-cute"
-    assert kernel_family("flash-attn-varlen") == "flash-attn"
-    assert kernel_family("flex-padding-mask") == "flex"
-    assert kernel_family("sdpa") == "sdpa"
-    assert kernel_family("mystery") is None
+def test_a_worker_offers_the_families_it_lists_never_one_read_from_a_kernel_name() -> None:
+    offered = offered_capabilities(Capabilities(device="cpu", kernels=["sdpa", "sdpa-block-mask", "flex-padding-mask"]))
+    assert offered == {"kind:padding", "kind:attention", "device:cpu", "attention:sdpa"}
 
 
 def test_padding_job_requires_each_attention_family_and_pinned_device() -> None:
@@ -27,7 +24,8 @@ def test_sweep_requires_kind_only() -> None:
 
 
 def test_any_specific_flash_offers_generic_flash() -> None:
-    offered = offered_capabilities(Capabilities(device="cuda", kernels=["torch-flash-varlen"], job_kinds=["padding"]))
+    offered = offered_capabilities(Capabilities(device="cuda", kernels=["torch-flash-varlen", "torch-flash"],
+                                                job_kinds=["padding"]))
     assert offered == {"kind:padding", "device:cuda", "attention:torch-flash", "attention:flash"}
     assert "attention:flash" not in offered_capabilities(Capabilities(device="cpu", kernels=["sdpa"]))
 

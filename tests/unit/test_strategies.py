@@ -14,6 +14,7 @@ from padbench.contract.spec import DataSpec, StrategySpec
 from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.data import TokenizedData, load_sequences
 from padbench.worker.engine.strategies import worst_case_packed, worst_case_padded
+from padbench.worker.engine.strategies.worst_case import worst_case_batch
 
 MAX_LENGTH = 128
 PAD = 0
@@ -148,3 +149,20 @@ def test_worst_case_batches_fill_every_slot() -> None:
     assert packed.lengths == (64, 64, 64, 64, 10) and packed.max_seqlen == 64
     assert packed.input_ids.shape == (1, 4 * 64 + 10) and packed.cu_seqlens.tolist() == [0, 64, 128, 192, 256, 266]
     assert packed.position_ids[0, 64].item() == 0 and packed.position_ids[0, 63].item() == 63
+
+
+def test_a_strategys_worst_case_follows_its_layout() -> None:
+    # The OOM probe's size counts rows for padded layouts, max_length rows' worth of tokens for a pack.
+    rows = worst_case_batch(STRATEGIES.get("binned").layout, 3, 64, 100)
+    pack = worst_case_batch(STRATEGIES.get("packed").layout, 3, 64, 100)
+    assert isinstance(rows, PaddedBatch) and rows.input_ids.shape == (3, 64)
+    assert isinstance(pack, PackedBatch) and pack.computed_tokens == 3 * 64 and pack.lengths == (64, 64, 64)
+
+
+def test_only_kernels_that_mask_a_whole_pack_grow_quadratically() -> None:
+    from padbench.worker.engine.attention import ATTENTION_KERNELS
+    from padbench.worker.jobs.padding.probe.trials import memory_curve
+
+    quadratic = {name for name, kernel in ATTENTION_KERNELS.items() if kernel.quadratic_memory}
+    assert quadratic == {"sdpa-block-mask", "eager-block-mask"}
+    assert memory_curve("eager-block-mask") == "quadratic" and memory_curve("eager") == "affine"

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from padbench.contract.results import JOB_RESULT_ADAPTER
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.report import render_json, render_table
 from padbench.report.progress import TerminalProgress
 from padbench.report.terminal import write_table

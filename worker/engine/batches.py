@@ -14,8 +14,8 @@ from typing import Protocol
 
 import torch
 
+from padbench.contract.registry import Registry
 from padbench.contract.spec import StrategySpec
-from padbench.worker.runtime.registry import Registry
 
 
 @dataclass(frozen=True)

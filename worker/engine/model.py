@@ -23,6 +23,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, Pre
 from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.lm_head import align_lm_head
 from padbench.worker.engine.model_support import check_config_fields, check_model_type, check_not_moe
+from padbench.worker.runtime.messages import first_line
 
 # GPT-2's `gelu_new` is the tanh-approximated GELU written as seven elementwise torch ops, each a full pass over
 # the (tokens, 4·width) MLP activation; `gelu_pytorch_tanh` is the same function as one fused kernel.
@@ -69,9 +70,8 @@ def _instantiate(config: PretrainedConfig, spec: ModelSpec, dtype: torch.dtype =
     try:
         return cast(PreTrainedModel, AutoModelForCausalLM.from_config(config, dtype=dtype))
     except (AssertionError, ValueError, TypeError) as error:  # a config its own model class cannot build
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
         raise ModelSourceError(f"model {spec.label!r}: {config.model_type} cannot be built from these "
-                               f"fields: {first_line}") from None
+                               f"fields: {first_line(error) or type(error).__name__}") from None
 
 
 def config_of(model: torch.nn.Module) -> PretrainedConfig:
@@ -125,8 +125,8 @@ def _config_from_fields(fields: dict[str, Any], field: str) -> PretrainedConfig:
         return config_class(**arguments)
     except Exception as error:  # the config class's own validation (e.g. heads ∤ width), any error type
         cause = error.__cause__ or error
-        first_line = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:300]
-        raise ModelSourceError(f"{field}: the {model_type} config rejects these fields: {first_line}") from None
+        raise ModelSourceError(f"{field}: the {model_type} config rejects these fields: "
+                               f"{first_line(cause) or type(cause).__name__}") from None
 
 
 def _config_from_directory(directory: Path) -> PretrainedConfig:

@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from padbench.worker.runtime.registry import Registry, UnknownPlugin
+from padbench.contract.registry import Registry, UnknownPlugin
 
 SHORTEST_SEQUENCE = 2
 

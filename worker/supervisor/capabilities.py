@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from padbench.contract.api import Capabilities
-from padbench.worker.jobs import PLUGIN_MODULES
+from padbench.worker.jobs import PLUGIN_MODULES, get_job_runner
 from padbench.worker.runtime.isolation import ChildContext, run_in_child
 
 DETECT_TIMEOUT_S = 120.0
@@ -39,17 +39,9 @@ def detect_in_child(ctx: ChildContext) -> dict[str, Any]:
 
 
 def runnable_kernel_names(device: str) -> list[str]:
-    """Every name a spec may use for a kernel that runs here: the server matches a job's names against these.
-
-    Padding jobs name attention *families* (`sdpa`, `torch-flash`, …) and results record kernel names
-    (`torch-flash-varlen`); attention sweeps name sweep kernels (`naive`, `sdpa-flash`, `varlen`, …).
-    """
-    from padbench.worker.engine.attention import ATTENTION_KERNELS, available_kernels
-    from padbench.worker.jobs.attention.kernels import available_sweep_kernels
-
-    padding_kernels = set(available_kernels(device))
-    families = {kernel.family for name, kernel in ATTENTION_KERNELS.items() if name in padding_kernels}
-    return sorted(padding_kernels | families | set(available_sweep_kernels(device)))
+    """Every name a spec may use for a kernel that runs here, as each kind's runner lists them: the server
+    matches a job's names against these."""
+    return sorted({name for kind in PLUGIN_MODULES for name in get_job_runner(kind).kernel_names(device)})
 
 
 def gpu_environment(gpu: str | None) -> dict[str, str]:

@@ -23,8 +23,7 @@ from padbench.contract.api import (
     VerdictOut,
 )
 from padbench.contract.bounds import MAX_DB_ID
-from padbench.contract.results import JobResult
-from padbench.contract.spec import JOB_SPEC_ADAPTER
+from padbench.contract.kinds import JOB_SPEC_ADAPTER, JobResult
 from padbench.server import queue
 from padbench.server.api.deps import (
     AdminAuth,

@@ -31,7 +31,8 @@ from padbench.contract.api import (
     LeaseRelease,
     LeaseRequest,
 )
-from padbench.contract.results import JOB_RESULT_ADAPTER, AttentionResult, PaddingResult
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.results import JobResultBase
 from padbench.server import queue
 from padbench.server.api.deps import JobIdPath, SessionDep, SettingsDep, WorkerAuth
 from padbench.server.api.errors import HTTP_UNPROCESSABLE, LeaseConflict
@@ -147,7 +148,7 @@ def cancelled(job_id: JobIdPath, body: LeaseCancelled, session: SessionDep, prin
         raise cancel_conflict(session, job_id, body.lease_token)
 
 
-def storable_result(session: Session, job_id: int, lease_token: str, result: PaddingResult | AttentionResult,
+def storable_result(session: Session, job_id: int, lease_token: str, result: JobResultBase,
                     principal: Principal) -> dict[str, Any]:
     """The result as stored, after checking who sends it (403) and that it is of the job's kind (422)."""
     require_lease_holder(session, job_id, lease_token, principal)

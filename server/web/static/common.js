@@ -1,5 +1,6 @@
 // Shared by every dashboard page: the token (kept in this tab's sessionStorage), calls to the /v1 API,
-// and the formatting the CLI's tables use. No page shows job data until a token is given.
+// the formatting the CLI's tables use, and the job kinds: each kind's script (kinds/<kind>.js) registers
+// how its jobs show. No page shows job data until a token is given.
 "use strict";
 
 const TOKEN_KEY = "padbench-token";
@@ -88,71 +89,32 @@ const fmt = {
   when: (iso) => (iso ? iso.replace("T", " ").slice(0, 19) : MISSING),
 };
 
-function strategyLabel(row) { return row.strategy === "binned" ? `binned[${row.n_bins}]` : row.strategy; }
+// --- job kinds ------------------------------------------------------------------------------------------
+// A kind's view: plural (for messages), model(spec) and mode(spec) (what the job ran, and how),
+// table(result, verdict) (nodes; `verdict` is the server's, from /v1/jobs/{id}/verdict: its lines, the
+// winning row and the rows not to rank by), charts(container, result), and
+// compare: { keyNames, metric, higherIsFaster, show(value), figures(result) }. The headline and the job
+// list's verdict cell are the server's verdict lines for every kind, so they say what the CLI says.
+const KINDS = {};
 
-function modelOf(spec) {
-  if (spec.kind === "attention") return `attention B${spec.batch} H${spec.heads} D${spec.head_dim}`;
-  const model = spec.model;
-  if (typeof model === "string") return model;
-  if (!model) return MISSING;
-  return model.preset || model.path || (model.config ? `custom ${model.config.model_type}` : MISSING);
-}
+function registerKind(name, view) { KINDS[name] = view; }
+
+// A kind this dashboard has no script for still lists and shows its raw result.
+const UNKNOWN_KIND = {
+  plural: "jobs of other kinds", model: () => MISSING, mode: () => MISSING,
+  table: (result) => [el("p", { className: "hint", text: `this dashboard has no table for ${result.kind} jobs` })],
+  charts: () => {},
+  compare: { keyNames: ["row", ""], metric: "", higherIsFaster: true, show: String, figures: () => new Map() },
+};
+
+function kindOf(kind) { return KINDS[kind] || UNKNOWN_KIND; }
+
+function modelOf(spec) { return kindOf(spec.kind).model(spec); }
 
 function gpuOf(result) { return result.environment.gpu_name || result.environment.device; }
 
 function identityOf(jobId, result) {
-  const mode = result.kind === "padding" ? result.spec.mode : result.spec.direction;
+  const mode = kindOf(result.kind).mode(result.spec);
   return [`job ${jobId}`, modelOf(result.spec), gpuOf(result), result.spec.dtype, mode,
           result.environment.started_at.slice(0, 10)].join(" · ");
-}
-
-// --- a padding result row's cells, as the CLI's table prints them ------------------------------------
-function intervalOf(row) {
-  const spread = row.spread;
-  if (!spread || row.tokens_per_s == null) return MISSING;
-  return `${fmt.int(spread.ci95_low_tokens_per_s)}–${fmt.int(spread.ci95_high_tokens_per_s)}`;
-}
-
-function cvOf(row) {
-  return row.spread && row.tokens_per_s != null ? `${(row.spread.cv * 100).toFixed(1)}%` : MISSING;
-}
-
-function rangeOf(row) {
-  const spread = row.spread;
-  if (!spread || row.tokens_per_s == null) return MISSING;
-  return `${fmt.int(spread.min_tokens_per_s)}–${fmt.int(spread.max_tokens_per_s)}`;
-}
-
-function logitErrorOf(row) {
-  if (row.max_logit_error == null) return MISSING;
-  const tolerance = row.logit_tolerance == null ? "" : ` (tol ${row.logit_tolerance.toExponential(1)})`;
-  return `${row.max_logit_error.toExponential(1)}${tolerance}`;
-}
-
-function detailsOf(row) {
-  const probe = row.probe ? `fit ${row.probe.largest_fit}, ${row.probe.smallest_oom == null ? "no OOM"
-    : `OOM ${row.probe.smallest_oom}`} → ${row.probe.chosen}` : MISSING;
-  return [["CV", cvOf(row)], ["repeats min–max", rangeOf(row)], ["MFU (GEMM)", fmt.fixed(row.mfu_vs_matmul, 2)],
-          ["max logit error", logitErrorOf(row)], ["probe", probe]]
-    .map(([name, value]) => `${name}: ${value}`).join(" · ");
-}
-
-function marksOf(row) {
-  const marks = [];
-  if (row.spread && row.spread.noisy) marks.push(`noisy CV ${(row.spread.cv * 100).toFixed(1)}%`);
-  if (row.gpu_activity && row.gpu_activity.contended) marks.push("contended");
-  if (row.gpu_activity && row.gpu_activity.throttled) {
-    // Held at the power limit is how a GPU runs at full load; heat or a hardware slowdown is a real alarm.
-    const reasons = row.gpu_activity.throttle_reasons || [];
-    marks.push(reasons.length === 1 && reasons[0] === "sw_power_cap" ? "power cap" : "throttled");
-  }
-  return marks.join(", ") || "yes";
-}
-
-function memoryOf(row) {
-  const memory = row.memory;
-  if (!memory) return MISSING;
-  if (memory.peak_allocated_bytes != null) return fmt.bytes(memory.peak_allocated_bytes);
-  if (memory.host_peak_rss_bytes != null) return `${fmt.bytes(memory.host_peak_rss_bytes)} RSS`;
-  return MISSING;
 }

@@ -88,61 +88,6 @@ async function startJobs() {
 }
 
 // --- one job --------------------------------------------------------------------------------------------
-// The columns to read a row by; the rest of the CLI's columns are in the row's details (click its layout).
-const PADDING_COLUMNS = ["strategy", "kernel", "batch", "tokens/s", "95% interval", "vs static", "padding eff.",
-                         "MFU", "peak memory", "valid"];
-
-// A row and, hidden until its layout is clicked, a row of the figures the main columns leave out.
-function paddingRows(row, className, validity) {
-  const kernel = row.gqa === "expanded" ? `${row.kernel} (K/V expanded)` : row.kernel;
-  const toggle = el("button", { type: "button", className: "expand", "aria-expanded": "false",
-                                title: "show this row's other figures", text: `▸ ${strategyLabel(row)}` });
-  const cells = [kernel, row.batch_size ?? MISSING, fmt.int(row.tokens_per_s), intervalOf(row),
-                 fmt.ratio(row.speedup_vs_static), fmt.fixed(row.padding_efficiency, 2), fmt.fixed(row.mfu, 2),
-                 memoryOf(row), validity].map((cell) => el("td", { text: String(cell) }));
-  const details = el("tr", { className: "details" },
-                     el("td", { colspan: String(PADDING_COLUMNS.length), text: detailsOf(row) }));
-  details.hidden = true;
-  toggle.addEventListener("click", () => {
-    details.hidden = !details.hidden;
-    toggle.textContent = `${details.hidden ? "▸" : "▾"} ${strategyLabel(row)}`;
-    toggle.setAttribute("aria-expanded", String(!details.hidden));
-  });
-  return [el("tr", { className }, el("td", {}, toggle), ...cells), details];
-}
-
-// Rows in the CLI's order (fastest first), the winner and the rows not to rank by as the server's verdict says.
-function paddingTable(result, verdict) {
-  const notes = [];
-  const order = verdict.ranked.length ? verdict.ranked : result.strategies.map((_, index) => index);
-  const body = order.flatMap((index) => {
-    const row = result.strategies[index];
-    const validity = row.status === "ok" ? marksOf(row)
-      : `${row.status === "invalid" ? "no" : "failed"} [${notes.push(row.invalid_reason || row.error || "no reason recorded")}]`;
-    const className = index === verdict.winner ? "winner" : verdict.doubtful.includes(index) ? "doubtful" : "";
-    return paddingRows(row, className, validity);
-  });
-  const table = el("table", { className: "grid results" },
-                   el("thead", {}, el("tr", {}, ...PADDING_COLUMNS.map((name) => el("th", { text: name })))),
-                   el("tbody", {}, ...body));
-  const noteList = el("ol", { className: "notes" }, ...notes.map((note) => el("li", { text: note })));
-  return [table, noteList];
-}
-
-function attentionTable(result) {
-  const kernels = [...new Set(result.cells.map((cell) => cell.kernel))];
-  const lengths = [...new Set(result.cells.map((cell) => cell.seq_len))].sort((a, b) => a - b);
-  const byKey = new Map(result.cells.map((cell) => [`${cell.kernel}@${cell.seq_len}`, cell]));
-  const show = (cell) => (!cell ? MISSING : cell.status !== "ok" ? cell.status
-    : `${cell.median_ms.toPrecision(3)} ms · ${fmt.bytes(cell.peak_memory_bytes)}`);
-  const rows = lengths.map((n) => el("tr", {}, el("td", { text: String(n) }),
-    ...kernels.map((kernel) => el("td", { text: show(byKey.get(`${kernel}@${n}`)) }))));
-  return [el("p", { className: "hint", text: "median time per call · peak memory above the inputs" }),
-          el("table", { className: "grid results" },
-             el("thead", {}, el("tr", {}, el("th", { text: "N" }), ...kernels.map((k) => el("th", { text: k })))),
-             el("tbody", {}, ...rows))];
-}
-
 // The verdict's lines exactly as `padbench results` prints them: the first as the headline, the rest below it.
 function showVerdict(result, verdict) {
   const kept = result.partial;
@@ -161,8 +106,7 @@ function showResult(jobId, result, verdict) {
   document.getElementById("job-title").textContent = identityOf(jobId, result);
   showVerdict(result, verdict);
   drawResultCharts(document.getElementById("charts"), result);
-  document.getElementById("results").replaceChildren(...(result.kind === "padding" ? paddingTable(result, verdict)
-                                                                                  : attentionTable(result)));
+  document.getElementById("results").replaceChildren(...kindOf(result.kind).table(result, verdict));
   const facts = Object.entries(result.environment).filter(([, value]) => value != null && value !== "")
     .map(([name, value]) => el("tr", {}, el("th", { text: name }),
                                el("td", { text: typeof value === "object" ? JSON.stringify(value) : String(value) })));
@@ -191,28 +135,12 @@ async function startJob() {
 }
 
 // --- compare --------------------------------------------------------------------------------------------
-function figuresOf(result) {
-  const figures = new Map();
-  if (result.kind === "padding") {
-    // Keyed by strategy and kernel; a layout measured at several batch sizes has a row per size.
-    const pairs = result.strategies.map((row) => `${strategyLabel(row)}|${row.kernel}`);
-    result.strategies.forEach((row, index) => {
-      const repeated = pairs.filter((pair) => pair === pairs[index]).length > 1;
-      const strategy = repeated ? `${strategyLabel(row)} @ ${row.batch_size}` : strategyLabel(row);
-      figures.set(JSON.stringify([strategy, row.kernel]), row.status === "ok" ? row.tokens_per_s : null);
-    });
-  } else {
-    for (const cell of result.cells) figures.set(JSON.stringify([cell.kernel, String(cell.seq_len)]),
-                                                 cell.status === "ok" ? cell.median_ms : null);
-  }
-  return figures;
-}
-
 // Same rules as `padbench compare`: ratios say how many times faster than the first job.
 function comparisonRows(results) {
-  const figures = results.map(figuresOf);
+  const rule = kindOf(results[0].kind).compare;
+  const figures = results.map(rule.figures);
   const keys = [...new Set(figures.flatMap((map) => [...map.keys()]))];
-  const higherIsFaster = results[0].kind === "padding";
+  const higherIsFaster = rule.higherIsFaster;
   return keys.map((key) => {
     const values = figures.map((map) => map.get(key) ?? null);
     const base = values[0];
@@ -228,16 +156,18 @@ async function startCompare() {
   const unfinished = jobs.filter((job) => job.status !== "succeeded");
   if (unfinished.length) throw new Error(`no results yet for ${unfinished.map((job) => `job ${job.id} (${job.status})`).join(", ")}`);
   const results = await Promise.all(jobs.map(resultOf));
-  if (new Set(results.map((result) => result.kind)).size > 1) throw new Error("compare jobs of one kind: padding jobs or attention sweeps");
+  if (new Set(results.map((result) => result.kind)).size > 1) {
+    throw new Error(`compare jobs of one kind: ${Object.values(KINDS).map((view) => view.plural).join(" or ")}`);
+  }
   document.getElementById("compared-jobs").replaceChildren(
     ...jobs.map((job, index) => el("li", {}, el("a", { href: `/jobs/${job.id}`, text: identityOf(job.id, results[index]) }))));
-  const padding = results[0].kind === "padding";
-  const metric = padding ? "tokens/s" : "median ms per call";
+  const rule = kindOf(results[0].kind).compare;
+  const metric = rule.metric;
   document.getElementById("compare-metric").textContent = `${metric}; ratios: times faster than job ${ids[0]}`;
   const rows = comparisonRows(results);
-  const header = [...(padding ? ["strategy", "kernel"] : ["kernel", "N"]),
+  const header = [...rule.keyNames,
                   ...ids.flatMap((id, index) => (index ? [`job ${id}`, `× job ${ids[0]}`] : [`job ${id}`]))];
-  const show = (value) => (value == null ? MISSING : padding ? fmt.int(value) : `${value.toPrecision(3)} ms`);
+  const show = (value) => (value == null ? MISSING : rule.show(value));
   const body = rows.map((row) => el("tr", {}, ...row.key.map((part) => el("td", { text: part })),
     ...row.values.flatMap((value, index) => (index ? [el("td", { text: show(value) }), el("td", { text: fmt.ratio(row.ratios[index]) })]
                                                    : [el("td", { text: show(value) })]))));

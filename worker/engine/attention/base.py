@@ -1,14 +1,14 @@
-"""The attention-kernel plugin interface and its bridge into transformers' GPT-2.
+"""The attention-kernel plugin interface and its bridge into transformers' causal language models.
 
-GPT2Attention looks its attention function up by `config._attn_implementation` in transformers'
-`AttentionInterface` and forwards every extra keyword argument of the model call to it. Each kernel
-registers one function there under its own name and passes what it precomputed per batch (cu_seqlens,
-integer max lengths, masks) as `padbench_*` keyword arguments, so nothing is derived from the device
-inside the layers: reading a length back from the device (a `cu_seqlens.diff().max()` per layer, say)
-forces a host sync on every forward, and transformers' own flash path would otherwise derive cu_seqlens
-and max lengths from the position ids on the device. Because those names are unknown to transformers' mask
-registry, `create_causal_mask` returns at once: no O(L²) packed-sequence mask and no position-id scan
-(which reads the device) on any forward.
+The attention layer of every model family padbench runs (Llama, Qwen 2, Mistral, Gemma 2, Phi-3, GPT-2, …)
+looks its attention function up by `config._attn_implementation` in transformers' `AttentionInterface` and
+forwards every extra keyword argument of the model call to it. Each kernel registers one function there
+under its own name and passes what it precomputed per batch (cu_seqlens, integer max lengths, masks) as
+`padbench_*` keyword arguments, so nothing is derived from the device inside the layers: reading a length
+back from the device (a `cu_seqlens.diff().max()` per layer, say) forces a host sync on every forward, and
+transformers' own flash path would otherwise derive cu_seqlens and max lengths from the position ids on
+the device. Because those names are unknown to transformers' mask registry, `create_causal_mask` returns
+at once: no O(L²) packed-sequence mask and no position-id scan (which reads the device) on any forward.
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ import torch
 from torch.nn.attention.flex_attention import BlockMask
 from transformers import AttentionInterface
 
+from padbench.contract.registry import Registry
 from padbench.worker.engine.attention import ops
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling, window_reason
 from padbench.worker.engine.attention.ops import KernelUnavailable
 from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.model import config_of
-from padbench.worker.runtime.registry import Registry
+from padbench.worker.runtime.messages import first_line
 
 HALF_PRECISION = (torch.float16, torch.bfloat16)
 HF_NAME_PREFIX = "padbench-"
@@ -39,7 +40,7 @@ _AVAILABILITY: dict[tuple[str, str, torch.dtype], str | None] = {}
 
 
 class AttentionKernel(ABC):
-    """One way of computing GPT-2's causal self-attention for one batch layout."""
+    """One way of computing a causal language model's self-attention for one batch layout."""
 
     name: ClassVar[str]  # what actually runs, recorded with the result (e.g. `torch-flash-varlen`)
     family: ClassVar[str]  # the spec's attention name it implements: torch-flash, flash-attn, sdpa, flex, …
@@ -51,6 +52,9 @@ class AttentionKernel(ABC):
     compiles_per_shape: ClassVar[bool] = False
     # Logit soft-capping (Gemma 2): only kernels that apply it may run a model that uses it.
     applies_softcap: ClassVar[bool] = False
+    # Kernels that materialise a (tokens × tokens) mask over a whole pack: their memory grows with the square
+    # of the batch size, not in proportion to it, and the OOM probe fits its curve accordingly.
+    quadratic_memory: ClassVar[bool] = False
 
     def __init__(self) -> None:
         AttentionInterface.register(self.hf_name, self._transformers_attention)
@@ -78,15 +82,14 @@ class AttentionKernel(ABC):
         except KernelUnavailable as error:
             return error.reason
         except Exception as error:  # the library's own refusal (NotImplementedError, RuntimeError, …)
-            first_sentence = (str(error).strip().splitlines() or [""])[0].split(". ")[0][:200]
-            return f"{type(error).__name__}: {first_sentence}"
+            return f"{type(error).__name__}: {first_line(error).split('. ')[0][:200]}"
         return None
 
     def probe(self, device: torch.device, dtype: torch.dtype) -> None:
         """Run this kernel's own path (prepare, inputs, attend) once on a tiny batch; raise if it cannot."""
         batch = self.per_forward(self.prepare(tiny_batch(self.layout, device)))
         inputs = kernel_inputs(self.model_inputs(batch))
-        head_dim = 64  # flash kernels need a multiple of 8; 64 is what GPT-2 shapes use
+        head_dim = 64  # flash kernels need a multiple of 8; 64 is the head size of most models they run
         query = torch.randn(*batch.input_ids.shape, 2, head_dim, device=device, dtype=dtype)
         self.attend(query, query, query, head_dim ** -0.5, **inputs)
         if device.type == "cuda":
@@ -237,8 +240,8 @@ class FlexKernel(AttentionKernel):
 def attention_implementation(model: torch.nn.Module, name: str) -> Iterator[None]:
     """Route the model's attention to `name` for one call, then restore what it was.
 
-    The config object is shared by every GPT-2 block, so one attribute switches all layers; restoring it
-    keeps a plain `model(...)` call (e.g. the correctness reference) on its own implementation.
+    The config object is shared by every layer of the model, so one attribute switches all of them;
+    restoring it keeps a plain `model(...)` call (e.g. the correctness reference) on its own implementation.
     """
     config = config_of(model)
     previous = config._attn_implementation

@@ -77,6 +77,8 @@ def _document_ids(batch: Batch) -> torch.Tensor:
 
 
 class BlockDiagonalMaskKernel(PackedKernel, MaskedKernel):
+    quadratic_memory = True
+
     def build_mask(self, batch: Batch) -> torch.Tensor:
         return ops.block_diagonal_causal(_document_ids(batch))[None, None]  # (1, 1, total, total)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from padbench.worker.engine.batches import PackedBatch, PaddedBatch
+from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.strategies.collate import segment_layout
 
 
@@ -33,3 +33,12 @@ def worst_case_packed(budget_tokens: int, max_length: int, vocab_size: int) -> P
     return PackedBatch(input_ids=_random_ids((1, budget_tokens), vocab_size), position_ids=position_ids,
                        cu_seqlens=cu_seqlens, max_seqlen=max_seqlen, lengths=lengths,
                        sequence_ids=tuple(range(len(lengths))), token_budget=budget_tokens)
+
+
+def worst_case_batch(layout: type[PaddedBatch] | type[PackedBatch], size: int, max_length: int,
+                     vocab_size: int) -> Batch:
+    """The worst batch of a strategy's `size` in its layout: `size` rows, or a pack of `size` × max_length
+    tokens (a packing strategy's batch size counts max_length rows' worth of tokens)."""
+    if layout is PackedBatch:
+        return worst_case_packed(size * max_length, max_length, vocab_size)
+    return worst_case_padded(size, max_length, vocab_size)

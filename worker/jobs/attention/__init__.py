@@ -15,16 +15,22 @@ from __future__ import annotations
 
 from padbench.contract.results import AttentionResult
 from padbench.contract.spec import AttentionJobSpec
-from padbench.worker.jobs import JOB_KINDS, PartialFn
+from padbench.worker.jobs import JOB_RUNNERS, PartialFn
 from padbench.worker.runtime.progress import ProgressFn
 
 
-class AttentionJobKind:
+class AttentionSweep:
     def run(self, spec: AttentionJobSpec, progress: ProgressFn, on_partial: PartialFn) -> AttentionResult:
         # Imported here so that listing job kinds and sweep kernels never loads torch.
         from padbench.worker.jobs.attention.job import run_attention_job
 
         return run_attention_job(spec, progress, on_partial)
 
+    def kernel_names(self, device: str) -> list[str]:
+        """The sweep kernels that run here (`naive`, `sdpa-flash`, `varlen`, …)."""
+        from padbench.worker.jobs.attention.kernels import available_sweep_kernels
 
-JOB_KINDS.add("attention", AttentionJobKind())
+        return available_sweep_kernels(device)
+
+
+JOB_RUNNERS.add("attention", AttentionSweep())

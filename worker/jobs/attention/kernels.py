@@ -22,10 +22,10 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
+from padbench.contract.registry import Registry
 from padbench.contract.spec import SweepKernelName
 from padbench.worker.engine.attention import ops
 from padbench.worker.jobs.attention.inputs import InputSet, Problem, make_input_sets
-from padbench.worker.runtime.registry import Registry
 
 KernelCall = Callable[[], torch.Tensor]
 Binder = Callable[[Problem, InputSet], KernelCall]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from padbench.contract.results import PaddingResult
 from padbench.contract.spec import PaddingJobSpec
-from padbench.worker.jobs import JOB_KINDS, PartialFn
+from padbench.worker.jobs import JOB_RUNNERS, PartialFn
 from padbench.worker.runtime.progress import ProgressFn
 
 
@@ -20,5 +20,13 @@ class PaddingJob:
 
         return run_padding_job(spec, progress, on_partial)
 
+    def kernel_names(self, device: str) -> list[str]:
+        """The attention kernels that run here and the families they implement: a padding spec names
+        families (`sdpa`, `torch-flash`, …), its results the kernels (`torch-flash-varlen`)."""
+        from padbench.worker.engine.attention import ATTENTION_KERNELS, available_kernels
 
-JOB_KINDS.add("padding", PaddingJob())
+        kernels = available_kernels(device)
+        return [*kernels, *sorted({ATTENTION_KERNELS.get(name).family for name in kernels})]
+
+
+JOB_RUNNERS.add("padding", PaddingJob())

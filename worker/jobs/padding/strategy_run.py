@@ -41,6 +41,7 @@ from padbench.worker.engine.steps import (
 )
 from padbench.worker.runtime.gpu_activity import sample_gpu_activity
 from padbench.worker.runtime.memory import track_peak_memory
+from padbench.worker.runtime.messages import first_line
 from padbench.worker.runtime.progress import ProgressFn
 
 # A training step's backward costs twice its forward (gradients of activations and of weights).
@@ -65,13 +66,11 @@ class JobSetup:
     initial_state: dict[str, torch.Tensor] | None  # host copy of the weights, restored between training runs
 
 
+FAILURE_LIMIT = 500  # characters of a failed row's error
+
+
 class StrategyFailed(Exception):
     """A reason this strategy cannot be measured; the job goes on with the next one."""
-
-
-def one_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:500]
 
 
 class StrategyRun:
@@ -94,7 +93,8 @@ class StrategyRun:
         try:
             return self._measure_strategy()
         except Exception as error:  # OOM, an unavailable kernel, a failed gate: this strategy only
-            message = str(error) if isinstance(error, StrategyFailed) else one_line(error)
+            described = f"{type(error).__name__}: {first_line(error, FAILURE_LIMIT)}"[:FAILURE_LIMIT]
+            message = str(error) if isinstance(error, StrategyFailed) else described
         self.job.model.eval()
         return self._result(status="failed", error=message)
 

@@ -44,7 +44,7 @@ from padbench.worker.engine.steps import (
     next_token_labels,
     training_step,
 )
-from padbench.worker.engine.strategies.worst_case import worst_case_packed, worst_case_padded
+from padbench.worker.engine.strategies.worst_case import worst_case_batch
 from padbench.worker.jobs.padding.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
 from padbench.worker.runtime import procfs
 from padbench.worker.runtime.device import torch_dtype
@@ -109,7 +109,9 @@ def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
     frame = _size_frame(device, built)
     # Everything from here on counts towards the peak: the batch, masks a kernel precomputes,
     # activations, and in training the gradients and optimizer state.
-    batch = kernel.prepare(_worst_case_batch(request, config_of(model).vocab_size).to(device))
+    layout = STRATEGIES.get(request.strategy).layout
+    batch = kernel.prepare(worst_case_batch(layout, request.size, request.max_length, config_of(model).vocab_size)
+                           .to(device))
     step = _step(request, model, kernel, batch)
     for number in range(request.passes):
         step(0)
@@ -126,12 +128,6 @@ def _kernel(name: str, device: torch.device, dtype: torch.dtype) -> AttentionKer
     if reason is not None:
         raise KernelUnavailable(name, reason)
     return kernel
-
-
-def _worst_case_batch(request: ProbeRequest, vocab_size: int) -> Batch:
-    if request.strategy == "packed":
-        return worst_case_packed(request.size * request.max_length, request.max_length, vocab_size)
-    return worst_case_padded(request.size, request.max_length, vocab_size)
 
 
 def _step(request: ProbeRequest, model: torch.nn.Module, kernel: AttentionKernel, batch: Batch) -> StepFn:

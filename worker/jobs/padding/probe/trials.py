@@ -27,7 +27,6 @@ import torch
 from padbench.contract.results import ProbeAttempt, ProbeReport
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS
-from padbench.worker.engine.batches import PackedBatch
 from padbench.worker.engine.model import model_config
 from padbench.worker.jobs.padding.probe.cache import CachedLimit, ProbeCache, ProbeKey
 from padbench.worker.jobs.padding.probe.curves import MemoryCurve
@@ -36,6 +35,7 @@ from padbench.worker.jobs.padding.probe.search import Reading, choose_size, sear
 from padbench.worker.runtime.child_session import ChildSession
 from padbench.worker.runtime.environment import flash_attn_cute_version, package_version
 from padbench.worker.runtime.isolation import ChildReport
+from padbench.worker.runtime.messages import first_line
 from padbench.worker.runtime.progress import ProgressFn
 
 PROBE_TARGET = "padbench.worker.jobs.padding.probe.child:probe_size"
@@ -45,8 +45,6 @@ FACTS_TIMEOUT_S = 120.0
 # configuration changes fragmentation and so the largest batch that fits, and a limit found under other
 # settings would not hold for the measurement.
 ALLOCATOR_VARIABLES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
-# Kernels that materialise a (tokens × tokens) mask on packed input: their memory grows quadratically.
-MASKED_FAMILIES = frozenset({"eager", "sdpa"})
 # A cached limit stays valid while other processes hold at most this much more than when it was found.
 OTHERS_TOLERANCE_BYTES = 256 * 2**20
 EXPECTED_PROBES = 6  # for progress only
@@ -79,7 +77,7 @@ def find_batch_size(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: s
         oracle = ChildOracle(spec, strategy, kernel_name, facts.device, progress, probes.session, probe_target,
                              probes.starts_before_strategy)
         try:
-            result = search_limit(oracle, curve=memory_curve(strategy, kernel_name), ceiling=ceiling)
+            result = search_limit(oracle, curve=memory_curve(kernel_name), ceiling=ceiling)
         finally:
             probes.strategy_done(facts.device)
     if result.largest_fit == 0:
@@ -137,10 +135,8 @@ def probe_device(spec: PaddingJobSpec) -> Literal["cuda", "cpu"]:
     return "cpu" if spec.device == "cpu" or (spec.device == "auto" and not torch.cuda.is_available()) else "cuda"
 
 
-def memory_curve(strategy: StrategySpec, kernel_name: str) -> MemoryCurve:
-    kernel = ATTENTION_KERNELS.get(kernel_name)
-    masked = strategy.name == "packed" and kernel.layout is PackedBatch and kernel.family in MASKED_FAMILIES
-    return "quadratic" if masked else "affine"
+def memory_curve(kernel_name: str) -> MemoryCurve:
+    return "quadratic" if ATTENTION_KERNELS.get(kernel_name).quadratic_memory else "affine"
 
 
 def _report(spec: PaddingJobSpec, limit: CachedLimit, facts: DeviceFacts, *, seconds: float,
@@ -201,8 +197,8 @@ def describe(attempt: ProbeAttempt) -> str:
     """One probe's outcome for the progress log: what it held, or how it ended (the error's first line)."""
     seconds = f"({attempt.seconds:.1f} s)"
     if attempt.outcome != "fits":
-        first_line = next(iter((attempt.error or "").strip().splitlines()), "")
-        return f"{attempt.outcome.replace('_', ' ')} {seconds}" + (f": {first_line[:300]}" if first_line else "")
+        said = first_line(attempt.error)
+        return f"{attempt.outcome.replace('_', ' ')} {seconds}" + (f": {said}" if said else "")
     held = [f"{label} {value / 2**30:.2f} GiB" for label, value in
             (("peak", attempt.peak_allocated_bytes), ("reserved", attempt.peak_reserved_bytes)) if value is not None]
     return f"fits {seconds}" + (f": {', '.join(held)}" if held else "")

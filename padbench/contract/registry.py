@@ -1,7 +1,9 @@
-"""A typed registry: the one way plugin families (strategies, kernels, job kinds) are looked up.
+"""A typed registry: the one way plugin families (job kinds, strategies, kernels) are looked up.
 
-Plugins register under a name once, at import; lookups of unknown names fail with the list of known
-ones, so a spec that names a kernel this build lacks gets a clear error rather than a KeyError.
+It sits in the contract, below every other layer, so the server, the client and the worker each keep
+registries of their own plugins with it. Plugins register under a name once, at import; lookups of
+unknown names fail with the list of known ones, so a spec that names a kernel this build lacks gets a
+clear error rather than a KeyError.
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ class Registry(Generic[T]):
 
     def add(self, name: str, entry: T) -> T:
         return self.register(name)(entry)
+
+    def remove(self, name: str) -> None:
+        """Take a plugin out again (a test that registers one for itself leaves the registry as it found it)."""
+        self.get(name)  # an unknown name is the same error as on lookup
+        del self._entries[name]
 
     def get(self, name: str) -> T:
         try:

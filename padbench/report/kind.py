@@ -1,0 +1,66 @@
+"""How a kind of job is reported: one entry per kind in REPORTS, looked up by the result's `kind`.
+
+An entry says how the kind's results print (a plain table, and on a terminal a richer one), which CSV rows
+they export, what they are *of* (model, dtype, mode: the identity that leads every CSV row and titles every
+plot) and how two of them compare. `padbench.report` registers the entries of padding jobs and attention
+sweeps; everything that renders a result finds its kind's entry here rather than testing which kind it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from rich.console import Console
+
+from padbench.contract.registry import Registry
+from padbench.contract.results import JobResultBase
+
+R = TypeVar("R")  # the kind's result model
+CompareKey = tuple[str, str]  # a row of a comparison: (strategy, kernel), (kernel, sequence length), …
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a result is of, besides the device and the date its environment records."""
+
+    model: str  # the model the job ran, or what stands for one (an attention sweep's shape)
+    dtype: str
+    mode: str  # inference or training, forward or forward+backward
+
+
+@dataclass(frozen=True)
+class CompareRule(Generic[R]):
+    """How results of a kind are put side by side: one figure per row key and job."""
+
+    figures: Callable[[R], dict[CompareKey, float | None]]  # None: not measured
+    key_names: tuple[str, str]
+    metric: str  # the figure's name in JSON and CSV
+    metric_label: str  # the figure as the table's heading names it
+    show: Callable[[float], str]  # a figure as the table prints it
+    higher_is_faster: bool  # tokens/s; a time is faster when lower
+    sort_key: Callable[[CompareKey], Any] | None = None  # None keeps the rows in the first job's order
+
+
+@dataclass(frozen=True)
+class KindReport(Generic[R]):
+    noun: str  # one job of the kind, in messages: "a padding job"
+    plural: str  # "padding jobs"
+    render_table: Callable[[R], str]
+    csv_rows: Callable[[R], list[dict[str, Any]]]
+    run_facts: Callable[[R], RunFacts]
+    compare: CompareRule[R]
+    print_rich: Callable[[R, Console], None] | None = None  # None: the plain table on a terminal too
+
+
+REPORTS: Registry[KindReport[Any]] = Registry("job kind")
+
+
+def report_for(result: JobResultBase) -> KindReport[Any]:
+    return REPORTS.get(result.kind)
+
+
+def kinds_in_words() -> str:
+    """Every kind in plural, for messages: `padding jobs or attention sweeps`."""
+    return " or ".join(entry.plural for _, entry in REPORTS.items())

@@ -1,0 +1,185 @@
+// Padding jobs on the dashboard: tokens/s per layout and kernel. Loaded after common.js and charts.js.
+"use strict";
+
+function strategyLabel(row) { return row.strategy === "binned" ? `binned[${row.n_bins}]` : row.strategy; }
+
+function paddingModel(spec) {
+  const model = spec.model;
+  if (typeof model === "string") return model;
+  if (!model) return MISSING;
+  return model.preset || model.path || (model.config ? `custom ${model.config.model_type}` : MISSING);
+}
+
+// --- charts ---------------------------------------------------------------------------------------------
+function validRows(result) { return result.strategies.filter((row) => row.status === "ok" && row.tokens_per_s != null); }
+
+// A layout measured at several batch sizes shows its fastest here; the batch-size chart shows them all.
+function fastestPerLayout(rows) {
+  const best = new Map();
+  for (const row of rows) {
+    const key = `${strategyLabel(row)} · ${row.kernel}`;
+    if (!best.has(key) || best.get(key).tokens_per_s < row.tokens_per_s) best.set(key, row);
+  }
+  return [...best.values()];
+}
+
+function throughputChart(container, result) {
+  const rows = fastestPerLayout(validRows(result));
+  if (!rows.length) return;
+  new Chart(chartIn(container, "tokens/s per layout, with padding efficiency"), {
+    data: {
+      labels: rows.map((row) => `${strategyLabel(row)} · ${row.kernel}`),
+      datasets: [
+        { type: "bar", label: "tokens/s", data: rows.map((row) => row.tokens_per_s), backgroundColor: PALETTE[0],
+          yAxisID: "y" },
+        { type: "line", label: "padding efficiency", data: rows.map((row) => row.padding_efficiency),
+          borderColor: PALETTE[1], backgroundColor: PALETTE[1], yAxisID: "efficiency" },
+      ],
+    },
+    options: {
+      animation: false,
+      scales: {
+        y: { beginAtZero: true, title: { display: true, text: "tokens/s" } },
+        efficiency: { position: "right", min: 0, max: 1, grid: { drawOnChartArea: false },
+                      ticks: { callback: (value) => `${Math.round(value * 100)}%` },
+                      title: { display: true, text: "padding efficiency" } },
+      },
+    },
+  });
+}
+
+// tokens/s against batch size, for each layout measured at two or more sizes.
+function batchCurves(result) {
+  const curves = new Map();
+  for (const row of validRows(result)) {
+    if (row.batch_size == null) continue;
+    const key = `${strategyLabel(row)} · ${row.kernel}`;
+    if (!curves.has(key)) curves.set(key, []);
+    curves.get(key).push({ x: row.batch_size, y: row.tokens_per_s });
+  }
+  return [...curves].filter(([, points]) => new Set(points.map((p) => p.x)).size > 1)
+    .map(([key, points]) => [key, points.sort((a, b) => a.x - b.x)]);
+}
+
+function batchSizeChart(container, result) {
+  const curves = batchCurves(result);
+  if (curves.length) lineChart(chartIn(container, "tokens/s against batch size"), curves, "batch size", "tokens/s", false);
+}
+
+// --- the results table: the CLI's rows, in its order, marked as the server's verdict says ------------
+function intervalOf(row) {
+  const spread = row.spread;
+  if (!spread || row.tokens_per_s == null) return MISSING;
+  return `${fmt.int(spread.ci95_low_tokens_per_s)}–${fmt.int(spread.ci95_high_tokens_per_s)}`;
+}
+
+function cvOf(row) {
+  return row.spread && row.tokens_per_s != null ? `${(row.spread.cv * 100).toFixed(1)}%` : MISSING;
+}
+
+function rangeOf(row) {
+  const spread = row.spread;
+  if (!spread || row.tokens_per_s == null) return MISSING;
+  return `${fmt.int(spread.min_tokens_per_s)}–${fmt.int(spread.max_tokens_per_s)}`;
+}
+
+function logitErrorOf(row) {
+  if (row.max_logit_error == null) return MISSING;
+  const tolerance = row.logit_tolerance == null ? "" : ` (tol ${row.logit_tolerance.toExponential(1)})`;
+  return `${row.max_logit_error.toExponential(1)}${tolerance}`;
+}
+
+function detailsOf(row) {
+  const probe = row.probe ? `fit ${row.probe.largest_fit}, ${row.probe.smallest_oom == null ? "no OOM"
+    : `OOM ${row.probe.smallest_oom}`} → ${row.probe.chosen}` : MISSING;
+  return [["CV", cvOf(row)], ["repeats min–max", rangeOf(row)], ["MFU (GEMM)", fmt.fixed(row.mfu_vs_matmul, 2)],
+          ["max logit error", logitErrorOf(row)], ["probe", probe]]
+    .map(([name, value]) => `${name}: ${value}`).join(" · ");
+}
+
+function marksOf(row) {
+  const marks = [];
+  if (row.spread && row.spread.noisy) marks.push(`noisy CV ${(row.spread.cv * 100).toFixed(1)}%`);
+  if (row.gpu_activity && row.gpu_activity.contended) marks.push("contended");
+  if (row.gpu_activity && row.gpu_activity.throttled) {
+    // Held at the power limit is how a GPU runs at full load; heat or a hardware slowdown is a real alarm.
+    const reasons = row.gpu_activity.throttle_reasons || [];
+    marks.push(reasons.length === 1 && reasons[0] === "sw_power_cap" ? "power cap" : "throttled");
+  }
+  return marks.join(", ") || "yes";
+}
+
+function memoryOf(row) {
+  const memory = row.memory;
+  if (!memory) return MISSING;
+  if (memory.peak_allocated_bytes != null) return fmt.bytes(memory.peak_allocated_bytes);
+  if (memory.host_peak_rss_bytes != null) return `${fmt.bytes(memory.host_peak_rss_bytes)} RSS`;
+  return MISSING;
+}
+
+// The columns to read a row by; the rest of the CLI's columns are in the row's details (click its layout).
+const PADDING_COLUMNS = ["strategy", "kernel", "batch", "tokens/s", "95% interval", "vs static", "padding eff.",
+                         "MFU", "peak memory", "valid"];
+
+// A row and, hidden until its layout is clicked, a row of the figures the main columns leave out.
+function paddingRows(row, className, validity) {
+  const kernel = row.gqa === "expanded" ? `${row.kernel} (K/V expanded)` : row.kernel;
+  const toggle = el("button", { type: "button", className: "expand", "aria-expanded": "false",
+                                title: "show this row's other figures", text: `▸ ${strategyLabel(row)}` });
+  const cells = [kernel, row.batch_size ?? MISSING, fmt.int(row.tokens_per_s), intervalOf(row),
+                 fmt.ratio(row.speedup_vs_static), fmt.fixed(row.padding_efficiency, 2), fmt.fixed(row.mfu, 2),
+                 memoryOf(row), validity].map((cell) => el("td", { text: String(cell) }));
+  const details = el("tr", { className: "details" },
+                     el("td", { colspan: String(PADDING_COLUMNS.length), text: detailsOf(row) }));
+  details.hidden = true;
+  toggle.addEventListener("click", () => {
+    details.hidden = !details.hidden;
+    toggle.textContent = `${details.hidden ? "▸" : "▾"} ${strategyLabel(row)}`;
+    toggle.setAttribute("aria-expanded", String(!details.hidden));
+  });
+  return [el("tr", { className }, el("td", {}, toggle), ...cells), details];
+}
+
+// Rows in the CLI's order (fastest first), the winner and the rows not to rank by as the server's verdict says.
+function paddingTable(result, verdict) {
+  const notes = [];
+  const order = verdict.ranked.length ? verdict.ranked : result.strategies.map((_, index) => index);
+  const body = order.flatMap((index) => {
+    const row = result.strategies[index];
+    const validity = row.status === "ok" ? marksOf(row)
+      : `${row.status === "invalid" ? "no" : "failed"} [${notes.push(row.invalid_reason || row.error || "no reason recorded")}]`;
+    const className = index === verdict.winner ? "winner" : verdict.doubtful.includes(index) ? "doubtful" : "";
+    return paddingRows(row, className, validity);
+  });
+  const table = el("table", { className: "grid results" },
+                   el("thead", {}, el("tr", {}, ...PADDING_COLUMNS.map((name) => el("th", { text: name })))),
+                   el("tbody", {}, ...body));
+  const noteList = el("ol", { className: "notes" }, ...notes.map((note) => el("li", { text: note })));
+  return [table, noteList];
+}
+
+// --- compare --------------------------------------------------------------------------------------------
+function paddingFigures(result) {
+  const figures = new Map();
+  // Keyed by strategy and kernel; a layout measured at several batch sizes has a row per size.
+  const pairs = result.strategies.map((row) => `${strategyLabel(row)}|${row.kernel}`);
+  result.strategies.forEach((row, index) => {
+    const repeated = pairs.filter((pair) => pair === pairs[index]).length > 1;
+    const strategy = repeated ? `${strategyLabel(row)} @ ${row.batch_size}` : strategyLabel(row);
+    figures.set(JSON.stringify([strategy, row.kernel]), row.status === "ok" ? row.tokens_per_s : null);
+  });
+  return figures;
+}
+
+registerKind("padding", {
+  plural: "padding jobs",
+  model: paddingModel,
+  mode: (spec) => spec.mode,
+  table: paddingTable,
+  charts(container, result) {
+    throughputChart(container, result);
+    batchSizeChart(container, result);
+  },
+  compare: { keyNames: ["strategy", "kernel"], metric: "tokens/s", higherIsFaster: true, show: (value) => fmt.int(value),
+             figures: paddingFigures },
+});
