@@ -28,12 +28,14 @@ def describe_type(schema: dict[str, Any]) -> str:
     if "$ref" in schema:
         name = schema["$ref"].rsplit("/", 1)[-1]
         return f"[{name}](#{_anchor(name)})"
-    if "anyOf" in schema:
-        return " or ".join(describe_type(option) for option in schema["anyOf"])
+    for alternatives in ("anyOf", "oneOf"):
+        if alternatives in schema:
+            return " or ".join(describe_type(option) for option in schema[alternatives])
     if "const" in schema:
         return f"`{json.dumps(schema['const'])}`"
     if "enum" in schema:
-        return "one of " + ", ".join(f"`{value}`" for value in schema["enum"])
+        values = schema["enum"]
+        return f"`{json.dumps(values[0])}`" if len(values) == 1 else "one of " + ", ".join(f"`{v}`" for v in values)
     kind = schema.get("type", "any")
     if kind == "array":
         kind = f"list of {describe_type(schema.get('items', {}))}"
