@@ -91,3 +91,29 @@ class ModelSpec(BaseModel):
         if self.path:
             return self.path
         return f"custom {(self.config or {}).get('model_type')}"
+
+
+def weights_upper_bound(fields: dict[str, Any] | None) -> int | None:
+    """Weights a token passes through, from architecture fields alone (2 FLOPs each per token).
+
+    Counted generously, whatever the family: full-width attention projections (4·E² a layer, more than GQA
+    needs) and a three-matrix gated MLP (3·E·I), plus the LM head (E·V). None when width or depth is not
+    stated (a model directory, or fields left to the config class's defaults).
+    """
+    if fields is None:
+        return None
+    width = _first_int(fields, "hidden_size", "n_embd")
+    layers = _first_int(fields, "num_hidden_layers", "n_layer")
+    if width is None or layers is None:
+        return None
+    vocab = _first_int(fields, "vocab_size") or 0  # a config class default the server cannot know: not counted
+    inner = _first_int(fields, "intermediate_size", "n_inner") or 4 * width
+    return layers * (4 * width * width + 3 * width * inner) + width * vocab
+
+
+def _first_int(fields: dict[str, Any], *names: str) -> int | None:
+    for name in names:
+        value = fields.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
