@@ -40,6 +40,7 @@ from padbench.worker.engine.steps import (
     training_step,
 )
 from padbench.worker.runtime.gpu_activity import sample_gpu_activity
+from padbench.worker.runtime.isolation import describe_exception
 from padbench.worker.runtime.memory import track_peak_memory
 from padbench.worker.runtime.progress import ProgressFn
 
@@ -70,8 +71,7 @@ class StrategyFailed(Exception):
 
 
 def one_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:500]
+    return (describe_exception(error).strip().splitlines() or [""])[0][:500]
 
 
 class StrategyRun:
