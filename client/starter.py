@@ -24,7 +24,8 @@ STARTER_SPEC = """\
 kind: padding
 name: my-first-benchmark
 
-# A preset (tiny | gpt2 | gpt2-seed), a local Hugging Face model directory, or {{config: {{n_layer: …}}}}.
+# A preset (tiny-llama | gpt2-seed | llama-3.2-1b | …), a Hugging Face Hub model (org/name), a local model
+# directory written as a path (./my-model), or {{config: {{model_type: llama, …}}}}.
 model:{model}
 
 data:
@@ -43,6 +44,7 @@ strategies:
   - packed                  # concatenate sequences, no padding (varlen kernels on a GPU)
 
 attention: {attention:<16} # flash: the best flash kernel present; or sdpa, eager, flex, torch-flash, …
+                            # (transformers' names work too: flash_attention_2, sdpa, flex_attention, eager)
 batch_size: {batch_size:<15} # or `auto`: the largest batch that fits, found by an OOM probe
 dtype: {dtype:<20} # bf16 | fp16 | fp32 (also bfloat16, float16, float32); flash needs bf16/fp16
 device: {device:<19} # auto: cuda when present (`padbench init --cpu` / `--gpu` write a spec sized for one)

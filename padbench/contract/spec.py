@@ -35,9 +35,27 @@ def _dtype_alias(value: Any) -> Any:
 Dtype = Annotated[Literal["bf16", "fp16", "fp32"], BeforeValidator(_dtype_alias)]
 Device = Literal["cuda", "cpu", "auto"]
 StrategyName = Literal["static", "dynamic", "binned", "packed"]
+# transformers' names for its attention implementations (`attn_implementation`), accepted where a spec names
+# a kernel and stored as the kernel they run here, so both spellings are the same job and the same row.
+TRANSFORMERS_ATTENTION_NAMES = {"flash_attention_2": "flash-attn", "sdpa": "sdpa", "flex_attention": "flex",
+                                "eager": "eager"}
+# In an attention sweep, transformers' eager attention (scores materialised, softmax, then values) is `naive`.
+TRANSFORMERS_SWEEP_KERNEL_NAMES = {"flash_attention_2": "flash-attn", "flex_attention": "flex", "eager": "naive"}
+
+
+def _attention_alias(value: Any) -> Any:
+    return TRANSFORMERS_ATTENTION_NAMES.get(value, value) if isinstance(value, str) else value
+
+
+def _sweep_kernel_alias(value: Any) -> Any:
+    return TRANSFORMERS_SWEEP_KERNEL_NAMES.get(value, value) if isinstance(value, str) else value
+
+
 # `flash` resolves to the best flash implementation present (flash-attn-cute > flash-attn > torch-flash);
 # the three explicit names pin one. The result always records the kernel that actually ran.
 AttentionName = Literal["flash", "flash-attn", "flash-attn-cute", "torch-flash", "sdpa", "flex", "eager"]
+# What a spec may write for one: a name above or transformers' name for it.
+AttentionChoice = Annotated[AttentionName, BeforeValidator(_attention_alias)]
 FLASH_KERNELS: frozenset[str] = frozenset({"flash", "flash-attn", "flash-attn-cute", "torch-flash"})
 MAX_BATCH_SIZE = 1_048_576
 MAX_BATCH_SIZES = 16
@@ -112,7 +130,7 @@ DEFAULT_N_BINS = 16
 class StrategySpec(StrictModel):
     name: StrategyName
     n_bins: Annotated[int, Field(ge=1, le=4096)] | None = None
-    attention: AttentionName | None = None  # overrides the job-level attention for this strategy
+    attention: AttentionChoice | None = None  # overrides the job-level attention for this strategy
     batch_size: BatchSizeChoice | None = None  # overrides the job-level batch size (or sizes)
 
     @model_validator(mode="before")
@@ -176,7 +194,7 @@ class PaddingJobSpec(StrictModel):
         StrategySpec(name="static"), StrategySpec(name="dynamic"),
         StrategySpec(name="binned", n_bins=16), StrategySpec(name="packed"),
     ]
-    attention: AttentionName = "flash"
+    attention: AttentionChoice = "flash"
     batch_size: BatchSizeChoice = 32
     dtype: Dtype = "bf16"
     device: Device = "auto"
@@ -187,9 +205,10 @@ class PaddingJobSpec(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> PaddingJobSpec:
-        if self.data.source != "synthetic" and self.data.tokenizer is None and self.model.path is None:
+        if self.data.source != "synthetic" and self.data.tokenizer is None and self.model.path is None \
+                and self.model.hub is None:
             raise ValueError(f"data.tokenizer is required for source {self.data.source!r} (or a model.path "
-                             "whose directory holds the model's tokenizer)")
+                             "whose directory holds the model's tokenizer, or a model.hub)")
         positions = self.model.max_positions()
         if positions is not None and self.data.max_length > positions:
             raise ValueError(f"data.max_length ({self.data.max_length}) exceeds the model's positions ({positions})")
@@ -200,6 +219,11 @@ class PaddingJobSpec(StrictModel):
         labels = [s.label + ":" + self.attention_for(s) for s in self.strategies]
         if len(set(labels)) != len(labels):
             raise ValueError(f"strategies repeat a (strategy, attention) pair: {labels}")
+        probed = any("auto" in self.batch_sizes_for(strategy) for strategy in self.strategies)
+        if probed and self.device == "cpu" and self.probe.cpu_memory_budget_bytes is None:
+            # A CPU has no device memory to run out of: the probe would grow the batch until the host swaps.
+            raise ValueError("batch_size auto on device cpu needs probe.cpu_memory_budget_bytes, the memory the "
+                             "OOM probe may fill in place of a GPU's; or give batch_size a number")
         return self
 
     def attention_for(self, strategy: StrategySpec) -> AttentionName:
@@ -221,6 +245,7 @@ class PaddingJobSpec(StrictModel):
 SweepKernelName = Literal[
     "naive", "sdpa-math", "sdpa-efficient", "sdpa-flash", "varlen", "flex", "flash-attn", "flash-attn-cute"
 ]
+SweepKernelChoice = Annotated[SweepKernelName, BeforeValidator(_sweep_kernel_alias)]
 
 
 class VarlenLayout(StrictModel):
@@ -241,7 +266,7 @@ class AttentionJobSpec(StrictModel):
     direction: Literal["forward", "forward+backward"] = "forward"
     layout: Literal["dense", "varlen"] = "dense"
     varlen: VarlenLayout = VarlenLayout()
-    kernels: Annotated[list[SweepKernelName], Field(min_length=1, max_length=16)] = ["naive", "sdpa-flash"]
+    kernels: Annotated[list[SweepKernelChoice], Field(min_length=1, max_length=16)] = ["naive", "sdpa-flash"]
     device: Device = "auto"
     warmup: Annotated[int, Field(ge=0, le=1000)] = 3
     repeats: Annotated[int, Field(ge=1, le=10_000)] = 20
