@@ -62,7 +62,7 @@ def _hub_model_id(value: str) -> str:
     return value
 
 
-HubModelId = Annotated[str, AfterValidator(_hub_model_id)]
+HubModelId = Annotated[str, Field(min_length=1, max_length=2 * 96 + 1), AfterValidator(_hub_model_id)]
 PATH_STARTS = ("/", "./", "../", "~", "\\", ".\\", "..\\")
 EXAMPLE_MODEL_TYPES = "llama, qwen2, mistral, gemma2, phi3, gpt2"
 
@@ -96,7 +96,8 @@ def model_from_string(value: str) -> dict[str, str]:
 
 
 class ModelSpec(BaseModel):
-    """Exactly one of `preset`, `config` or `path` (a local Hugging Face model directory)."""
+    """Exactly one of `preset`, `config`, `path` (a local Hugging Face model directory) or `hub` (a model on the
+    Hugging Face Hub)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
