@@ -10,7 +10,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from padbench.contract.model_spec import nearest
-from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec, parse_job_spec
+from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec, new_job_problems, parse_job_spec
 
 QUOTED = re.compile(r"'([^']*)'")
 # What each kind's tag (the first part of an error's location, after `spec` on the server) validates.
@@ -124,9 +124,17 @@ def load_spec_document(path: str | Path) -> dict[str, Any]:
     return document
 
 
-def load_spec(path: str | Path) -> PaddingJobSpec | AttentionJobSpec:
-    document = load_spec_document(path)
+def check_new_job(document: dict[str, Any], source: str | Path) -> PaddingJobSpec | AttentionJobSpec:
+    """The spec of a job about to be run or submitted; SpecError naming `source`, each field and why."""
     try:
-        return parse_job_spec(document)
+        spec = parse_job_spec(document)
     except ValidationError as error:
-        raise SpecError(f"{path}: {format_validation_error(error)}") from error
+        raise SpecError(f"{source}: {format_validation_error(error)}") from error
+    problems = new_job_problems(spec)
+    if problems:
+        raise SpecError(f"{source}: " + "; ".join(f"{'.'.join(where)}: {why}" for where, why in problems))
+    return spec
+
+
+def load_spec(path: str | Path) -> PaddingJobSpec | AttentionJobSpec:
+    return check_new_job(load_spec_document(path), path)

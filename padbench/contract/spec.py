@@ -219,11 +219,6 @@ class PaddingJobSpec(StrictModel):
         labels = [s.label + ":" + self.attention_for(s) for s in self.strategies]
         if len(set(labels)) != len(labels):
             raise ValueError(f"strategies repeat a (strategy, attention) pair: {labels}")
-        probed = any("auto" in self.batch_sizes_for(strategy) for strategy in self.strategies)
-        if probed and self.device == "cpu" and self.probe.cpu_memory_budget_bytes is None:
-            # A CPU has no device memory to run out of: the probe would grow the batch until the host swaps.
-            raise ValueError("batch_size auto on device cpu needs probe.cpu_memory_budget_bytes, the memory the "
-                             "OOM probe may fill in place of a GPU's; or give batch_size a number")
         return self
 
     def attention_for(self, strategy: StrategySpec) -> AttentionName:
@@ -282,6 +277,28 @@ class AttentionJobSpec(StrictModel):
         if len(set(self.kernels)) != len(self.kernels):
             raise ValueError("kernels repeat a name")
         return self
+
+
+# A new job's spec problem: where (keys below the spec) and why.
+NewJobProblem = tuple[tuple[str, ...], str]
+
+
+def new_job_problems(spec: PaddingJobSpec | AttentionJobSpec) -> list[NewJobProblem]:
+    """What a new job may not ask, though a spec stored with an earlier result may hold it: these checks run
+    at submission (the CLI and the server), never when a stored spec or result is read back, so results
+    measured before a check existed stay readable."""
+    if not isinstance(spec, PaddingJobSpec):
+        return []
+    problems: list[NewJobProblem] = []
+    model_type = spec.model.model_type_problem()
+    if model_type is not None:
+        problems.append((("model", "config"), model_type))
+    probed = any("auto" in spec.batch_sizes_for(strategy) for strategy in spec.strategies)
+    if probed and spec.device == "cpu" and spec.probe.cpu_memory_budget_bytes is None:
+        # A CPU has no device memory to run out of: the probe would grow the batch until the host swaps.
+        problems.append((("batch_size",), "auto on device cpu needs probe.cpu_memory_budget_bytes, the memory "
+                                          "the OOM probe may fill in place of a GPU's; or give a number"))
+    return problems
 
 
 JobSpec = Annotated[PaddingJobSpec | AttentionJobSpec, Field(discriminator="kind")]

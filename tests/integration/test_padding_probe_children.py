@@ -105,8 +105,8 @@ def test_a_child_past_its_time_limit_is_killed_and_reported(cache: ProbeCache) -
 
 
 def test_probing_on_the_cpu_without_a_budget_is_refused_before_any_child(cache: ProbeCache) -> None:
-    # The contract refuses this at submission; a spec stored before that check still stops here.
-    spec = cpu_spec().model_copy(update={"probe": ProbeSpec()})
+    spec = PaddingJobSpec(model=TINY, device="cpu", dtype="fp32", attention="sdpa", batch_size="auto",
+                          data={"max_length": 128}, strategies=[STATIC])
     with pytest.raises(ProbeFailed, match="cpu_memory_budget_bytes"):
         find_batch_size(spec, STATIC, "sdpa", quiet, cache=cache, probe_target=TARGETS + "must_not_run")
 

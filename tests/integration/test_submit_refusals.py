@@ -21,8 +21,8 @@ REFUSALS: list[tuple[dict[str, Any], str, str]] = [
                                         "org/name or hub:llama3"),
     ({"model": {"config": {"model_type": "lama", "hidden_size": 64}}}, "spec.model.config",
      "model_type 'lama' is not one padbench measures (did you mean 'llama'?)"),
-    ({"device": "cpu", "batch_size": "auto"}, "spec",
-     "batch_size auto on device cpu needs probe.cpu_memory_budget_bytes"),
+    ({"device": "cpu", "batch_size": "auto"}, "spec.batch_size",
+     "auto on device cpu needs probe.cpu_memory_budget_bytes"),
     ({"repeats": 3}, "spec.repeats", "unknown key (did you mean 'measurement.repeats'?)"),
 ]
 IDS = [location + ":" + next(iter(spec)) for spec, location, _ in REFUSALS]

@@ -101,11 +101,10 @@ def test_directory_of_any_causal_lm_builds_that_model(tmp_path: Path) -> None:
 ])
 def test_model_types_that_cannot_run_are_refused_naming_field_type_and_why(
         config: dict[str, object], reason: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Refused before any weight exists: constructing a model here would fail the test. The contract refuses
-    # all but the mixture of experts at submission; the worker checks again with its own transformers.
+    # Refused before any weight exists: constructing a model here would fail the test.
     monkeypatch.setattr("padbench.worker.engine.model._instantiate", lambda *args: pytest.fail("built a model"))
     with pytest.raises(UnsupportedModel, match=rf"model\.config: .*{config['model_type']}.*{reason}"):
-        build_model(ModelSpec.model_construct(config=config), torch.float32, CPU, seed=0)
+        build_model(ModelSpec(config=config), torch.float32, CPU, seed=0)
 
 
 def test_directory_of_an_encoder_is_refused_naming_the_path(tmp_path: Path) -> None:

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from padbench.cli import main
+from padbench.contract.results import JOB_RESULT_ADAPTER
 from padbench.contract.spec import AttentionJobSpec, PaddingJobSpec, parse_job_spec
-from padbench.specfile import format_validation_error
+from padbench.specfile import SpecError, check_new_job
+from tests.unit.test_report_padding import sample_result
 
 # (spec document, the message the CLI prints for it)
 REFUSALS: list[tuple[dict[str, Any], str]] = [
@@ -27,10 +28,10 @@ REFUSALS: list[tuple[dict[str, Any], str]] = [
                                                     "it measures decoder-only causal LMs"),
     ({"model": "hf:meta-llama/Llama-3.2-1B"}, "model: write a Hugging Face Hub model as org/name or hub:NAME"),
     ({"model": {"hub": "a/b/c"}}, "model.hub: a Hugging Face Hub model ID is org/name"),
-    ({"device": "cpu", "batch_size": "auto"}, "batch_size auto on device cpu needs probe.cpu_memory_budget_bytes"),
+    ({"device": "cpu", "batch_size": "auto"}, "batch_size: auto on device cpu needs probe.cpu_memory_budget_bytes"),
     ({"device": "cpu", "dtype": "fp32", "attention": "sdpa",
       "strategies": [{"name": "packed", "batch_size": [8, "auto"]}]},
-     "batch_size auto on device cpu needs probe.cpu_memory_budget_bytes"),
+     "batch_size: auto on device cpu needs probe.cpu_memory_budget_bytes"),
     ({"repeats": 3}, "repeats: unknown key (did you mean 'measurement.repeats'?)"),
     ({"max_length": 64}, "max_length: unknown key (did you mean 'data.max_length'?)"),
     ({"data": {"max_lenght": 64}}, "data.max_lenght: unknown key (did you mean 'max_length'?)"),
@@ -43,15 +44,15 @@ NOT_THE_USERS_WORDS = ("Value error", "Assertion failed", "padding.", "Extra inp
 
 
 def refusal(document: dict[str, Any]) -> str:
-    with pytest.raises(ValidationError) as refused:
-        parse_job_spec(document)
-    return format_validation_error(refused.value)
+    with pytest.raises(SpecError) as refused:
+        check_new_job(document, "my.yaml")
+    return str(refused.value)
 
 
 @pytest.mark.parametrize(("document", "message"), REFUSALS)
 def test_each_mistake_is_named_in_the_users_words(document: dict[str, Any], message: str) -> None:
     text = refusal(document)
-    assert message in text
+    assert text.startswith("my.yaml: ") and message in text
     assert not any(words in text for words in NOT_THE_USERS_WORDS), text
 
 
@@ -112,3 +113,13 @@ def test_a_cpu_probe_with_a_memory_budget_is_accepted() -> None:
                            "probe": {"cpu_memory_budget_bytes": 2**30}})
     assert isinstance(spec, PaddingJobSpec) and spec.batch_size == "auto"
     assert parse_job_spec({"device": "auto", "batch_size": "auto"}).kind == "padding"  # a GPU may run it
+
+
+def test_a_stored_result_stays_readable_though_a_new_job_may_not_ask_the_same() -> None:
+    """Checks that came after a job ran refuse new jobs only: its result still reads back."""
+    result = sample_result()
+    document = JOB_RESULT_ADAPTER.dump_python(result, mode="json")
+    document["spec"].update(device="cpu", batch_size="auto")
+    document["spec"]["model"] = {"config": {"model_type": "some_future_lm", "hidden_size": 64}}
+    assert JOB_RESULT_ADAPTER.validate_python(document).spec.device == "cpu"
+    assert "model.config: model_type 'some_future_lm' is not one padbench measures" in refusal(document["spec"])
