@@ -64,9 +64,9 @@ class RemainingTime:
             return None
         start_time, start_fraction = self._start
         done, seconds = fraction - start_fraction, now - start_time
-        if done < MIN_PROGRESS_FOR_ETA or seconds < MIN_SECONDS_FOR_ETA:
-            return None
-        return max(1.0 - fraction, 0.0) * seconds / done
+        if done < MIN_PROGRESS_FOR_ETA or seconds < MIN_SECONDS_FOR_ETA or fraction >= 1.0:
+            return None  # too early to tell, or nothing left to wait for
+        return (1.0 - fraction) * seconds / done
 
 
 def format_duration(seconds: float) -> str:

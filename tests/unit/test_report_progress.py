@@ -38,7 +38,8 @@ def test_the_time_left_follows_the_pace_since_the_first_update() -> None:
     clock.now += 9.5
     assert remaining.update(0.40) == pytest.approx(30.0)  # 20% in 10 s, 60% to go
     clock.now += 10
-    assert remaining.update(1.0) == 0.0
+    assert remaining.update(0.95) == pytest.approx(20 * 0.05 / 0.75)
+    assert remaining.update(1.0) is None  # done: nothing to wait for
 
 
 def test_no_estimate_without_progress() -> None:
