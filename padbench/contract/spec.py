@@ -97,7 +97,7 @@ DataSource = Annotated[PathName, refusing_urls(
     "name a local file (relative to the worker's data root), an hf: data set (hf:NAME[:CONFIG[:SPLIT]]) or synthetic")]
 TokenizerName = Annotated[PathName, refusing_urls(
     "name a local directory (relative to the worker's model or data root) or a tokenizer on the Hugging Face hub "
-    "(e.g. bert-base-uncased)")]
+    "(e.g. google-bert/bert-base-uncased)")]
 # Seconds a person may ask one step to run before it counts as hung.
 TimeoutSeconds = Annotated[float, Field(gt=0, le=6 * 3600)]
 # A CPU stand-in for device memory: at most 1 TiB.
