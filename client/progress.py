@@ -1,5 +1,5 @@
 """A job progress bar on stderr: a rich bar with elapsed time and ETA on a terminal, one plain line per
-change otherwise (logs, CI), so a log file never fills with redraw characters."""
+change otherwise (logs, CI), with the ETA when it is known, so a log file never fills with redraw characters."""
 
 from __future__ import annotations
 
@@ -7,17 +7,18 @@ import sys
 from typing import TextIO
 
 from padbench.contract.api import JobOut
-from padbench.report.progress import TerminalProgress
+from padbench.report.progress import RemainingTime, TerminalProgress, eta_text
 
 BAR_WIDTH = 30
 
 
-def describe_progress(job: JobOut) -> str:
-    """`[#########.....]  30% running on gpu-box-0: static: batch 12/40` — or the status alone."""
+def describe_progress(job: JobOut, seconds_left: float | None = None) -> str:
+    """`[#########.....]  30% ETA 2 min 05 s running on gpu-box-0: static: batch 12/40` — or the status alone."""
     parts = []
     if job.progress is not None:
         filled = round(job.progress * BAR_WIDTH)
-        parts.append(f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {job.progress * 100:3.0f}%")
+        eta = eta_text(seconds_left) if job.status.value == "running" else ""
+        parts.append(f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {job.progress * 100:3.0f}%{eta}")
     parts.append(job.status.value)
     if job.worker and job.status.value == "running":
         parts.append(f"on {job.worker}")
@@ -39,16 +40,18 @@ class ProgressBar:
         self._stream = stream or sys.stderr
         self._last = ""
         self._terminal: TerminalProgress | None = None
+        self._remaining = RemainingTime()
 
     def update(self, job: JobOut) -> None:
         if self._stream.isatty():
             self._terminal = self._terminal or TerminalProgress(self._stream, f"job {job.id}")
             self._terminal.update(1.0 if job.status.value == "succeeded" else job.progress or 0.0, _status_text(job))
             return
-        line = describe_progress(job)
+        seconds_left = self._remaining.update(job.progress or 0.0) if job.status.value == "running" else None
+        line = describe_progress(job)  # a new line when this changes, not each time the ETA does
         if line != self._last:
             self._last = line
-            self._stream.write(line + "\n")
+            self._stream.write(describe_progress(job, seconds_left) + "\n")
             self._stream.flush()
 
     def finish(self) -> None:

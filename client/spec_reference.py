@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from padbench.contract.kinds import DEFAULT_KIND, JOB_KINDS, JOB_SPEC_ADAPTER
+from padbench.contract.spec import TRANSFORMERS_ATTENTION_NAMES, TRANSFORMERS_SWEEP_KERNEL_NAMES
 
 # Sections in reading order: each job kind's spec, in the order the kinds were registered, then the parts
 # they refer to, in this order; parts not named here follow alphabetically.
@@ -67,6 +68,25 @@ def section(name: str, schema: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _aliases(names: dict[str, str]) -> str:
+    return ", ".join(f"`{alias}` → `{kernel}`" for alias, kernel in names.items())
+
+
+def written_as_strings() -> list[str]:
+    """What the schema cannot show: how a string `model` is read, and the attention names also accepted."""
+    return [
+        "`model` written as a string is read by its form: a preset name is that preset; `hub:NAME` or "
+        "`org/name` is a model on the Hugging Face Hub (the worker fetches its config.json; weights are "
+        "random); a path (`./dir`, `/dir`, `~/dir`, `a/b/c`) is a local model directory. Any other bare "
+        "name is refused with the nearest preset, so `gpt2` is the preset and `hub:gpt2` the Hub's model.",
+        "",
+        "Where a spec names an attention kernel (`attention`, a strategy's `attention`), transformers' names "
+        f"for its attention implementations are accepted and stored as the kernel they run: "
+        f"{_aliases(TRANSFORMERS_ATTENTION_NAMES)}. In an attention sweep's `kernels`: "
+        f"{_aliases(TRANSFORMERS_SWEEP_KERNEL_NAMES)}.",
+    ]
+
+
 def render_reference() -> str:
     definitions = JOB_SPEC_ADAPTER.json_schema()["$defs"]
     ordered = [kind.spec.__name__ for _, kind in JOB_KINDS.items()] + list(PARTS)
@@ -74,7 +94,8 @@ def render_reference() -> str:
     lines = ["# Job spec reference", "",
              "Generated from the JSON Schema every spec is checked against (`padbench schema --format markdown`); "
              "`padbench schema` prints the schema itself. Unknown keys are errors. A spec without `kind` is a "
-             f"{DEFAULT_KIND} job. `dtype` also accepts `bfloat16`, `float16` and `float32`.", ""]
+             f"{DEFAULT_KIND} job. `dtype` also accepts `bfloat16`, `float16` and `float32`.", "",
+             *written_as_strings(), ""]
     for name in names:
         lines += section(name, definitions[name])
     return "\n".join(lines).rstrip() + "\n"

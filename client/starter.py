@@ -1,7 +1,7 @@
 """`padbench schema` (the JSON Schema of a job spec) and `padbench init` (a commented starter spec).
 
-The starter is a real spec: it validates, and `padbench run` runs it as written (on a GPU with its
-defaults; the comments say what to change for a CPU).
+The starter is a real spec: it validates, and `padbench run` runs it as written. It is sized for this
+machine: for its GPU, or, where the driver lists no CUDA GPU, for the CPU (`--gpu`, `--cpu` choose).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from padbench.client.spec_reference import render_reference
 from padbench.contract.kinds import JOB_SPEC_ADAPTER
+from padbench.machine import cuda_gpu_present
 
 STARTER_SPEC = """\
 # A padbench job spec: which batching layout and attention kernel gives the most tokens/s for this model,
@@ -23,10 +24,9 @@ STARTER_SPEC = """\
 kind: padding
 name: my-first-benchmark
 
-# Any dense transformers causal LM: a preset (gpt2-seed, llama-3.2-1b, qwen2.5-0.5b, mistral-7b, … — every
-# one in `padbench schema --format markdown`), a local Hugging Face model directory, or a shape written out
-# as {{config: {{model_type: llama, hidden_size: …}}}}.
-model: {model}
+# A preset (tiny-llama | gpt2-seed | llama-3.2-1b | …), a Hugging Face Hub model (org/name), a local model
+# directory written as a path (./my-model), or {{config: {{model_type: llama, …}}}}.
+model:{model}
 
 data:
   # `synthetic` draws lengths from a fitted distribution and needs no download; for real text give
@@ -44,9 +44,10 @@ strategies:
   - packed                  # concatenate sequences, no padding (varlen kernels on a GPU)
 
 attention: {attention:<16} # flash: the best flash kernel present; or sdpa, eager, flex, torch-flash, …
+                            # (transformers' names work too: flash_attention_2, sdpa, flex_attention, eager)
 batch_size: {batch_size:<15} # or `auto`: the largest batch that fits, found by an OOM probe
 dtype: {dtype:<20} # bf16 | fp16 | fp32 (also bfloat16, float16, float32); flash needs bf16/fp16
-device: {device:<19} # auto: cuda when present (`padbench init --cpu` writes a spec sized for a CPU)
+device: {device:<19} # auto: cuda when present (`padbench init --cpu` / `--gpu` write a spec sized for one)
 mode: inference             # or training: forward, backward and an AdamW step
 
 measurement:
@@ -56,10 +57,12 @@ measurement:
 """
 
 # What the starter measures on a GPU, and a CPU-sized version that finishes in well under a minute (a small
-# GPT-2 with a small vocabulary, fp32 and SDPA: flash kernels need a GPU and bf16/fp16).
-GPU_VALUES = {"model": "gpt2-seed", "max_length": 640, "num_samples": 2000, "attention": "flash", "batch_size": 32,
+# GPT-2 with a small vocabulary, fp32 and SDPA: flash kernels need a GPU and bf16/fp16). GPT-2's special ids
+# (50256) lie outside that vocabulary, and a benchmark forward never uses them: none are set.
+GPU_VALUES = {"model": " gpt2-seed", "max_length": 640, "num_samples": 2000, "attention": "flash", "batch_size": 32,
               "dtype": "bf16", "device": "auto", "min_seconds": 5.0}
-CPU_VALUES = {"model": "{config: {n_layer: 2, n_embd: 64, n_head: 4, vocab_size: 2048, n_positions: 512}}",
+CPU_VALUES = {"model": "\n  config: {model_type: gpt2, n_layer: 2, n_embd: 64, n_head: 4, vocab_size: 2048, "
+                       "n_positions: 512,\n           bos_token_id: null, eos_token_id: null}",
               "max_length": 512, "num_samples": 128, "attention": "sdpa", "batch_size": 8, "dtype": "fp32",
               "device": "cpu", "min_seconds": 0.5}
 
@@ -77,14 +80,25 @@ def write_starter(args: argparse.Namespace) -> int:
     if path.exists() and not args.force:
         print(f"padbench init: {path} exists; pass --force to overwrite it", file=sys.stderr)
         return 2
+    for_cpu, why = starter_size(args.cpu, args.gpu)
     try:
-        values = CPU_VALUES if args.cpu else GPU_VALUES
-        path.write_text(STARTER_SPEC.format(name=path, **values), encoding="utf-8")
+        path.write_text(STARTER_SPEC.format(name=path, **(CPU_VALUES if for_cpu else GPU_VALUES)), encoding="utf-8")
     except OSError as error:
         print(f"padbench init: cannot write {path}: {error.strerror}", file=sys.stderr)
         return 2
-    print(f"wrote {path}: edit it, then `padbench run {path}` or `padbench submit {path} --wait`", file=sys.stderr)
+    print(f"wrote {path}, {why}: edit it, then `padbench run {path}` or `padbench submit {path} --wait`",
+          file=sys.stderr)
     return 0
+
+
+def starter_size(cpu: bool, gpu: bool) -> tuple[bool, str]:
+    """(whether to write the CPU starter, the reason in words) for the options given and this machine."""
+    if cpu or gpu:
+        return cpu, f"sized for a {'CPU' if cpu else 'GPU'} as asked"
+    if cuda_gpu_present():
+        return False, "sized for this machine's GPU (--cpu: one for a CPU)"
+    return True, ("sized for a CPU, as this machine has no CUDA GPU (--gpu: one for the service's GPUs, "
+                  "to submit)")
 
 
 def register_starter(subparsers: argparse._SubParsersAction) -> None:
@@ -97,9 +111,13 @@ def register_starter(subparsers: argparse._SubParsersAction) -> None:
     schema.set_defaults(handler=print_schema)
     init = subparsers.add_parser(
         "init", help="write a commented starter job spec",
-        description="Write a padding job spec with every common key explained, ready to run.")
+        description="Write a padding job spec with every common key explained, ready to run, sized for this "
+                    "machine: for its GPU, or for the CPU where there is no CUDA GPU.")
     init.add_argument("path", type=Path, nargs="?", default=Path("padbench.yaml"), metavar="FILE",
                       help="where to write it (default: padbench.yaml)")
     init.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    init.add_argument("--cpu", action="store_true", help="a spec sized for a CPU: runs in well under a minute")
+    size = init.add_mutually_exclusive_group()
+    size.add_argument("--cpu", action="store_true", help="a spec sized for a CPU: runs in well under a minute "
+                                                         "(the default on a machine without a CUDA GPU)")
+    size.add_argument("--gpu", action="store_true", help="a spec sized for a GPU (the default where one is present)")
     init.set_defaults(handler=write_starter)

@@ -1,11 +1,14 @@
-"""Re-derive the `wikitext103-bert` length distribution from the offline corpus and print it.
+"""Re-derive the `wikitext103-bert` length distribution from a WikiText corpus and print it.
 
-    .venv/bin/python scripts/fit_lengths.py [--corpus GLOB] [--tokenizer DIR] [--points 201]
+    .venv/bin/python scripts/fit_lengths.py --corpus 'wikitext/wiki.*.raw' --tokenizer bert-base-uncased/ \
+        [--points 201] [--write-lengths tests/fixtures/wikitext2-bert-lengths.txt]
 
 Tokenizes every non-empty line of the corpus (special tokens included, no truncation) through the same
 loader the engine uses, prints the summary figures (lines, tokens, mean, median, p90, p99, static padding
 efficiency at 640 and dynamic padding efficiency with random batches of 32), the quantile table in the form
 `worker/engine/synthetic.py` keeps it, and whether that table still matches the one in the code.
+`--write-lengths` also writes every line's length as `length count` pairs: the tests' copy of the corpus
+figures (tests/fixtures/wikitext2-bert-lengths.txt), so they check the table without the corpus.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import argparse
 import sys
 import tempfile
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +26,6 @@ from padbench.contract.spec import DataSpec
 from padbench.worker.engine.data import load_tokenizer, tokenize_corpus
 from padbench.worker.engine.synthetic import WIKITEXT103_BERT_QUANTILES, fit_quantile_table
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 PADDED_WIDTH = 640
 DYNAMIC_BATCH = 32
 
@@ -52,6 +55,14 @@ def print_summary(lengths: np.ndarray) -> None:
           f"dynamic bs{DYNAMIC_BATCH} random (mean of 10 shuffles) {np.mean(dynamic):.4f}")
 
 
+def write_lengths(lengths: np.ndarray, corpus: str, tokenizer: str, path: Path) -> None:
+    counts = Counter(int(length) for length in lengths)
+    header = (f"# Token lengths of every non-empty line of {corpus} ({len(lengths):,} lines) under the {tokenizer}\n"
+              "# tokenizer, special tokens included, no truncation, as `length count` pairs.\n"
+              "# Written by scripts/fit_lengths.py --write-lengths.\n")
+    path.write_text(header + "".join(f"{length} {counts[length]}\n" for length in sorted(counts)), encoding="utf-8")
+
+
 def print_table(table: tuple[float, ...]) -> None:
     body = ", ".join(repr(value) for value in table)
     print(f"WIKITEXT103_BERT_QUANTILES: tuple[float, ...] = (  # {len(table)} points")
@@ -61,11 +72,14 @@ def print_table(table: tuple[float, ...]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", default=str(SHARED_DATA / "wikitext" / "wiki.*.raw"))
-    parser.add_argument("--tokenizer", default=str(SHARED_DATA / "bert-base-uncased"))
+    parser.add_argument("--corpus", required=True, help="the WikiText raw files, e.g. 'wikitext/wiki.*.raw'")
+    parser.add_argument("--tokenizer", required=True, help="the bert-base-uncased tokenizer folder (or hub name)")
     parser.add_argument("--points", type=int, default=len(WIKITEXT103_BERT_QUANTILES))
+    parser.add_argument("--write-lengths", type=Path, metavar="FILE", help="also write the lengths to FILE")
     args = parser.parse_args()
     lengths = corpus_lengths(args.corpus, args.tokenizer)
+    if args.write_lengths is not None:
+        write_lengths(lengths, args.corpus, Path(args.tokenizer).name, args.write_lengths)
     print_summary(lengths)
     table = fit_quantile_table(lengths.tolist(), args.points)
     print_table(table)

@@ -7,6 +7,7 @@ bash scripts/install.sh
 # The dashboard's browser test drives the distribution's Chromium (Playwright's own download is not needed).
 # Install it where this machine allows (root with apt-get); without it that one test skips and says why.
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]]; then
+  echo "test: installing chromium with apt-get for the dashboard browser test (README: Developing)" >&2
   { apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; } >/dev/null 2>&1 \
     || echo "test: could not install chromium; the dashboard browser test will skip" >&2
 fi

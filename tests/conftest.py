@@ -1,16 +1,27 @@
-"""Shared fixtures. The real corpus and tokenizer come from ../shared/data beside the checkout."""
+"""Shared fixtures, all from inside the repository: a small corpus written for the tests, a tokenizer
+trained on it at the start of the session, and the token lengths of a real corpus (tests/fixtures/)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
-WIKITEXT_DIR = SHARED_DATA / "wikitext"
-TOKENIZER_DIR = SHARED_DATA / "bert-base-uncased"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+# Prose in WikiText's layout (` = Title = ` headings, blank lines holding one space), written for the tests.
+CORPUS_FILE = FIXTURES / "corpus.txt"
+# Token lengths of every non-empty line of the WikiText-2 raw validation and test splits and the first 18
+# articles of its train split, under bert-base-uncased: the corpus `wikitext103-bert` was fitted on.
+WIKITEXT_LENGTHS_FILE = FIXTURES / "wikitext2-bert-lengths.txt"
+
+# The test tokenizer's special tokens, BERT's names at the ids below (a [CLS] … [SEP] frame on every line).
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = range(len(SPECIAL_TOKENS))
+# Larger than the corpus needs, so every word of it becomes a whole token.
+TOKENIZER_VOCAB_LIMIT = 4000
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -20,30 +31,42 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.setdefault(flag, "1")
 
 
-@pytest.fixture(scope="session")
-def wikitext_file() -> Path:
-    path = WIKITEXT_DIR / "wiki.valid.raw"
-    if not path.exists():
-        pytest.fail(f"the offline corpus is missing: {path} (../shared must sit beside the checkout)")
-    return path
+def build_tokenizer(corpus: Path, folder: Path) -> Path:
+    """A lower-casing WordPiece tokenizer in BERT's style, trained on `corpus`, saved as transformers saves one."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    backend.normalizer = normalizers.BertNormalizer(lowercase=True)
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(vocab_size=TOKENIZER_VOCAB_LIMIT, special_tokens=list(SPECIAL_TOKENS))
+    backend.train([str(corpus)], trainer)
+    backend.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", CLS_ID), ("[SEP]", SEP_ID)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="[PAD]", unk_token="[UNK]",
+                                        cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    tokenizer.save_pretrained(folder)
+    return folder
 
 
 @pytest.fixture(scope="session")
-def tokenizer_dir() -> Path:
-    if not TOKENIZER_DIR.exists():
-        pytest.fail(f"the offline tokenizer is missing: {TOKENIZER_DIR}")
-    return TOKENIZER_DIR
+def corpus_file() -> Path:
+    return CORPUS_FILE
 
 
 @pytest.fixture(scope="session")
-def wikitext_corpus(tmp_path_factory: pytest.TempPathFactory, tokenizer_dir: Path):
-    """All 5,982 non-empty lines of the three WikiText files under bert-base-uncased, each exactly once.
+def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tokenizer(CORPUS_FILE, tmp_path_factory.mktemp("tokenizer"))
 
-    Tokenized once per session through the engine's own loader (padbench.worker.engine.data.load_sequences).
-    """
-    from padbench.contract.spec import DataSpec
-    from padbench.worker.engine.data import load_sequences
 
-    data = DataSpec(source=str(WIKITEXT_DIR / "wiki.*.raw"), tokenizer=str(tokenizer_dir), max_length=640,
-                    num_samples=5982, with_replacement=False)
-    return load_sequences(data, vocab_size=30522, cache_dir=tmp_path_factory.mktemp("datasets-cache"))
+def read_length_counts(path: Path) -> dict[int, int]:
+    pairs = (line.split() for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith("#"))
+    return {int(length): int(count) for length, count in pairs}
+
+
+@pytest.fixture(scope="session")
+def wikitext_lengths() -> np.ndarray:
+    """All 5,982 token lengths of the WikiText files, each line once, in a seeded random order."""
+    counts = read_length_counts(WIKITEXT_LENGTHS_FILE)
+    lengths = np.repeat(np.fromiter(counts, dtype=np.int64), list(counts.values()))
+    return np.random.default_rng(0).permutation(lengths)

@@ -35,9 +35,27 @@ def _dtype_alias(value: Any) -> Any:
 Dtype = Annotated[Literal["bf16", "fp16", "fp32"], BeforeValidator(_dtype_alias)]
 Device = Literal["cuda", "cpu", "auto"]
 StrategyName = Literal["static", "dynamic", "binned", "packed"]
+# transformers' names for its attention implementations (`attn_implementation`), accepted where a spec names
+# a kernel and stored as the kernel they run here, so both spellings are the same job and the same row.
+TRANSFORMERS_ATTENTION_NAMES = {"flash_attention_2": "flash-attn", "sdpa": "sdpa", "flex_attention": "flex",
+                                "eager": "eager"}
+# In an attention sweep, transformers' eager attention (scores materialised, softmax, then values) is `naive`.
+TRANSFORMERS_SWEEP_KERNEL_NAMES = {"flash_attention_2": "flash-attn", "flex_attention": "flex", "eager": "naive"}
+
+
+def _attention_alias(value: Any) -> Any:
+    return TRANSFORMERS_ATTENTION_NAMES.get(value, value) if isinstance(value, str) else value
+
+
+def _sweep_kernel_alias(value: Any) -> Any:
+    return TRANSFORMERS_SWEEP_KERNEL_NAMES.get(value, value) if isinstance(value, str) else value
+
+
 # `flash` resolves to the best flash implementation present (flash-attn-cute > flash-attn > torch-flash);
 # the three explicit names pin one. The result always records the kernel that actually ran.
 AttentionName = Literal["flash", "flash-attn", "flash-attn-cute", "torch-flash", "sdpa", "flex", "eager"]
+# What a spec may write for one: a name above or transformers' name for it.
+AttentionChoice = Annotated[AttentionName, BeforeValidator(_attention_alias)]
 FLASH_KERNELS: frozenset[str] = frozenset({"flash", "flash-attn", "flash-attn-cute", "torch-flash"})
 MAX_BATCH_SIZE = 1_048_576
 MAX_BATCH_SIZES = 16
@@ -94,7 +112,7 @@ DataSource = Annotated[PathName, refusing_urls(
     "name a local file (relative to the worker's data root), an hf: data set (hf:NAME[:CONFIG[:SPLIT]]) or synthetic")]
 TokenizerName = Annotated[PathName, refusing_urls(
     "name a local directory (relative to the worker's model or data root) or a tokenizer on the Hugging Face hub "
-    "(e.g. bert-base-uncased)")]
+    "(e.g. google-bert/bert-base-uncased)")]
 # Seconds a person may ask one step to run before it counts as hung.
 TimeoutSeconds = Annotated[float, Field(gt=0, le=6 * 3600)]
 # A CPU stand-in for device memory: at most 1 TiB.
@@ -132,7 +150,7 @@ def strategy_label(name: str, n_bins: int | None) -> str:
 class StrategySpec(StrictModel):
     name: StrategyName
     n_bins: Annotated[int, Field(ge=1, le=4096)] | None = None
-    attention: AttentionName | None = None  # overrides the job-level attention for this strategy
+    attention: AttentionChoice | None = None  # overrides the job-level attention for this strategy
     batch_size: BatchSizeChoice | None = None  # overrides the job-level batch size (or sizes)
 
     @model_validator(mode="before")
@@ -208,7 +226,7 @@ class PaddingJobSpec(JobSpecBase):
         StrategySpec(name="static"), StrategySpec(name="dynamic"),
         StrategySpec(name="binned", n_bins=16), StrategySpec(name="packed"),
     ]
-    attention: AttentionName = "flash"
+    attention: AttentionChoice = "flash"
     batch_size: BatchSizeChoice = 32
     dtype: Dtype = "bf16"
     device: Device = "auto"
@@ -219,9 +237,10 @@ class PaddingJobSpec(JobSpecBase):
 
     @model_validator(mode="after")
     def _consistent(self) -> PaddingJobSpec:
-        if self.data.source != "synthetic" and self.data.tokenizer is None and self.model.path is None:
+        if self.data.source != "synthetic" and self.data.tokenizer is None and self.model.path is None \
+                and self.model.hub is None:
             raise ValueError(f"data.tokenizer is required for source {self.data.source!r} (or a model.path "
-                             "whose directory holds the model's tokenizer)")
+                             "whose directory holds the model's tokenizer, or a model.hub)")
         positions = self.model.max_positions()
         if positions is not None and self.data.max_length > positions:
             raise ValueError(f"data.max_length ({self.data.max_length}) exceeds the model's positions ({positions})")
@@ -253,6 +272,7 @@ class PaddingJobSpec(JobSpecBase):
 SweepKernelName = Literal[
     "naive", "sdpa-math", "sdpa-efficient", "sdpa-flash", "varlen", "flex", "flash-attn", "flash-attn-cute"
 ]
+SweepKernelChoice = Annotated[SweepKernelName, BeforeValidator(_sweep_kernel_alias)]
 
 
 class VarlenLayout(StrictModel):
@@ -272,7 +292,7 @@ class AttentionJobSpec(JobSpecBase):
     direction: Literal["forward", "forward+backward"] = "forward"
     layout: Literal["dense", "varlen"] = "dense"
     varlen: VarlenLayout = VarlenLayout()
-    kernels: Annotated[list[SweepKernelName], Field(min_length=1, max_length=16)] = ["naive", "sdpa-flash"]
+    kernels: Annotated[list[SweepKernelChoice], Field(min_length=1, max_length=16)] = ["naive", "sdpa-flash"]
     device: Device = "auto"
     warmup: Annotated[int, Field(ge=0, le=1000)] = 3
     repeats: Annotated[int, Field(ge=1, le=10_000)] = 20
@@ -288,4 +308,27 @@ class AttentionJobSpec(JobSpecBase):
         if len(set(self.kernels)) != len(self.kernels):
             raise ValueError("kernels repeat a name")
         return self
+
+
+# A new job's spec problem: where (keys below the spec) and why.
+NewJobProblem = tuple[tuple[str, ...], str]
+
+
+def new_job_problems(spec: JobSpecBase) -> list[NewJobProblem]:
+    """What a new job may not ask, though a spec stored with an earlier result may hold it: these checks run
+    at submission (the CLI and the server), never when a stored spec or result is read back, so results
+    measured before a check existed stay readable."""
+    if not isinstance(spec, PaddingJobSpec):
+        return []
+    problems: list[NewJobProblem] = []
+    model_type = spec.model.model_type_problem()
+    if model_type is not None:
+        problems.append((("model", "config"), model_type))
+    probed = any("auto" in spec.batch_sizes_for(strategy) for strategy in spec.strategies)
+    if probed and spec.device == "cpu" and spec.probe.cpu_memory_budget_bytes is None:
+        # A CPU has no device memory to run out of: the probe would grow the batch until the host swaps.
+        problems.append((("batch_size",), "auto on device cpu needs probe.cpu_memory_budget_bytes, the memory "
+                                          "the OOM probe may fill in place of a GPU's; or give a number"))
+    return problems
+
 

@@ -1,8 +1,8 @@
 """Error bodies: always JSON with a `detail` that names the field and the reason.
 
 Validation errors keep FastAPI's list shape (`[{loc, msg, type}]`, which clients already parse), minus
-noise: the `body` prefix and the tag pydantic inserts for the job-kind union (`spec.padding.batch_size`
-reads better as `spec.batch_size`).
+noise: the `body` prefix, the tag pydantic inserts for the job-kind union (`spec.padding.batch_size`
+reads better as `spec.batch_size`) and the labels it puts before a validator's own message.
 
 A database that cannot take a write answers for itself: a full disk is 507 Insufficient Storage (the
 request's transaction was rolled back, so nothing half-stored remains and everything stored before is
@@ -24,7 +24,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from padbench.contract.api import JobStatus, LeaseConflictOut
 from padbench.contract.kinds import JOB_KINDS
 from padbench.server.db.failures import DatabaseFailure, classify
-from padbench.specfile import did_you_mean
+from padbench.specfile import did_you_mean, error_message
 
 log = logging.getLogger("padbench.server")
 
@@ -55,7 +55,7 @@ def describe_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
         location = clean_location(error["loc"])
         # Spec keys and choices get a suggestion, as the CLI gives them (other bodies are written by programs).
         hint = did_you_mean(error) if location[:1] == ["spec"] else ""
-        described.append({"loc": location, "msg": error["msg"] + hint, "type": error["type"]})
+        described.append({"loc": location, "msg": error_message(error) + hint, "type": error["type"]})
     return described
 
 

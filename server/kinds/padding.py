@@ -4,8 +4,7 @@ job would feed through its model, and the data, tokenizer and model names it rea
 
 from __future__ import annotations
 
-from typing import Any
-
+from padbench.contract.model_spec import weights_upper_bound
 from padbench.contract.spec import PaddingJobSpec
 from padbench.server.kinds.base import KIND_POLICIES, JobCost, KindPolicy, NamedPath, device_requirements
 
@@ -30,32 +29,6 @@ def padding_cost(spec: PaddingJobSpec) -> JobCost:
         return JobCost(tokens=tokens, flops=None)
     factor = TRAINING_FACTOR if spec.mode == "training" else 1
     return JobCost(tokens=tokens, flops=2.0 * weights * tokens * factor)
-
-
-def weights_upper_bound(fields: dict[str, Any] | None) -> int | None:
-    """Weights a token passes through, from architecture fields alone (2 FLOPs each per token).
-
-    Counted generously, whatever the family: full-width attention projections (4·E² a layer, more than GQA
-    needs) and a three-matrix gated MLP (3·E·I), plus the LM head (E·V). None when width or depth is not
-    stated (a model directory, or fields left to the config class's defaults).
-    """
-    if fields is None:
-        return None
-    width = _first_int(fields, "hidden_size", "n_embd")
-    layers = _first_int(fields, "num_hidden_layers", "n_layer")
-    if width is None or layers is None:
-        return None
-    vocab = _first_int(fields, "vocab_size") or 0  # a config class default the server cannot know: not counted
-    inner = _first_int(fields, "intermediate_size", "n_inner") or 4 * width
-    return layers * (4 * width * width + 3 * width * inner) + width * vocab
-
-
-def _first_int(fields: dict[str, Any], *names: str) -> int | None:
-    for name in names:
-        value = fields.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
 
 
 def padding_paths(spec: PaddingJobSpec) -> list[NamedPath]:

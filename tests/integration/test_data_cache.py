@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import WIKITEXT_DIR
+from tests.conftest import CORPUS_FILE
 
 LOAD_IN_A_FRESH_PROCESS = """
 import sys
@@ -31,13 +31,14 @@ def load_in_child(source: Path, tokenizer_dir: Path, cache: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_a_second_process_reads_the_tokenized_file(tmp_path: Path, tokenizer_dir: Path) -> None:
-    source, cache = WIKITEXT_DIR / "wiki.valid.raw", tmp_path / "cache"
+    source, cache = CORPUS_FILE, tmp_path / "cache"
+    lines = len(source.read_text(encoding="utf-8").splitlines())
     first = load_in_child(source, tokenizer_dir, cache)
     [tokenized_file] = (cache / "tokenized").glob("*.arrow")
     written = tokenized_file.stat().st_mtime_ns
     second = load_in_child(source, tokenizer_dir, cache)
-    assert "tokenizing 3760 lines" in first
-    assert "reading cached tokens for 3760 lines" in second
+    assert f"tokenizing {lines} lines" in first
+    assert f"reading cached tokens for {lines} lines" in second
     assert tokenized_file.stat().st_mtime_ns == written
     assert list((cache / "tokenized").glob("*.arrow")) == [tokenized_file]
     assert first[-1] == second[-1]  # the same digest from both processes

@@ -133,7 +133,7 @@ def test_the_model_refusal_says_what_to_write_instead() -> None:
     with pytest.raises(ValidationError) as refused:
         parse_job_spec({"model": "file:///etc"})
     assert refused.value.errors()[0]["msg"] == ("URLs are not accepted; name a local path (relative to the "
-                                                "worker's model root) or a preset")
+                                                "worker's model root), a Hub model (org/name) or a preset")
 
 
 @pytest.mark.parametrize("document", [

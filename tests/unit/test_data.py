@@ -15,6 +15,7 @@ import pytest
 from padbench.contract.spec import DataSpec
 from padbench.worker.engine import data as data_module
 from padbench.worker.engine.data import DataError, TokenizedData, load_sequences
+from tests.conftest import CLS_ID, PAD_ID, SEP_ID, SPECIAL_TOKENS
 
 VOCAB = 30522
 LINES = [
@@ -59,8 +60,8 @@ def test_text_file_keeps_non_empty_lines_with_special_tokens(text_file: Path, to
                                                              tmp_path: Path) -> None:
     loaded = load(text_file, tokenizer_dir, tmp_path / "cache")
     assert loaded.num_lines == len(LINES)
-    assert loaded.pad_token_id == 0
-    assert all(ids[0] == 101 and ids[-1] == 102 for ids in loaded.sequences)  # [CLS] … [SEP]
+    assert loaded.pad_token_id == PAD_ID
+    assert all(ids[0] == CLS_ID and ids[-1] == SEP_ID for ids in loaded.sequences)  # [CLS] … [SEP]
     assert sorted(len(ids) for ids in loaded.sequences) == sorted(
         len(ids) for ids in load(text_file, tokenizer_dir, tmp_path / "other-cache").sequences)
 
@@ -143,7 +144,7 @@ def test_synthetic_sequences_avoid_special_ids(tokenizer_dir: Path) -> None:
     assert plain.pad_token_id == 0 and plain.num_lines == 400
     assert all(2 <= len(ids) <= 64 and 0 not in ids for ids in plain.sequences)
     with_tokenizer = load_sequences(DataSpec(num_samples=400, tokenizer=str(tokenizer_dir)), VOCAB)
-    assert not {0, 100, 101, 102, 103} & {token for ids in with_tokenizer.sequences for token in ids}
+    assert not set(range(len(SPECIAL_TOKENS))) & {token for ids in with_tokenizer.sequences for token in ids}
     assert plain.digest == load_sequences(DataSpec(num_samples=400, max_length=64, seed=1), VOCAB).digest
 
 
@@ -169,8 +170,8 @@ def test_unknown_distribution_and_small_vocabulary_are_refused(text_file: Path, 
     with pytest.raises(DataError, match=r"^data\.distribution: .*known: fixed, uniform, wikitext103-bert"):
         load_sequences(DataSpec(distribution="zipf:2"), VOCAB)
     spec = DataSpec(source=str(text_file), tokenizer=str(tokenizer_dir), num_samples=5)
-    with pytest.raises(DataError, match=r"^data\.tokenizer: .*outside the model's vocabulary of 1000"):
-        load_sequences(spec, vocab_size=1000, cache_dir=tmp_path)
+    with pytest.raises(DataError, match=r"^data\.tokenizer: .*outside the model's vocabulary of 10\b"):
+        load_sequences(spec, vocab_size=10, cache_dir=tmp_path)
 
 
 def test_errors_about_a_file_never_quote_its_content(tmp_path: Path, tokenizer_dir: Path) -> None:

@@ -1,6 +1,6 @@
 """Dependencies point one way: every import of a padbench module goes down the layers, never up or across.
 
-    contract  <  shared helpers (http, specfile, report, tokens)  <  server | client
+    contract  <  shared helpers (http, specfile, report, tokens, machine)  <  server | client
     contract  <  worker runtime  <  engine  <  job kinds  <  supervisor  <  worker commands
     padbench.cli (the one `padbench` command) sits on top of everything.
 
@@ -26,7 +26,7 @@ PACKAGE_FOLDERS = {"padbench": "padbench", "server": "padbench.server", "worker"
 # Layer name -> module prefixes in it; a module belongs to the layer with the longest matching prefix.
 LAYERS: dict[str, tuple[str, ...]] = {
     "contract": ("padbench.contract",),
-    "shared": ("padbench.http", "padbench.specfile", "padbench.report", "padbench.tokens"),
+    "shared": ("padbench.http", "padbench.specfile", "padbench.report", "padbench.tokens", "padbench.machine"),
     "server": ("padbench.server",),
     "client": ("padbench.client",),
     "runtime": ("padbench.worker.runtime",),

@@ -7,7 +7,6 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from padbench.worker.engine.data import TokenizedData
 from padbench.worker.engine.strategies.packing import first_fit_decreasing, windowed_ffd
 
 
@@ -44,8 +43,8 @@ def test_windows_pack_every_item_exactly_once_within_capacity(seed: int, capacit
     assert all(lengths[pack].sum() <= capacity for pack in packs)
 
 
-def test_windows_fill_packs_on_the_real_corpus(wikitext_corpus: TokenizedData) -> None:
-    lengths = np.array([len(ids) for ids in wikitext_corpus.sequences])
+def test_windows_fill_packs_on_the_real_corpus(wikitext_lengths: np.ndarray) -> None:
+    lengths = wikitext_lengths
     capacity = 32 * 640
     order = np.random.default_rng(0).permutation(len(lengths))
     packs = list(windowed_ffd(order, lengths, capacity))
@@ -54,9 +53,9 @@ def test_windows_fill_packs_on_the_real_corpus(wikitext_corpus: TokenizedData) -
     assert fills[:-1].min() > 0.99  # only the very last pack may be partly empty
 
 
-def test_late_packs_are_not_all_short(wikitext_corpus: TokenizedData) -> None:
+def test_late_packs_are_not_all_short(wikitext_lengths: np.ndarray) -> None:
     """Whole-corpus FFD would leave the short sequences for the last packs, which then stop being samples."""
-    lengths = np.array([len(ids) for ids in wikitext_corpus.sequences])
+    lengths = wikitext_lengths
     order = np.random.default_rng(0).permutation(len(lengths))
     packs = list(windowed_ffd(order, lengths, 8 * 640))
     mean_length = [lengths[pack].mean() for pack in packs]

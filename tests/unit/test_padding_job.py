@@ -90,11 +90,11 @@ def test_every_strategy_on_every_cpu_kernel(attention: str) -> None:
     assert result.environment.dataset_digest and result.environment.seeds["data"] == 3
 
 
-def test_real_corpus_and_tokenizer(wikitext_file: Path, tokenizer_dir: Path, monkeypatch: pytest.MonkeyPatch,
+def test_real_corpus_and_tokenizer(corpus_file: Path, tokenizer_dir: Path, monkeypatch: pytest.MonkeyPatch,
                                    tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # the tokenized-corpus cache stays in the test's folder
     model = {"config": {**TINY_MODEL["config"], "vocab_size": 30522}}
-    data = {"source": str(wikitext_file), "tokenizer": str(tokenizer_dir), "max_length": 64, "num_samples": 16}
+    data = {"source": str(corpus_file), "tokenizer": str(tokenizer_dir), "max_length": 64, "num_samples": 16}
     result = run(tiny_spec(model=model, data=data, strategies=["static", "packed"]))
     for row in result.strategies:
         assert_measured(row, result)

@@ -60,9 +60,8 @@ def test_a_model_directory_with_tokenizer_files_is_the_default_tokenizer(tmp_pat
     job = spec(model=str(tmp_path), data={"source": str(corpus), "max_length": 48})
     with pytest.raises(ValueError, match="holds no tokenizer files"):
         data_with_tokenizer(job)
-    for name in ("vocab.txt", "tokenizer_config.json"):
-        if (tokenizer_dir / name).exists():
-            shutil.copy(tokenizer_dir / name, tmp_path / name)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tokenizer_dir / name, tmp_path / name)
     assert data_with_tokenizer(job).tokenizer == str(tmp_path)
 
 

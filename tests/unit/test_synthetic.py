@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from padbench.worker.engine.data import TokenizedData
 from padbench.worker.engine.synthetic import (
     WIKITEXT103_BERT_QUANTILES,
     DistributionError,
@@ -13,8 +12,8 @@ from padbench.worker.engine.synthetic import (
     get_distribution,
 )
 
-# The corpus figures (all 5,982 non-empty lines of the three offline WikiText-2 files, bert-base-uncased),
-# as scripts/fit_lengths.py prints them.
+# The corpus figures (all 5,982 non-empty lines of the WikiText-2 files the table was fitted on, under
+# bert-base-uncased), as scripts/fit_lengths.py prints them; tests/fixtures holds the lengths themselves.
 CORPUS_MEAN, CORPUS_MEDIAN, CORPUS_P90, CORPUS_P99, CORPUS_MAX = 97.23, 82, 225.9, 357.19, 525
 
 
@@ -22,9 +21,10 @@ def sample(name: str, count: int = 50_000, max_length: int = 640, seed: int = 0)
     return get_distribution(name).sample(np.random.default_rng(seed), count, max_length)
 
 
-def test_the_table_in_the_code_is_what_the_corpus_gives(wikitext_corpus: TokenizedData) -> None:
-    lengths = [len(ids) for ids in wikitext_corpus.sequences]
-    assert len(lengths) == 5982
+def test_the_table_in_the_code_is_what_the_corpus_gives(wikitext_lengths: np.ndarray) -> None:
+    lengths = wikitext_lengths.tolist()
+    assert len(lengths) == 5982 and np.mean(lengths) == pytest.approx(CORPUS_MEAN, abs=0.005)
+    assert max(lengths) == CORPUS_MAX and np.median(lengths) == CORPUS_MEDIAN
     assert fit_quantile_table(lengths, len(WIKITEXT103_BERT_QUANTILES)) == WIKITEXT103_BERT_QUANTILES
 
 

@@ -24,6 +24,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from padbench.contract.spec import DataSpec
 from padbench.worker.engine.synthetic import DistributionError, get_distribution
+from padbench.worker.runtime.isolation import SpecProblem
 from padbench.worker.runtime.progress import ProgressFn
 from padbench.worker.runtime.settings import WorkerSettings
 
@@ -39,7 +40,7 @@ TOKENIZED_FORMAT = "padbench-tokenized-v1"
 DIGEST_FORMAT = "padbench-data-v2"
 
 
-class DataError(ValueError):
+class DataError(SpecProblem):
     """Data that cannot be loaded; the message starts with the spec field at fault."""
 
 

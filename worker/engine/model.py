@@ -1,4 +1,5 @@
-"""The measured model: any transformers causal LM, from a preset, explicit fields or a local directory.
+"""The measured model: any transformers causal LM, from a preset, explicit fields, a local directory or the
+config.json of a model on the Hugging Face Hub.
 
 Throughput does not depend on weight values, so weights are randomly initialised unless the spec asks to
 load a local checkpoint: seeded, and created directly on the device in the job's dtype (an 8B model
@@ -18,11 +19,14 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 import torch
+from huggingface_hub import hf_hub_download
+from huggingface_hub.errors import EntryNotFoundError
 from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, PreTrainedModel
 
 from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.lm_head import align_lm_head
 from padbench.worker.engine.model_support import check_config_fields, check_model_type, check_not_moe
+from padbench.worker.runtime.isolation import SpecProblem
 from padbench.worker.runtime.messages import first_line
 
 # GPT-2's `gelu_new` is the tanh-approximated GELU written as seven elementwise torch ops, each a full pass over
@@ -34,7 +38,7 @@ ACTIVATION_FIELDS = ("activation_function", "hidden_act", "hidden_activation")
 DEFAULT_ATTENTION = "eager"
 
 
-class ModelSourceError(ValueError):
+class ModelSourceError(SpecProblem):
     """A model that cannot be used; the message names the spec field and why."""
 
 
@@ -87,8 +91,8 @@ def model_config(spec: ModelSpec) -> PretrainedConfig:
     """The transformers config of the spec's model: dropout off, fused activation, default attention."""
     fields = spec.architecture()
     if fields is None:
-        config = _config_from_directory(_model_dir(spec))
-        field = "model.path"
+        field = "model.hub" if spec.hub else "model.path"
+        config = _config_from_directory(_model_dir(spec), field)
     else:
         field = "model.preset" if spec.preset else "model.config"
         config = _config_from_fields(fields, field)
@@ -129,15 +133,15 @@ def _config_from_fields(fields: dict[str, Any], field: str) -> PretrainedConfig:
                                f"{first_line(cause) or type(cause).__name__}") from None
 
 
-def _config_from_directory(directory: Path) -> PretrainedConfig:
-    model_type = _read_config_json(directory).get("model_type")
+def _config_from_directory(directory: Path, field: str) -> PretrainedConfig:
+    model_type = _read_config_json(directory, field).get("model_type")
     if not isinstance(model_type, str):
-        raise ModelSourceError(f"model.path {str(directory)!r}: config.json names no model_type")
-    check_model_type(model_type, "model.path")
+        raise ModelSourceError(f"{field} {str(directory)!r}: config.json names no model_type")
+    check_model_type(model_type, field)
     try:
         return AutoConfig.from_pretrained(directory, local_files_only=True)
     except (OSError, ValueError, TypeError) as error:
-        raise ModelSourceError(f"model.path {str(directory)!r}: config.json is not a valid {model_type} config "
+        raise ModelSourceError(f"{field} {str(directory)!r}: config.json is not a valid {model_type} config "
                                f"({type(error).__name__})") from None
 
 
@@ -149,21 +153,34 @@ def _disable_dropout(config: PretrainedConfig) -> None:
 
 
 def _model_dir(spec: ModelSpec) -> Path:
+    if spec.hub is not None:
+        return _hub_config_dir(spec.hub)
     directory = Path(spec.path or "").expanduser()
-    _read_config_json(directory)  # validates it
+    _read_config_json(directory, "model.path")  # validates it
     return directory
 
 
-def _read_config_json(directory: Path) -> dict[str, object]:
+def _hub_config_dir(model_id: str) -> Path:
+    """The local folder holding the Hub model's config.json, fetched once into the Hugging Face cache."""
+    try:
+        config_file = hf_hub_download(model_id, "config.json")
+    except (OSError, ValueError, EntryNotFoundError) as error:  # offline, no such model, gated, no config
+        raise ModelSourceError(f"model.hub {model_id!r}: cannot fetch its config.json from the Hugging Face Hub "
+                               f"({type(error).__name__}); a local model directory is written as a path "
+                               f"(./{model_id})") from None
+    return Path(config_file).parent
+
+
+def _read_config_json(directory: Path, field: str) -> dict[str, object]:
     config_file = directory / "config.json"
     if not config_file.is_file():
-        raise ModelSourceError(f"model.path {str(directory)!r}: no config.json there")
+        raise ModelSourceError(f"{field} {str(directory)!r}: no config.json there")
     try:
         config = json.loads(config_file.read_text())
     except (OSError, ValueError):
-        raise ModelSourceError(f"model.path {str(directory)!r}: config.json is not readable JSON") from None
+        raise ModelSourceError(f"{field} {str(directory)!r}: config.json is not readable JSON") from None
     if not isinstance(config, dict):
-        raise ModelSourceError(f"model.path {str(directory)!r}: config.json does not hold a JSON object")
+        raise ModelSourceError(f"{field} {str(directory)!r}: config.json does not hold a JSON object")
     return config
 
 

@@ -22,11 +22,13 @@ from transformers.models.auto.modeling_auto import (
     MODEL_FOR_MASKED_LM_MAPPING_NAMES,
 )
 
+from padbench.worker.runtime.isolation import SpecProblem
+
 # Config attributes that count experts in the mixture-of-experts families transformers ships.
 EXPERT_FIELDS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 
 
-class UnsupportedModel(ValueError):
+class UnsupportedModel(SpecProblem):
     """A model type or config padbench cannot measure; the message names the field, the type and why."""
 
 

@@ -38,6 +38,16 @@ _OOM_MARKERS = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "cannot allocate 
 _STICKY_CUDA_MARKERS = ("illegal memory access", "device-side assert", "CUDA error", "unspecified launch failure")
 
 
+class SpecProblem(ValueError):
+    """What the spec asks cannot be done here. The message names the spec field and the reason in the words
+    of whoever wrote the spec, so it is reported as it stands, without this class's name."""
+
+
+def describe_exception(error: BaseException) -> str:
+    """One line for a report: the message of a spec problem; the type and message of anything else."""
+    return str(error) if isinstance(error, SpecProblem) else f"{type(error).__name__}: {error}"
+
+
 @dataclass(frozen=True)
 class ChildReport:
     outcome: Outcome
@@ -80,7 +90,7 @@ def resolve_target(target: str) -> Callable[..., Any]:
 
 
 def send_error(connection: Connection, error: BaseException) -> None:
-    detail = f"{type(error).__name__}: {error}"
+    detail = describe_exception(error)
     outcome = classify_exception(error)
     # Drop the frame references before sending, so a failed allocation's tensors can be freed.
     formatted = traceback.format_exc()

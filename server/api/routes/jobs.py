@@ -24,6 +24,7 @@ from padbench.contract.api import (
 )
 from padbench.contract.bounds import MAX_DB_ID
 from padbench.contract.kinds import JOB_SPEC_ADAPTER, JobResult
+from padbench.contract.spec import new_job_problems
 from padbench.server import queue
 from padbench.server.api.deps import (
     AdminAuth,
@@ -71,9 +72,10 @@ def submit_job(body: JobCreate, response: Response, session: SessionDep, setting
     with the same key answers 200 with the job the first attempt created, whether or not that attempt's
     answer arrived, and never queues a second one."""
     spec = body.spec
-    refused_paths = path_errors(spec)
-    if refused_paths:
-        raise HTTPException(HTTP_UNPROCESSABLE, refused_paths)
+    refused = path_errors(spec) + [{"loc": ["spec", *where], "msg": why, "type": "new_job_refused"}
+                                   for where, why in new_job_problems(spec)]
+    if refused:
+        raise HTTPException(HTTP_UNPROCESSABLE, refused)
     too_costly = over_limits(spec, max_tokens=settings.max_job_tokens, max_flops=settings.max_job_flops)
     if too_costly is not None:
         raise HTTPException(HTTP_UNPROCESSABLE, [{"loc": ["spec"], "msg": too_costly, "type": "job_too_costly"}])

@@ -71,8 +71,12 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn) -> JobSetup:
 
 
 def data_with_tokenizer(spec: PaddingJobSpec) -> DataSpec:
-    """The data spec with its tokenizer: the one named, else the model directory's own."""
-    if spec.data.tokenizer is not None or spec.data.source == SYNTHETIC or spec.model.path is None:
+    """The data spec with its tokenizer: the one named, else the Hub model's or the model directory's own."""
+    if spec.data.tokenizer is not None or spec.data.source == SYNTHETIC:
+        return spec.data
+    if spec.model.hub is not None:
+        return spec.data.model_copy(update={"tokenizer": spec.model.hub})
+    if spec.model.path is None:
         return spec.data
     if not any((Path(spec.model.path) / name).is_file() for name in TOKENIZER_FILES):
         raise ValueError(f"data.tokenizer is not set and model.path {spec.model.path!r} holds no tokenizer files "

@@ -1,0 +1,33 @@
+"""What this machine can run, found in milliseconds and without torch: commands that only write or check a
+spec (`padbench init`, the start of `padbench run`) answer before any heavy import.
+
+The check is the NVIDIA driver's view, not CUDA's: a GPU the driver lists may still be unusable by this
+torch build, which the job itself reports when it starts. It errs on the side of "there is a GPU", so a
+GPU machine is never told it has none.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+# The driver lists each GPU it manages here (Linux, containers with the NVIDIA runtime included).
+DRIVER_GPUS = Path("/proc/driver/nvidia/gpus")
+DEVICE_NODES = Path("/dev")
+
+
+def cuda_gpu_present() -> bool:
+    """Whether a CUDA GPU is visible to jobs started from this process."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return False  # hidden on purpose: torch sees no GPU either
+    try:
+        if any(DRIVER_GPUS.iterdir()):
+            return True
+    except OSError:
+        pass
+    if any(DEVICE_NODES.glob("nvidia[0-9]*")):
+        return True
+    return shutil.which("nvidia-smi") is not None  # WSL and unusual layouts keep the tool, not the nodes
+

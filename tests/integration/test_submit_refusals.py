@@ -1,0 +1,71 @@
+"""Every mistake a spec can hold is refused at submission, over HTTP (people who never run the CLI) and by
+`padbench submit`, on SQLite and PostgreSQL: 422 naming the field in the user's words, nothing stored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from padbench.cli import main
+from tests.integration.conftest import LiveServer
+
+# (spec, where the 422 points, what its message says)
+REFUSALS: list[tuple[dict[str, Any], str, str]] = [
+    ({"model": {"preset": "llama3"}}, "spec.model.preset", "'llama3' is not one of 'tiny', 'gpt2', 'gpt2-seed', "
+                                                           "'llama-3.2-1b', "),
+    ({"model": "llama3"}, "spec.model", "'llama3' is not a preset (did you mean 'llama-3.2-1b'?); write a local "
+                                        "model directory as a path (./llama3) and a Hugging Face Hub model as "
+                                        "org/name or hub:llama3"),
+    ({"model": {"config": {"model_type": "lama", "hidden_size": 64}}}, "spec.model.config",
+     "model_type 'lama' is not one padbench measures (did you mean 'llama'?)"),
+    ({"device": "cpu", "batch_size": "auto"}, "spec.batch_size",
+     "auto on device cpu needs probe.cpu_memory_budget_bytes"),
+    ({"repeats": 3}, "spec.repeats", "unknown key (did you mean 'measurement.repeats'?)"),
+]
+IDS = [location + ":" + next(iter(spec)) for spec, location, _ in REFUSALS]
+NOT_THE_USERS_WORDS = ("Value error", "padding", "Extra inputs", "ModelSourceError", "UnsupportedModel")
+
+
+@pytest.mark.parametrize(("spec", "location", "message"), REFUSALS, ids=IDS)
+def test_a_mistake_is_422_in_the_users_words(spec: dict[str, Any], location: str, message: str,
+                                             any_live_server: LiveServer) -> None:
+    with any_live_server.client("submitter") as user:
+        response = user.post("/v1/jobs", json={"spec": spec})
+        assert response.status_code == 422
+        [error] = response.json()["detail"]
+        assert ".".join(map(str, error["loc"])) == location
+        assert message in error["msg"] and (location != "spec.model.preset" or
+                                            error["msg"].endswith("(did you mean 'llama-3.2-1b'?)"))
+        assert not any(words in error["msg"] for words in NOT_THE_USERS_WORDS), error["msg"]
+        assert user.get("/v1/jobs").json()["total"] == 0
+
+
+@pytest.mark.parametrize(("spec", "location", "message"), REFUSALS, ids=IDS)
+def test_padbench_submit_refuses_it_before_sending(spec: dict[str, Any], location: str, message: str,
+                                                   any_live_server: LiveServer, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "my.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    arguments = ["--server", any_live_server.base_url, "--token", any_live_server.tokens["submitter"]]
+    assert main(["submit", str(path), *arguments]) == 2
+    err = capsys.readouterr().err
+    where = location.removeprefix("spec").removeprefix(".")
+    assert f"{path}: {where + ': ' if where else ''}{message}" in err
+    assert not any(words in err for words in NOT_THE_USERS_WORDS), err
+    with any_live_server.client("submitter") as user:
+        assert user.get("/v1/jobs").json()["total"] == 0
+
+
+def test_transformers_attention_names_and_hub_models_are_stored_as_padbench_names(
+        any_live_server: LiveServer) -> None:
+    spec = {"model": "hub:gpt2", "attention": "flash_attention_2",
+            "strategies": ["static", {"name": "packed", "attention": "flex_attention"}]}
+    with any_live_server.client("submitter") as user:
+        created = user.post("/v1/jobs", json={"spec": spec})
+        assert created.status_code == 201, created.text
+        stored = user.get(f"/v1/jobs/{created.json()['id']}").json()["spec"]
+    assert stored["attention"] == "flash-attn" and stored["strategies"][1]["attention"] == "flex"
+    assert {key: value for key, value in stored["model"].items() if value not in (None, False)} == {"hub": "gpt2"}

@@ -1,0 +1,76 @@
+"""Hub models on the worker, the contract's list of model types, and worker errors reported in spec words."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import transformers
+
+from padbench.contract.model_spec import ModelSpec
+from padbench.contract.model_types import CAUSAL_LM_MODEL_TYPES, TRANSFORMERS_VERSION
+from padbench.contract.spec import PaddingJobSpec, parse_job_spec
+from padbench.worker.engine import model as model_module
+from padbench.worker.engine.model import ModelSourceError, model_config
+from padbench.worker.engine.model_support import UnsupportedModel, check_model_type
+from padbench.worker.jobs.padding.job import data_with_tokenizer
+from padbench.worker.runtime.isolation import describe_exception
+from scripts.model_types import runnable_model_types
+
+
+def test_a_hub_models_config_is_fetched_and_checked_like_a_directorys(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    config = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    fetched: list[tuple[str, str]] = []
+
+    def hf_hub_download(model_id: str, filename: str) -> str:
+        fetched.append((model_id, filename))
+        return str(tmp_path / filename)
+
+    monkeypatch.setattr(model_module, "hf_hub_download", hf_hub_download)
+    built = model_config(ModelSpec(hub="org/tiny-llama"))
+    assert fetched == [("org/tiny-llama", "config.json")]
+    assert (built.model_type, built.hidden_size, built.use_cache) == ("llama", 64, False)
+    (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "bert"}), encoding="utf-8")
+    with pytest.raises(UnsupportedModel, match=r"^model\.hub: model_type 'bert' is not a causal language model"):
+        model_config(ModelSpec(hub="org/tiny-llama"))
+
+
+def test_a_hub_model_that_cannot_be_fetched_says_so_and_how_a_directory_is_written() -> None:
+    # The tests run with the hub offline: nothing is in the cache under this name.
+    with pytest.raises(ModelSourceError) as refused:
+        model_config(ModelSpec(hub="padbench-tests/no-such-model"))
+    assert str(refused.value).startswith("model.hub 'padbench-tests/no-such-model': cannot fetch its config.json "
+                                         "from the Hugging Face Hub")
+    assert "./padbench-tests/no-such-model" in str(refused.value)
+
+
+def test_a_hub_model_brings_its_tokenizer() -> None:
+    spec = parse_job_spec({"model": "org/name", "data": {"source": "corpus.txt"}})
+    assert isinstance(spec, PaddingJobSpec) and data_with_tokenizer(spec).tokenizer == "org/name"
+
+
+def test_errors_in_the_specs_words_are_reported_without_a_class_name() -> None:
+    assert describe_exception(ModelSourceError("model.path 'x': no config.json there")) == \
+        "model.path 'x': no config.json there"
+    assert describe_exception(RuntimeError("CUDA error: unspecified launch failure")) == \
+        "RuntimeError: CUDA error: unspecified launch failure"  # not the user's doing: the type helps
+
+
+@pytest.mark.slow  # imports every listed family's modeling module
+def test_every_model_type_the_contract_accepts_runs_on_this_transformers() -> None:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    for model_type in sorted(CAUSAL_LM_MODEL_TYPES & set(CONFIG_MAPPING_NAMES)):
+        check_model_type(model_type, "model.config")  # raises UnsupportedModel for any it cannot run
+
+
+@pytest.mark.slow
+def test_the_contracts_list_is_this_transformers_list() -> None:
+    if transformers.__version__ != TRANSFORMERS_VERSION:
+        pytest.skip(f"the list was taken from transformers {TRANSFORMERS_VERSION}, this is "
+                    f"{transformers.__version__}: scripts/model_types.py takes it again")
+    assert set(runnable_model_types()) == CAUSAL_LM_MODEL_TYPES
