@@ -98,13 +98,24 @@ def _create_sqlite_engine(url: str, settings: Settings, connections: int) -> Eng
     return engine
 
 
+def read_only_engine(engine: Engine) -> Engine:
+    """The engine for read sessions. SQLite: a deferred BEGIN, so pollers never take the write lock.
+    PostgreSQL: autocommit, so a read costs its SELECTs alone, not a BEGIN and a ROLLBACK round trip each;
+    every statement still reads one consistent snapshot, which is all a page of the API needs."""
+    if engine.dialect.name == "sqlite":
+        return engine.execution_options(**{BEGIN_MODE_OPTION: "DEFERRED"})
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
 def create_db_engine(settings: Settings) -> Engine:
     url = normalize_database_url(settings.database_url)
     connections = settings.worker_threads
     if url.startswith("sqlite"):
         return _create_sqlite_engine(url, settings, connections)
-    return create_engine(url, pool_pre_ping=True, pool_size=connections, max_overflow=SPARE_CONNECTIONS,
-                         pool_timeout=10)
+    # No ping before each checkout: it would cost every request a round trip. A connection the database
+    # dropped fails its request with a disconnect, which empties the pool and answers 503 with Retry-After
+    # (padbench.server.db.failures), so the retry gets a fresh connection.
+    return create_engine(url, pool_size=connections, max_overflow=SPARE_CONNECTIONS, pool_timeout=10)
 
 
 @dataclass(frozen=True)
@@ -122,7 +133,7 @@ class Database:
     @classmethod
     def connect(cls, settings: Settings) -> Database:
         engine = create_db_engine(settings)
-        reader = engine.execution_options(**{BEGIN_MODE_OPTION: "DEFERRED"})
+        reader = read_only_engine(engine)
         lock = WriterLock(settings.sqlite_busy_timeout_ms / 1000) if engine.dialect.name == "sqlite" else None
         return cls(
             engine=engine,

@@ -19,6 +19,7 @@ class DatabaseFailure(Enum):
     disk_full = "the database's disk is full"
     busy = "the database is busy"
     no_connection_free = "every database connection is in use"
+    connection_lost = "the database closed this server's connection (restarted?); it has been replaced"
 
 
 # SQLite primary result codes (https://www.sqlite.org/rescode.html). An extended code carries its primary
@@ -62,6 +63,8 @@ def classify(error: BaseException) -> DatabaseFailure | None:
         return DatabaseFailure.no_connection_free
     if not isinstance(error, DBAPIError):
         return None
+    if error.connection_invalidated:  # SQLAlchemy saw a disconnect and emptied the pool: the next try reconnects
+        return DatabaseFailure.connection_lost
     original = error.orig
     if isinstance(original, sqlite3.Error):
         code = sqlite_primary_code(original)

@@ -76,6 +76,16 @@ def test_an_exhausted_pool_is_recognised() -> None:
     assert classify(PoolTimeoutError("QueuePool limit reached")) is DatabaseFailure.no_connection_free
 
 
+def dropped_connection() -> DBAPIError:
+    """What SQLAlchemy raises when the database closed a pooled connection (it marks the error invalidated)."""
+    return OperationalError("SELECT …", {}, psycopg.OperationalError("server closed the connection unexpectedly"),
+                            connection_invalidated=True)
+
+
+def test_a_dropped_connection_is_recognised() -> None:
+    assert classify(dropped_connection()) is DatabaseFailure.connection_lost
+
+
 def handle(error: Exception) -> tuple[int, dict[str, str], dict[str, str]]:
     scope = {"type": "http", "method": "POST", "path": "/v1/jobs", "headers": [], "query_string": b"",
              "scheme": "http", "server": ("127.0.0.1", 8000)}
@@ -88,7 +98,7 @@ def test_a_full_disk_is_507_with_the_reason() -> None:
     assert status == 507 and "disk is full" in body["detail"] and "nothing of this request was stored" in body["detail"]
 
 
-@pytest.mark.parametrize("error", [PoolTimeoutError("QueuePool limit reached"),
+@pytest.mark.parametrize("error", [PoolTimeoutError("QueuePool limit reached"), dropped_connection(),
                                    wrapped(sqlite3.OperationalError("database is locked"))])
 def test_a_busy_database_is_503_with_retry_after(error: Exception) -> None:
     status, headers, body = handle(error)
