@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from padbench.cli import main
-from padbench.contract.spec import PaddingJobSpec, parse_job_spec
+from padbench.contract.kinds import parse_job_spec
+from padbench.contract.spec import PaddingJobSpec
 from padbench.worker.cli import run as run_command
 from padbench.worker.cli import sizing
 from padbench.worker.runtime.isolation import ChildReport
