@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from padbench.contract.api import VerdictOut
 from padbench.contract.results import JobResultBase, PaddingResult, StrategyResult
 from padbench.contract.spec import MeasurementSpec
+
+if TYPE_CHECKING:
+    from padbench.contract.api import VerdictOut
 
 DEFAULT_NOISE_CV = MeasurementSpec().noise_cv
 # A larger batch that gains less than this over a smaller one is not worth its memory: on a quiet GPU the
@@ -142,6 +145,9 @@ def summary(result: PaddingResult) -> str | None:
 def verdict_out(result: JobResultBase) -> VerdictOut:
     """The verdict as the API serves it, rows named by their index in `result.strategies`; kinds that rank
     no layouts (an attention sweep) have none."""
+    # Imported here, not with the module: the API's bodies build the union of the job kinds registered
+    # when they are first imported, and reports are imported while a plugin kind may still be registering.
+    from padbench.contract.api import VerdictOut
     if not isinstance(result, PaddingResult):
         return VerdictOut()
     index = {id(row): position for position, row in enumerate(result.strategies)}
