@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeAlias, TypeVar, U
 
 from pydantic import BaseModel, Field, TypeAdapter
 
+from padbench.contract.generate import GenerateJobSpec, GenerateResult
 from padbench.contract.registry import Registry
 from padbench.contract.results import AttentionResult, JobResultBase, PaddingResult
 from padbench.contract.spec import AttentionJobSpec, JobSpecBase, PaddingJobSpec
@@ -61,6 +62,7 @@ def register_job_kind(spec: type[JobSpecBase], result: type[JobResultBase]) -> J
 
 register_job_kind(PaddingJobSpec, PaddingResult)
 register_job_kind(AttentionJobSpec, AttentionResult)
+register_job_kind(GenerateJobSpec, GenerateResult)
 
 
 def kind_union(model_of: Callable[[JobKind], type[BaseModel]]) -> Any:
