@@ -21,6 +21,7 @@ from padbench.worker.runtime.progress import ProgressFn
 PLUGIN_MODULES: dict[str, str] = {
     "padding": "padbench.worker.jobs.padding",
     "attention": "padbench.worker.jobs.attention",
+    "generate": "padbench.worker.jobs.generate",
 }
 
 

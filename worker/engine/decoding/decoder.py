@@ -46,7 +46,7 @@ class Decoder:
 
     def step(self, plan: HostPlan) -> None:
         """Issue one step; returns before the device has run it."""
-        if self.use_graphs and plan.decode_only and not self.keep_first_logits:
+        if self.use_graphs and plan.decode_only:
             self._replay(plan)
         else:
             self._eager(plan)

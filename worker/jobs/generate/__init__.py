@@ -1,0 +1,35 @@
+"""The `generate` job kind: batched generation measured per batching strategy and attention kernel.
+
+- `job`: `run_generate_job(spec, progress, on_partial) -> GenerateResult`: model and requests once, then rows;
+- `schedule`: the strategies as step plans; `passes`: one timed pass; `row`: one strategy row, gated;
+- `gate`: greedy tokens against one request at a time; `references`: transformers' own loops;
+- `figures`: throughput, latency, slot use, bandwidth and MFU from the timed steps.
+"""
+
+from __future__ import annotations
+
+from padbench.contract.generate import GenerateJobSpec, GenerateResult
+from padbench.worker.jobs import JOB_RUNNERS, PartialFn
+from padbench.worker.runtime.progress import ProgressFn
+
+
+class GenerateJob:
+    def run(self, spec: GenerateJobSpec, progress: ProgressFn, on_partial: PartialFn) -> GenerateResult:
+        # Imported here so that listing job kinds never loads torch or transformers.
+        from padbench.worker.jobs.generate.job import run_generate_job
+
+        return run_generate_job(spec, progress, on_partial)
+
+    def kernel_names(self, device: str) -> list[str]:
+        """The KV-cache kernels that run here and the families they implement."""
+        import torch
+
+        from padbench.worker.engine.decoding.kernels import DECODE_KERNELS
+
+        target = torch.device(device)
+        kernels = [name for name, kernel in DECODE_KERNELS.items()
+                   if kernel.unavailable_reason(target, torch.bfloat16) is None]
+        return [*kernels, *sorted({DECODE_KERNELS.get(name).family for name in kernels})]
+
+
+JOB_RUNNERS.add("generate", GenerateJob())

@@ -1,0 +1,89 @@
+"""A strategy row's figures from its timed passes: throughput, latency, slot use, bandwidth and MFU.
+
+Every figure comes from the step times the device measured and the step records the schedule wrote; a
+figure whose inputs are missing (no decode step, no copy bandwidth, no matmul rate) is None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from padbench.contract.generate import Latency
+from padbench.worker.jobs.generate.passes import PassTiming
+from padbench.worker.jobs.generate.schedule import Request
+
+
+@dataclass(frozen=True)
+class ModelCosts:
+    """What one token and one decode step cost the device, read off the built model."""
+
+    weight_bytes: int  # every parameter once (a tied embedding read once, by the LM head)
+    kv_bytes_per_token: int
+    body_flops_per_token: int  # every linear layer but the LM head
+    head_flops_per_logit: int  # the LM head, computed only where a next token is chosen
+    attention_flops_per_key: int  # score and value matmuls of one query against one key, all layers
+    copy_bytes_per_s: float | None
+    matmul_flops: float | None
+    peak_flops: float | None
+
+
+def latency(values: np.ndarray) -> Latency | None:
+    if values.size == 0:
+        return None
+    return Latency(p50_ms=float(np.percentile(values, 50)) * 1e3, p99_ms=float(np.percentile(values, 99)) * 1e3,
+                   samples=int(values.size))
+
+
+def _steps(passes: Sequence[PassTiming]) -> list[tuple[float, object]]:
+    return [(seconds, record) for timing in passes
+            for seconds, record in zip(timing.step_seconds, timing.records, strict=True)]
+
+
+def row_figures(passes: Sequence[PassTiming], requests: Sequence[Request], costs: ModelCosts) -> dict[str, object]:
+    """Figures shared by every row kind; the caller adds the headline's spread and the status."""
+    by_row = {request.row: request for request in requests}
+    seconds = sum(timing.seconds for timing in passes)
+    output = sum(request.output_length for request in requests) * len(passes)
+    prompt = sum(len(request.prompt) for request in requests) * len(passes)
+    first, between, decode_time, decode_tokens, decode_bytes = [], [], 0.0, 0, 0
+    flops = useful = slots = prefills = interleaved = decode_steps = pads = 0
+    for step_seconds, record in _steps(passes):
+        first += [step_seconds] * len(record.admitted)
+        between += [step_seconds] * record.useful_decodes
+        useful, slots, pads = useful + record.useful_decodes, slots + record.decode_slots, pads + record.pad_tokens
+        prefills += bool(record.admitted)
+        interleaved += record.kind == "mixed"
+        prompts = [len(by_row[row].prompt) for row in record.admitted]
+        computed = record.prompt_tokens + record.pad_tokens + record.decode_slots
+        logits = len(record.admitted) + record.decode_slots
+        flops += (computed * costs.body_flops_per_token + logits * costs.head_flops_per_logit
+                  + costs.attention_flops_per_key * (record.kv_read_tokens + sum(n * (n + 1) // 2 for n in prompts)))
+        if record.kind == "decode":
+            decode_steps += 1
+            decode_time += step_seconds
+            decode_tokens += record.useful_decodes
+            decode_bytes += costs.weight_bytes + record.kv_read_tokens * costs.kv_bytes_per_token
+    achieved = flops / seconds if seconds > 0 else None
+    return {
+        "output_tokens_per_s": output / seconds if seconds > 0 else None,
+        "total_tokens_per_s": (output + prompt) / seconds if seconds > 0 else None,
+        "decode_tokens_per_s": decode_tokens / decode_time if decode_time > 0 else None,
+        "time_to_first_token": latency(np.asarray(first)), "time_between_tokens": latency(np.asarray(between)),
+        "slot_utilization": useful / slots if slots else None,
+        "requests": len(requests), "prompt_tokens": prompt // len(passes), "output_tokens": output // len(passes),
+        "prompt_pad_tokens": pads // len(passes), "decode_steps": decode_steps // len(passes),
+        "prefill_steps": prefills // len(passes), "interleaved_prefills": interleaved // len(passes),
+        "measured_seconds": seconds,
+        "bandwidth_utilization": decode_bytes / decode_time / costs.copy_bytes_per_s
+        if decode_time > 0 and costs.copy_bytes_per_s else None,
+        "mfu": achieved / costs.peak_flops if achieved and costs.peak_flops else None,
+        "mfu_vs_matmul": achieved / costs.matmul_flops if achieved and costs.matmul_flops else None,
+    }
+
+
+def repeat_rates(passes: Sequence[PassTiming], requests: Sequence[Request]) -> list[float]:
+    output = sum(request.output_length for request in requests)
+    return [output / timing.seconds for timing in passes if timing.seconds > 0]

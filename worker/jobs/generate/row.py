@@ -1,0 +1,150 @@
+"""One strategy row of a generate job: kernel, gate, warm-up, measured passes, figures.
+
+The order is the method, as for padding rows: the correctness gate runs before anything is timed; CUDA
+graphs are captured and kernels compiled in the warm-up pass, never in a measured one; every measured pass
+serves every request once, so repeats compare like with like.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from padbench.contract.generate import GenerateJobSpec, GenerateRow, GenerateStrategyName
+from padbench.contract.results import GpuActivity, MemoryStats
+from padbench.worker.engine.attention.features import AttentionFeatures
+from padbench.worker.engine.decoding.cache import CacheShape, KvCache
+from padbench.worker.engine.decoding.decoder import Decoder
+from padbench.worker.engine.decoding.kernels import DecodeKernel, resolve_decode_kernel
+from padbench.worker.engine.model import config_of
+from padbench.worker.engine.spread import repeat_spread
+from padbench.worker.jobs.generate.figures import ModelCosts, repeat_rates, row_figures
+from padbench.worker.jobs.generate.gate import GateOutcome, ReferenceRun, judge
+from padbench.worker.jobs.generate.passes import PassTiming, run_pass
+from padbench.worker.jobs.generate.schedule import Request, Scheduler
+from padbench.worker.runtime.gpu_activity import sample_gpu_activity
+from padbench.worker.runtime.memory import track_peak_memory
+from padbench.worker.runtime.messages import first_line
+from padbench.worker.runtime.progress import ProgressFn
+
+FAILURE_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class GenerateSetup:
+    """What every row of a job shares."""
+
+    spec: GenerateJobSpec
+    device: torch.device
+    dtype: torch.dtype
+    model: torch.nn.Module
+    requests: tuple[Request, ...]
+    pad_id: int
+    data_digest: str
+    gate_requests: tuple[Request, ...]
+    references: dict[int, ReferenceRun]
+    costs: ModelCosts
+
+
+class RowFailed(Exception):
+    """A reason this row cannot be measured; the job goes on with the next one."""
+
+
+class StrategyRow:
+    def __init__(self, job: GenerateSetup, strategy: GenerateStrategyName, requests: Sequence[Request],
+                 context: int | None, progress: ProgressFn) -> None:
+        self.job, self.strategy, self.requests, self.context = job, strategy, list(requests), context
+        self.progress = progress
+        self.kernel_name = job.spec.attention
+        self.gate: GateOutcome | None = None
+        self.graphs: bool | None = None
+        self.kv_cache_bytes: int | None = None
+        self.slots = self._slots()
+
+    def _slots(self) -> int:
+        size = self.job.spec.batch_size
+        if size == "auto":
+            raise ValueError("batch_size auto was not resolved by the OOM probe before the rows ran")
+        return size
+
+    def say(self, fraction: float, message: str) -> None:
+        where = f" @ {self.context}" if self.context else ""
+        self.progress(fraction, f"{self.strategy}{where} / {self.kernel_name}: {message}")
+
+    def run(self) -> GenerateRow:
+        try:
+            return self._measure()
+        except Exception as error:  # an unavailable kernel, a failed gate, out of memory: this row only
+            message = str(error) if isinstance(error, RowFailed) else \
+                f"{type(error).__name__}: {first_line(error, FAILURE_LIMIT)}"
+        return self._row(status="failed", error=message[:FAILURE_LIMIT])
+
+    def _measure(self) -> GenerateRow:
+        kernel = resolve_decode_kernel(self.job.spec.attention, self.job.device, self.job.dtype)
+        self.kernel_name = kernel.name
+        softcap = AttentionFeatures.of(config_of(self.job.model)).softcap
+        reason = kernel.unsupported_reason(softcap)
+        if reason is not None:
+            raise RowFailed(f"kernel {kernel.name} cannot run this model: {reason}")
+        self.say(0.0, f"correctness gate on {len(self.job.gate_requests)} requests")
+        self.gate = self._check(kernel)
+        if not self.gate.passed:
+            raise RowFailed(f"correctness gate: {self.gate.detail}")
+        settings = self.job.spec.measurement
+        with track_peak_memory(self.job.device) as memory:
+            decoder, scheduler = self._engine(kernel, self.requests, self.slots)
+            self.graphs, self.kv_cache_bytes = decoder.use_graphs, decoder.cache.nbytes
+            warmup = self.requests[:settings.warmup_requests]
+            self.say(0.1, f"warm-up ({len(warmup)} requests)")
+            warmup_seconds = run_pass(self.strategy, scheduler, decoder, warmup, self.job.device).seconds \
+                if warmup else 0.0
+            with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
+                passes = []
+                for repeat in range(settings.repeats):
+                    self.say(0.2 + 0.8 * repeat / settings.repeats, f"measuring (pass {repeat + 1}/{settings.repeats})")
+                    decoder.reset()
+                    passes.append(run_pass(self.strategy, scheduler, decoder, self.requests, self.job.device))
+            del decoder
+        return self._measured(passes, warmup_seconds, memory[0], activity[0] if activity else None)
+
+    def _engine(self, kernel: DecodeKernel, requests: Sequence[Request], slots: int) -> tuple[Decoder, Scheduler]:
+        capacity = max(len(r.prompt) for r in requests) + max(r.output_length for r in requests) + 1
+        model = self.job.model
+        cache = KvCache(CacheShape.of(config_of(model)), slots, capacity, self.job.device, self.job.dtype)
+        longest_output = max(r.output_length for r in requests)
+        rows = max(r.row for r in requests) + 1
+        decoder = Decoder(model, kernel, cache, rows, longest_output, self.job.device, self.job.spec.cuda_graphs)
+        return decoder, Scheduler(slots, capacity, self.job.pad_id, rows, longest_output)
+
+    def _check(self, kernel: DecodeKernel) -> GateOutcome:
+        requests = self.job.gate_requests
+        # Fewer slots than gate requests, so that continuous batching refills slots inside the gate too.
+        slots = min(self.slots, max(2, len(requests) // 2))
+        decoder, scheduler = self._engine(kernel, requests, slots)
+        decoder.keep_first_logits = True
+        run_pass(self.strategy, scheduler, decoder, requests, self.job.device)
+        return judge(requests, self.job.references, decoder.generated, decoder.first_logits, self.job.spec.dtype)
+
+    # --- the row ---------------------------------------------------------------------------------------
+
+    def _row(self, **fields: object) -> GenerateRow:
+        gate = self.gate
+        return GenerateRow(
+            strategy=self.strategy, attention=self.job.spec.attention, kernel=self.kernel_name, context=self.context,
+            batch_size=self.slots, cuda_graphs=self.graphs, kv_cache_bytes=self.kv_cache_bytes,
+            correctness_passed=gate.passed if gate else None,
+            gate_requests=len(self.job.gate_requests) if gate else None, gate_detail=gate.detail if gate else None,
+            max_logit_error=gate.max_error if gate else None, logit_tolerance=gate.tolerance if gate else None,
+            **fields)  # type: ignore[arg-type]
+
+    def _measured(self, passes: list[PassTiming], warmup_seconds: float, memory: MemoryStats,
+                  activity: GpuActivity | None) -> GenerateRow:
+        figures = row_figures(passes, self.requests, self.job.costs)
+        rates = repeat_rates(passes, self.requests)
+        spread = repeat_spread(rates, self.job.spec.measurement.noise_cv)
+        common = {**figures, "warmup_seconds": warmup_seconds, "memory": memory, "gpu_activity": activity}
+        if figures["output_tokens_per_s"] is None:
+            return self._row(status="invalid", invalid_reason="the timer measured no time", **common)
+        return self._row(status="ok", repeat_tokens_per_s=rates, spread=spread, **common)
