@@ -12,13 +12,14 @@ import io
 
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.results import AttentionResult, JobResultBase, PaddingResult
-from padbench.report import attention, padding, terminal
+from padbench.report import attention, padding, terminal, verdict
 from padbench.report.identity import identity
 from padbench.report.kind import REPORTS, KindReport, report_for
 
 REPORTS.add("padding", KindReport[PaddingResult](
     noun="a padding job", plural="padding jobs", render_table=padding.render_table, csv_rows=padding.csv_rows,
-    run_facts=padding.run_facts, compare=padding.COMPARE, print_rich=terminal.print_padding))
+    run_facts=padding.run_facts, compare=padding.COMPARE, print_rich=terminal.print_padding,
+    verdict=verdict.padding_verdict))
 REPORTS.add("attention", KindReport[AttentionResult](
     noun="an attention sweep", plural="attention sweeps", render_table=attention.render_table,
     csv_rows=attention.csv_rows, run_facts=attention.run_facts, compare=attention.COMPARE))
