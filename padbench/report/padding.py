@@ -202,16 +202,23 @@ def header_lines(result: PaddingResult) -> list[str]:
     return [*partial_lines(result.partial, "strategy rows"), *_header(result), *clock_line(result.environment)]
 
 
-def render_table(result: PaddingResult) -> str:
-    rows, notes = table_rows(result)
-    lines = [*header_lines(result), "", *align([COLUMNS, *rows], RIGHT_ALIGNED)]
+def table_text(header: list[str], table: list[str], notes: list[str], verdict: list[str], after: list[str]) -> str:
+    """A kind's results as text: its header lines, the aligned table, the numbered notes, the verdict, the rest."""
+    lines = [*header, "", *table]
     if notes:
         lines += ["", *(f"[{number}] {note}" for number, note in enumerate(notes, start=1))]
-    lines += ["", *verdict_lines(result)]
-    curve = curve_lines(result)
-    if curve:
-        lines += ["", "batch-size curves (tokens/s):", *(f"  {line}" for line in curve)]
+    lines += ["", *verdict]
+    if after:
+        lines += ["", *after]
     return "\n".join(lines) + "\n"
+
+
+def render_table(result: PaddingResult) -> str:
+    rows, notes = table_rows(result)
+    curve = curve_lines(result)
+    after = ["batch-size curves (tokens/s):", *(f"  {line}" for line in curve)] if curve else []
+    return table_text(header_lines(result), align([COLUMNS, *rows], RIGHT_ALIGNED), notes, verdict_lines(result),
+                      after)
 
 
 def csv_rows(result: PaddingResult) -> list[dict[str, Any]]:
