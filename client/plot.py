@@ -209,7 +209,10 @@ def _generate_bars(axes: Axes, jobs: list[Labelled]) -> None:
                  color=["0.7" if row.reference else colour for row in shown], edgecolor=colour,
                  hatch=["//" if row.reference else "" for row in shown], label=_name(job_id, result, len(jobs) > 1))
         _interval_bars(axes, xs, [row.spread for row in shown])
-    axes.set_xticks(range(len(keys)), keys, fontsize=8)
+    # Beyond about five bars labels of two or three lines overlap: then each is one slanted line.
+    crowded = len(keys) > 5
+    axes.set_xticks(range(len(keys)), [key.replace("\n", " · ") for key in keys] if crowded else keys, fontsize=8,
+                    rotation=30 if crowded else 0, ha="right" if crowded else "center", rotation_mode="anchor")
     axes.set_ylabel("output tokens/s (higher is better)")
     axes.yaxis.set_major_formatter(rate_formatter())
     axes.grid(axis="y", alpha=0.3)
@@ -229,14 +232,18 @@ def context_curves(result: GenerateResult) -> dict[str, list[tuple[int, float]]]
 
 
 def _context_panel(axes: Axes, jobs: list[Labelled]) -> None:
+    lengths: set[int] = set()
     for job_id, result in jobs:
         assert isinstance(result, GenerateResult)
         for key, points in context_curves(result).items():
             prefix = f"{_name(job_id, result, False)} · " if len(jobs) > 1 else ""
             axes.plot([length for length, _ in points], [rate for _, rate in points], marker="o",
                       linestyle="--" if key.startswith("ref: ") else "-", label=prefix + key)
+            lengths.update(length for length, _ in points)
     _rate_curve_axes(axes, "context length (prompt tokens)", "decode tokens/s",
                      "decode tokens/s against context length")
+    ticks = sorted(lengths)  # the lengths measured, written out, rather than powers of two
+    axes.set_xticks(ticks, [f"{length:,}" for length in ticks], fontsize=8)
 
 
 def _generate_panels(plt: Any, jobs: list[Labelled]) -> Figure:
