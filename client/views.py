@@ -96,18 +96,21 @@ def register_views(subparsers: argparse._SubParsersAction, connection: argparse.
     plot = subparsers.add_parser(
         "plot", parents=[connection], help="draw jobs' results as a PNG or SVG chart",
         description="Draw tokens/s per layout and kernel (padding jobs; with tokens/s against batch size when "
-                    "a job measured several) or time and memory against sequence length (attention sweeps), "
-                    "titled with model, GPU, dtype and date. Needs pip install 'padbench[plot]'.")
+                    "a job measured several), time and memory against sequence length (attention sweeps), or "
+                    "output tokens/s per strategy beside the transformers references (generate jobs; with decode "
+                    "tokens/s against context length for a context table), titled with model, GPU, dtype and "
+                    "date. Needs pip install 'padbench[plot]'.")
     plot.add_argument("sources", nargs="+", metavar="ID|FILE", help=sources_help)
     plot.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.png|FILE.svg",
                       help="where to write the chart; the extension picks the format")
     plot.set_defaults(handler=lambda args: run_view(plot_command, args))
     comparison = subparsers.add_parser(
         "compare", parents=[connection], help="put jobs side by side, with ratios to the first",
-        description="Show each job's tokens/s (or, for attention sweeps, time per call) for the same layout and "
-                    "kernel, and how many times faster it is than the first job, e.g. one model on two GPUs. A "
-                    "warning on stderr names every setting the jobs differ in (GPU, model, data, dtype, mode…); "
-                    "json lists them under `differences`. Piped or redirected, the table is plain text.")
+        description="Show each job's tokens/s (output tokens/s for generate jobs; for attention sweeps, time "
+                    "per call) for the same layout and kernel, and how many times faster it is than the first "
+                    "job, e.g. one model on two GPUs. A warning on stderr names every setting the jobs differ in "
+                    "(GPU, model, data, dtype, mode…); json lists them under `differences`. Piped or redirected, "
+                    "the table is plain text.")
     comparison.add_argument("sources", nargs="+", metavar="ID|FILE", help=sources_help)
     comparison.add_argument("--format", choices=FORMATS, default="table",
                             help="table for people (default), json or csv for tools")

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from padbench.contract.kinds import JOB_KINDS, parse_job_spec
 from padbench.contract.model_spec import nearest
-from padbench.contract.spec import JobSpecBase, new_job_problems
+from padbench.contract.spec import JobSpecBase
 
 QUOTED = re.compile(r"'([^']*)'")
 # What each kind's tag (the first part of an error's location, after `spec` on the server) validates.
@@ -132,7 +132,7 @@ def check_new_job(document: dict[str, Any], source: str | Path) -> JobSpecBase:
         spec = parse_job_spec(document)
     except ValidationError as error:
         raise SpecError(f"{source}: {format_validation_error(error)}") from error
-    problems = new_job_problems(spec)
+    problems = spec.new_job_problems()
     if problems:
         raise SpecError(f"{source}: " + "; ".join(f"{'.'.join(where)}: {why}" for where, why in problems))
     return spec

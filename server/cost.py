@@ -23,8 +23,8 @@ def over_limits(spec: JobSpecBase, *, max_tokens: int, max_flops: float) -> str 
     """Why the job exceeds the server's limits, or None when it fits."""
     cost = job_cost(spec)
     if cost.tokens > max_tokens:
-        return (f"the job would process about {cost.tokens:.3g} tokens (samples × max_length × strategies × "
-                f"repeats), over this server's limit of {max_tokens:.3g} (PADBENCH_MAX_JOB_TOKENS)")
+        return (f"the job would process about {cost.tokens:.3g} tokens (every sample or request at its longest, "
+                f"per row and repeat), over this server's limit of {max_tokens:.3g} (PADBENCH_MAX_JOB_TOKENS)")
     if cost.flops is not None and cost.flops > max_flops:
         return (f"the job would compute about {cost.flops:.3g} FLOPs, over this server's limit of "
                 f"{max_flops:.3g} (PADBENCH_MAX_JOB_FLOPS)")

@@ -33,9 +33,11 @@ from padbench.contract.spec import (
     Device,
     Dtype,
     JobSpecBase,
+    NewJobProblem,
     ProbeSpec,
     SeqLen,
     StrictModel,
+    model_and_probe_problems,
 )
 
 GenerateStrategyName = Literal["static", "sorted", "continuous"]
@@ -89,9 +91,11 @@ class GenerateJobSpec(JobSpecBase):
     # Prompts: the same sources as padding jobs; `max_length` caps a prompt's tokens.
     data: DataSpec = DataSpec(num_samples=64, max_length=128)
     output_length: OutputLength = 32
-    strategies: Annotated[list[GenerateStrategyName], Field(min_length=1, max_length=3)] = list(GENERATE_STRATEGIES)
-    references: Annotated[list[ReferenceName], Field(max_length=2)] = ["transformers-generate",
-                                                                      "transformers-continuous"]
+    # pydantic copies list defaults per instance; ruff cannot see through JobSpecBase that this is a pydantic model.
+    strategies: Annotated[list[GenerateStrategyName], Field(min_length=1, max_length=3)] = \
+        list(GENERATE_STRATEGIES)  # noqa: RUF012
+    references: Annotated[list[ReferenceName], Field(max_length=2)] = \
+        ["transformers-generate", "transformers-continuous"]  # noqa: RUF012
     attention: AttentionChoice = "flash"
     # Sequences decoding at once (a static batch's rows, a continuous batch's slots); `auto`: the most whose
     # KV cache and activations fit, found by the OOM probe in child processes.
@@ -125,6 +129,9 @@ class GenerateJobSpec(JobSpecBase):
             raise ValueError(f"the longest request ({longest} tokens of prompt and output) exceeds the model's "
                              f"positions ({positions})")
         return self
+
+    def new_job_problems(self) -> list[NewJobProblem]:
+        return model_and_probe_problems(self.model, self.batch_size == "auto", self.device, self.probe)
 
     def max_output_tokens(self) -> int:
         lengths = self.output_length

@@ -187,15 +187,22 @@ def weights_upper_bound(fields: dict[str, Any] | None) -> int | None:
     needs) and a three-matrix gated MLP (3·E·I), plus the LM head (E·V). None when width or depth is not
     stated (a model directory, or fields left to the config class's defaults).
     """
+    shape = width_and_depth(fields)
+    if fields is None or shape is None:
+        return None
+    width, layers = shape
+    vocab = _first_int(fields, "vocab_size") or 0  # a config class default the server cannot know: not counted
+    inner = _first_int(fields, "intermediate_size", "n_inner") or 4 * width
+    return layers * (4 * width * width + 3 * width * inner) + width * vocab
+
+
+def width_and_depth(fields: dict[str, Any] | None) -> tuple[int, int] | None:
+    """The hidden width and the number of layers, by the names the families give them; None when not stated."""
     if fields is None:
         return None
     width = _first_int(fields, "hidden_size", "n_embd")
     layers = _first_int(fields, "num_hidden_layers", "n_layer")
-    if width is None or layers is None:
-        return None
-    vocab = _first_int(fields, "vocab_size") or 0  # a config class default the server cannot know: not counted
-    inner = _first_int(fields, "intermediate_size", "n_inner") or 4 * width
-    return layers * (4 * width * width + 3 * width * inner) + width * vocab
+    return None if width is None or layers is None else (width, layers)
 
 
 def _first_int(fields: dict[str, Any], *names: str) -> int | None:

@@ -207,6 +207,10 @@ class ProbeSpec(StrictModel):
 
 # --- job kinds ---------------------------------------------------------------------------------------------
 
+# A new job's spec problem: where (keys below the spec) and why.
+NewJobProblem = tuple[tuple[str, ...], str]
+
+
 class JobSpecBase(StrictModel):
     """What the spec of every kind of job starts with: its kind, which picks the kind's model, and a name.
 
@@ -216,6 +220,23 @@ class JobSpecBase(StrictModel):
 
     kind: str
     name: Name | None = None
+
+    def new_job_problems(self) -> list[NewJobProblem]:
+        """What a new job may not ask, though a spec stored with an earlier result may hold it: checked at
+        submission (the CLI and the server), never when a stored spec or result is read back, so results
+        measured before a check existed stay readable. A kind with such checks overrides this."""
+        return []
+
+
+def model_and_probe_problems(model: ModelSpec, probed: bool, device: Device, probe: ProbeSpec) -> list[NewJobProblem]:
+    """The submission checks of kinds that build a model and may probe its batch size (`batch_size: auto`)."""
+    model_type = model.model_type_problem()
+    problems: list[NewJobProblem] = [] if model_type is None else [(("model", "config"), model_type)]
+    if probed and device == "cpu" and probe.cpu_memory_budget_bytes is None:
+        # A CPU has no device memory to run out of: the probe would grow the batch until the host swaps.
+        problems.append((("batch_size",), "auto on device cpu needs probe.cpu_memory_budget_bytes, the memory "
+                                          "the OOM probe may fill in place of a GPU's; or give a number"))
+    return problems
 
 
 class PaddingJobSpec(JobSpecBase):
@@ -252,6 +273,10 @@ class PaddingJobSpec(JobSpecBase):
         if len(set(labels)) != len(labels):
             raise ValueError(f"strategies repeat a (strategy, attention) pair: {labels}")
         return self
+
+    def new_job_problems(self) -> list[NewJobProblem]:
+        probed = any("auto" in self.batch_sizes_for(strategy) for strategy in self.strategies)
+        return model_and_probe_problems(self.model, probed, self.device, self.probe)
 
     def attention_for(self, strategy: StrategySpec) -> AttentionName:
         return strategy.attention or self.attention
@@ -308,27 +333,4 @@ class AttentionJobSpec(JobSpecBase):
         if len(set(self.kernels)) != len(self.kernels):
             raise ValueError("kernels repeat a name")
         return self
-
-
-# A new job's spec problem: where (keys below the spec) and why.
-NewJobProblem = tuple[tuple[str, ...], str]
-
-
-def new_job_problems(spec: JobSpecBase) -> list[NewJobProblem]:
-    """What a new job may not ask, though a spec stored with an earlier result may hold it: these checks run
-    at submission (the CLI and the server), never when a stored spec or result is read back, so results
-    measured before a check existed stay readable."""
-    if not isinstance(spec, PaddingJobSpec):
-        return []
-    problems: list[NewJobProblem] = []
-    model_type = spec.model.model_type_problem()
-    if model_type is not None:
-        problems.append((("model", "config"), model_type))
-    probed = any("auto" in spec.batch_sizes_for(strategy) for strategy in spec.strategies)
-    if probed and spec.device == "cpu" and spec.probe.cpu_memory_budget_bytes is None:
-        # A CPU has no device memory to run out of: the probe would grow the batch until the host swaps.
-        problems.append((("batch_size",), "auto on device cpu needs probe.cpu_memory_budget_bytes, the memory "
-                                          "the OOM probe may fill in place of a GPU's; or give a number"))
-    return problems
-
 

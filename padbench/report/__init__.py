@@ -1,6 +1,6 @@
 """Rendering stored results for people (tables) and tools (JSON, CSV). Used by `padbench run` and the client.
 
-Each job kind has its own module (`padding`, `attention`) and one entry in REPORTS (`report.kind`),
+Each job kind has its own module (`padding`, `attention`, `generate`) and one entry in REPORTS (`report.kind`),
 registered here: its tables, CSV rows, identity and comparison rule. Everything below renders any kind
 through its entry.
 """
@@ -10,18 +10,23 @@ from __future__ import annotations
 import csv
 import io
 
+from padbench.contract.generate import GenerateResult
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.results import AttentionResult, JobResultBase, PaddingResult
-from padbench.report import attention, padding, terminal
+from padbench.report import attention, generate, generate_verdict, padding, terminal, verdict
 from padbench.report.identity import identity
 from padbench.report.kind import REPORTS, KindReport, report_for
 
 REPORTS.add("padding", KindReport[PaddingResult](
     noun="a padding job", plural="padding jobs", render_table=padding.render_table, csv_rows=padding.csv_rows,
-    run_facts=padding.run_facts, compare=padding.COMPARE, print_rich=terminal.print_padding))
+    run_facts=padding.run_facts, compare=padding.COMPARE, print_rich=terminal.print_padding,
+    verdict=verdict.padding_verdict))
 REPORTS.add("attention", KindReport[AttentionResult](
     noun="an attention sweep", plural="attention sweeps", render_table=attention.render_table,
     csv_rows=attention.csv_rows, run_facts=attention.run_facts, compare=attention.COMPARE))
+REPORTS.add("generate", KindReport[GenerateResult](
+    noun="a generate job", plural="generate jobs", render_table=generate.render_table, csv_rows=generate.csv_rows,
+    run_facts=generate.run_facts, compare=generate.COMPARE, verdict=generate_verdict.generate_verdict))
 
 
 def render_table(result: JobResultBase) -> str:

@@ -8,7 +8,7 @@ sweeps; everything that renders a result finds its kind's entry here rather than
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -44,6 +44,18 @@ class CompareRule(Generic[R]):
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """What a kind's rows add up to, in words, and which rows the words pick: the CLI prints `lines` under the
+    table, the server serves all of it (rows named by index) so the dashboard marks the same rows."""
+
+    lines: list[str]  # the verdict, then indented details
+    summary: str | None  # the verdict in a few words, for a list of jobs
+    rows: Sequence[Any]  # every row of the result, in stored order
+    winner: Any | None  # the row to highlight: one of `rows`
+    ranked: Sequence[Any]  # `rows` as the table lists them
+
+
+@dataclass(frozen=True)
 class KindReport(Generic[R]):
     noun: str  # one job of the kind, in messages: "a padding job"
     plural: str  # "padding jobs"
@@ -52,6 +64,7 @@ class KindReport(Generic[R]):
     run_facts: Callable[[R], RunFacts]
     compare: CompareRule[R]
     print_rich: Callable[[R, Console], None] | None = None  # None: the plain table on a terminal too
+    verdict: Callable[[R], Verdict] | None = None  # None: the kind ranks no rows (an attention sweep)
 
 
 REPORTS: Registry[KindReport[Any]] = Registry("job kind")

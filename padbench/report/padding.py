@@ -8,12 +8,20 @@ winner starred, and the table ends with the verdict in words and any batch-size 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from padbench.contract.results import GpuActivity, MemoryStats, PaddingResult, ProbeReport, StrategyResult
+from padbench.contract.results import (
+    Environment,
+    GpuActivity,
+    MemoryStats,
+    PaddingResult,
+    ProbeReport,
+    Spread,
+    StrategyResult,
+)
 from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.partial import partial_lines
-from padbench.report.verdict import compact_rate, curve_lines, ranked_rows, verdict_lines, winner
+from padbench.report.verdict import Vetted, compact_rate, curve_lines, ranked_rows, verdict_lines, winner
 
 MISSING = "—"
 WINNER_MARK = "★ "
@@ -55,6 +63,16 @@ def _logit_error(row: StrategyResult) -> str:
     return f"{row.max_logit_error:.1e}{tolerance}"
 
 
+class Judged(Vetted, Protocol):
+    """A row of any kind as its validity cell reads it: the verdict's view of it and why it was not measured."""
+
+    @property
+    def invalid_reason(self) -> str | None: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+
 def _note(notes: list[str], text: str) -> str:
     notes.append(text)
     return f"[{len(notes)}]"
@@ -85,7 +103,8 @@ def _activity_notes(activity: GpuActivity | None, notes: list[str]) -> list[str]
     return markers
 
 
-def _validity(row: StrategyResult, notes: list[str]) -> str:
+def validity(row: Judged, notes: list[str]) -> str:
+    """`yes`, or why not (`no [1]`, `failed [2]`, `noisy CV 7.1%`, `contended [3]`), with the reasons in `notes`."""
     if row.status != "ok":
         marker = _note(notes, row.invalid_reason or row.error or "no reason recorded")
         return f"{'no' if row.status == 'invalid' else 'failed'} {marker}"
@@ -122,7 +141,7 @@ def _cells(row: StrategyResult, notes: list[str], is_winner: bool = False) -> tu
             _number(row.speedup_vs_static, ".2f") + ("×" if row.speedup_vs_static is not None else ""),
             _number(row.padding_efficiency, ".2f"), _number(row.mfu, ".2f"), _number(row.mfu_vs_matmul, ".2f"),
             format_memory(row.memory), _logit_error(row), _probe_cell(row.probe),
-            _validity(row, notes))
+            validity(row, notes))
 
 
 def table_rows(result: PaddingResult) -> tuple[list[tuple[str, ...]], list[str]]:
@@ -132,11 +151,13 @@ def table_rows(result: PaddingResult) -> tuple[list[tuple[str, ...]], list[str]]
     return [_cells(row, notes, row is best) for row in ranked_rows(result.strategies)], notes
 
 
-def _align(rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(row[column]) for row in rows) for column in range(len(COLUMNS))]
+def align(rows: list[tuple[str, ...]], right_aligned: frozenset[str]) -> list[str]:
+    """Columns padded to their widest cell; `rows[0]` is the header, whose names pick the right-aligned ones."""
+    header = rows[0]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
     lines = []
     for row in rows:
-        cells = [cell.rjust(width) if COLUMNS[column] in RIGHT_ALIGNED else cell.ljust(width)
+        cells = [cell.rjust(width) if header[column] in right_aligned else cell.ljust(width)
                  for column, (cell, width) in enumerate(zip(row, widths, strict=True))]
         lines.append("  ".join(cells).rstrip())
     return lines
@@ -146,26 +167,30 @@ def _header(result: PaddingResult) -> list[str]:
     spec, env = result.spec, result.environment
     model = spec.model.label
     device = env.gpu_name or env.device
-    libraries = [f"torch {env.torch}"] + [f"{name} {version}" for name, version in (
-        ("transformers", env.transformers), ("flash-attn", env.flash_attn),
-        ("flash-attn-cute", env.flash_attn_cute), ("CUDA", env.cuda), ("driver", env.driver)) if version]
     return [
         f"padding benchmark · {model} ({result.model_parameters / 1e6:.1f}M parameters) · {spec.dtype} · "
         f"{spec.mode}{' · compiled' if spec.compile else ''} · {device} on {env.hostname} · {env.started_at}",
         f"{result.num_sequences:,} sequences, {result.real_tokens_total:,} real tokens, max_length "
         f"{spec.data.max_length}, from {spec.data.source} (digest {(env.dataset_digest or MISSING)[:12]})",
-        " · ".join(libraries),
-        f"MFU denominators: datasheet peak {_tflops(env.peak_tflops)}, GEMM rate measured in this job "
-        f"{_tflops(result.matmul_tflops)}",
+        library_line(env),
+        f"MFU denominators: datasheet peak {tflops(env.peak_tflops)}, GEMM rate measured in this job "
+        f"{tflops(result.matmul_tflops)}",
     ]
 
 
-def _tflops(value: float | None) -> str:
+def library_line(env: Environment) -> str:
+    """`torch 2.11.0 · transformers 5.17.0 · CUDA 13.0 · driver 580.159.04`: the versions that were present."""
+    return " · ".join([f"torch {env.torch}"] + [f"{name} {version}" for name, version in (
+        ("transformers", env.transformers), ("flash-attn", env.flash_attn),
+        ("flash-attn-cute", env.flash_attn_cute), ("CUDA", env.cuda), ("driver", env.driver)) if version])
+
+
+def tflops(value: float | None) -> str:
     return MISSING if value is None else f"{value:,.0f} TFLOP/s" if value >= 10 else f"{value:.2f} TFLOP/s"
 
 
-def _clock_line(result: PaddingResult) -> list[str]:
-    start, end = result.environment.clocks_at_start, result.environment.clocks_at_end
+def clock_line(env: Environment) -> list[str]:
+    start, end = env.clocks_at_start, env.clocks_at_end
     if start is None or end is None:
         return []
     return [f"GPU clocks: SM {start.sm_mhz or MISSING} MHz at the start, {end.sm_mhz or MISSING} MHz at the end; "
@@ -174,46 +199,49 @@ def _clock_line(result: PaddingResult) -> list[str]:
 
 
 def header_lines(result: PaddingResult) -> list[str]:
-    return [*partial_lines(result.partial, "strategy rows"), *_header(result), *_clock_line(result)]
+    return [*partial_lines(result.partial, "strategy rows"), *_header(result), *clock_line(result.environment)]
+
+
+def table_text(header: list[str], table: list[str], notes: list[str], verdict: list[str], after: list[str]) -> str:
+    """A kind's results as text: its header lines, the aligned table, the numbered notes, the verdict, the rest."""
+    lines = [*header, "", *table]
+    if notes:
+        lines += ["", *(f"[{number}] {note}" for number, note in enumerate(notes, start=1))]
+    lines += ["", *verdict]
+    if after:
+        lines += ["", *after]
+    return "\n".join(lines) + "\n"
 
 
 def render_table(result: PaddingResult) -> str:
     rows, notes = table_rows(result)
-    lines = [*header_lines(result), "", *_align([COLUMNS, *rows])]
-    if notes:
-        lines += ["", *(f"[{number}] {note}" for number, note in enumerate(notes, start=1))]
-    lines += ["", *verdict_lines(result)]
     curve = curve_lines(result)
-    if curve:
-        lines += ["", "batch-size curves (tokens/s):", *(f"  {line}" for line in curve)]
-    return "\n".join(lines) + "\n"
+    after = ["batch-size curves (tokens/s):", *(f"  {line}" for line in curve)] if curve else []
+    return table_text(header_lines(result), align([COLUMNS, *rows], RIGHT_ALIGNED), notes, verdict_lines(result),
+                      after)
 
 
 def csv_rows(result: PaddingResult) -> list[dict[str, Any]]:
     """One row per strategy, every measured figure in plain units (bytes, seconds, tokens/s)."""
     rows = []
     for row in result.strategies:
-        memory = row.memory or MemoryStats()
         rows.append({
             "strategy": row.strategy, "n_bins": row.n_bins, "attention": row.attention, "kernel": row.kernel,
             "batch_size": row.batch_size, "status": row.status, "reason": row.invalid_reason or row.error,
             "tokens_per_s": row.tokens_per_s, "speedup_vs_static": row.speedup_vs_static,
-            **_spread_fields(row), **_activity_fields(row.gpu_activity),
+            **spread_fields(row.spread), **activity_fields(row.gpu_activity),
             "median_batch_tokens_per_s": row.median_batch_tokens_per_s,
             "p90_batch_tokens_per_s": row.p90_batch_tokens_per_s, "padding_efficiency": row.padding_efficiency,
             "mfu": row.mfu, "mfu_vs_matmul": row.mfu_vs_matmul, "gqa": row.gqa, "real_tokens": row.real_tokens,
             "computed_tokens": row.computed_tokens,
             "batches": row.batches, "measured_seconds": row.measured_seconds, "warmup_seconds": row.warmup_seconds,
-            "peak_allocated_bytes": memory.peak_allocated_bytes, "peak_reserved_bytes": memory.peak_reserved_bytes,
-            "device_used_bytes": memory.device_used_bytes, "host_peak_rss_bytes": memory.host_peak_rss_bytes,
-            "max_logit_error": row.max_logit_error, "logit_tolerance": row.logit_tolerance,
+            **memory_fields(row.memory), "max_logit_error": row.max_logit_error, "logit_tolerance": row.logit_tolerance,
             "correctness_passed": row.correctness_passed,
         })
     return rows
 
 
-def _spread_fields(row: StrategyResult) -> dict[str, Any]:
-    spread = row.spread
+def spread_fields(spread: Spread | None) -> dict[str, Any]:
     return {"repeats": spread.repeats if spread else None,
             "ci95_low_tokens_per_s": spread.ci95_low_tokens_per_s if spread else None,
             "ci95_high_tokens_per_s": spread.ci95_high_tokens_per_s if spread else None,
@@ -222,7 +250,13 @@ def _spread_fields(row: StrategyResult) -> dict[str, Any]:
             "cv": spread.cv if spread else None, "noisy": spread.noisy if spread else None}
 
 
-def _activity_fields(activity: GpuActivity | None) -> dict[str, Any]:
+def memory_fields(memory: MemoryStats | None) -> dict[str, Any]:
+    memory = memory or MemoryStats()
+    return {"peak_allocated_bytes": memory.peak_allocated_bytes, "peak_reserved_bytes": memory.peak_reserved_bytes,
+            "device_used_bytes": memory.device_used_bytes, "host_peak_rss_bytes": memory.host_peak_rss_bytes}
+
+
+def activity_fields(activity: GpuActivity | None) -> dict[str, Any]:
     return {"contended": activity.contended if activity else None,
             "contended_share": activity.contended_share if activity else None,
             "throttled": activity.throttled if activity else None}

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from padbench.contract.results import JobResultBase, PaddingResult, StrategyResult
+from padbench.contract.results import GpuActivity, JobResultBase, PaddingResult, Spread, StrategyResult
 from padbench.contract.spec import MeasurementSpec
+from padbench.report.kind import Verdict, report_for
 
 if TYPE_CHECKING:
     from padbench.contract.api import VerdictOut
@@ -36,13 +37,26 @@ def compact_rate(rate: float) -> str:
     return f"{rate:.3g}"
 
 
-def interval(row: StrategyResult) -> tuple[float, float] | None:
+class Vetted(Protocol):
+    """What the verdict reads of a row of any kind to judge it: status, the repeats' spread, the GPU's activity."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def spread(self) -> Spread | None: ...
+
+    @property
+    def gpu_activity(self) -> GpuActivity | None: ...
+
+
+def interval(row: Vetted) -> tuple[float, float] | None:
     if row.spread is None:
         return None
     return row.spread.ci95_low_tokens_per_s, row.spread.ci95_high_tokens_per_s
 
 
-def within_noise(a: StrategyResult, b: StrategyResult) -> bool:
+def within_noise(a: Vetted, b: Vetted) -> bool:
     """True when the two rows' 95% intervals overlap; rows without an interval are never within noise."""
     first, second = interval(a), interval(b)
     if first is None or second is None:
@@ -50,14 +64,14 @@ def within_noise(a: StrategyResult, b: StrategyResult) -> bool:
     return first[0] <= second[1] and second[0] <= first[1]
 
 
-def is_doubtful(row: StrategyResult) -> bool:
+def is_doubtful(row: Vetted) -> bool:
     """A row not to rank by: invalid or failed, or its repeats noisy, or timed beside another GPU process."""
     noisy = row.spread is not None and row.spread.noisy
     contended = row.gpu_activity is not None and row.gpu_activity.contended
     return row.status != "ok" or noisy or contended
 
 
-def is_excluded(row: StrategyResult) -> bool:
+def is_excluded(row: Vetted) -> bool:
     activity = row.gpu_activity
     return activity is not None and activity.contended and not activity.contention_allowed
 
@@ -84,17 +98,22 @@ def describe(row: StrategyResult) -> str:
     return f"{row.label} / {row.kernel} at {size}batch {row.batch_size}"
 
 
+def ratio_interval(top: Vetted, base: Vetted, base_name: str) -> str:
+    """How sure the ratio of two rows' figures is, to follow it: `, 95% interval 4.80–5.20×`."""
+    top_interval, base_interval = interval(top), interval(base)
+    if top_interval is None or base_interval is None:
+        return ", no interval with a single repeat"
+    if base_interval[0] <= 0:
+        return f", no upper bound: {base_name}'s 95% interval reaches zero"
+    # Conservative: the ratio's interval spans the worst and best pairings of the two intervals.
+    low, high = top_interval[0] / base_interval[1], top_interval[1] / base_interval[0]
+    return f", 95% interval {low:.2f}–{high:.2f}×"
+
+
 def _speedup(top: StrategyResult, static: StrategyResult) -> str:
     assert top.tokens_per_s is not None and static.tokens_per_s is not None
     text = f"{top.tokens_per_s / static.tokens_per_s:.2f}× static ({describe(static)})"
-    top_interval, static_interval = interval(top), interval(static)
-    if top_interval is None or static_interval is None:
-        return text + ", no interval with a single repeat"
-    if static_interval[0] <= 0:
-        return text + ", no upper bound: static's 95% interval reaches zero"
-    # Conservative: the ratio's interval spans the worst and best pairings of the two intervals.
-    low, high = top_interval[0] / static_interval[1], top_interval[1] / static_interval[0]
-    return text + f", 95% interval {low:.2f}–{high:.2f}×"
+    return text + ratio_interval(top, static, "static")
 
 
 def verdict_lines(result: PaddingResult) -> list[str]:
@@ -142,20 +161,26 @@ def summary(result: PaddingResult) -> str | None:
     return f"{top.label} / {top.kernel}: {compact_rate(top.tokens_per_s or 0.0)} tokens/s"
 
 
+def padding_verdict(result: PaddingResult) -> Verdict:
+    return Verdict(lines=verdict_lines(result), summary=summary(result), rows=result.strategies,
+                   winner=winner(result), ranked=ranked_rows(result.strategies))
+
+
 def verdict_out(result: JobResultBase) -> VerdictOut:
-    """The verdict as the API serves it, rows named by their index in `result.strategies`; kinds that rank
-    no layouts (an attention sweep) have none."""
+    """The verdict as the API serves it, rows named by their index in the result's rows; kinds that rank
+    no rows (an attention sweep) have none."""
     # Imported here, not with the module: the API's bodies build the union of the job kinds registered
     # when they are first imported, and reports are imported while a plugin kind may still be registering.
     from padbench.contract.api import VerdictOut
-    if not isinstance(result, PaddingResult):
+    decide = report_for(result).verdict
+    if decide is None:
         return VerdictOut()
-    index = {id(row): position for position, row in enumerate(result.strategies)}
-    best = winner(result)
-    return VerdictOut(lines=verdict_lines(result), summary=summary(result),
-                      winner=None if best is None else index[id(best)],
-                      ranked=[index[id(row)] for row in ranked_rows(result.strategies)],
-                      doubtful=[position for position, row in enumerate(result.strategies) if is_doubtful(row)])
+    verdict = decide(result)
+    index = {id(row): position for position, row in enumerate(verdict.rows)}
+    return VerdictOut(lines=verdict.lines, summary=verdict.summary,
+                      winner=None if verdict.winner is None else index[id(verdict.winner)],
+                      ranked=[index[id(row)] for row in verdict.ranked],
+                      doubtful=[position for position, row in enumerate(verdict.rows) if is_doubtful(row)])
 
 
 @dataclass(frozen=True)

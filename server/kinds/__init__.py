@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from padbench.contract.spec import JobSpecBase
-from padbench.server.kinds import attention, padding
+from padbench.server.kinds import attention, generate, padding
 from padbench.server.kinds.base import KIND_POLICIES, KindPolicy
 
-__all__ = ["KIND_POLICIES", "attention", "padding", "policy_for"]
+__all__ = ["KIND_POLICIES", "attention", "generate", "padding", "policy_for"]
 
 
 def policy_for(spec: JobSpecBase) -> KindPolicy[Any]:

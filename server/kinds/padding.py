@@ -4,8 +4,8 @@ job would feed through its model, and the data, tokenizer and model names it rea
 
 from __future__ import annotations
 
-from padbench.contract.model_spec import weights_upper_bound
-from padbench.contract.spec import PaddingJobSpec
+from padbench.contract.model_spec import ModelSpec, weights_upper_bound
+from padbench.contract.spec import DataSpec, PaddingJobSpec
 from padbench.server.kinds.base import KIND_POLICIES, JobCost, KindPolicy, NamedPath, device_requirements
 
 # Training does a backward pass of about twice the forward's work (the usual 6·N vs 2·N per token).
@@ -31,15 +31,20 @@ def padding_cost(spec: PaddingJobSpec) -> JobCost:
     return JobCost(tokens=tokens, flops=2.0 * weights * tokens * factor)
 
 
-def padding_paths(spec: PaddingJobSpec) -> list[NamedPath]:
+def model_and_data_paths(data: DataSpec, model: ModelSpec) -> list[NamedPath]:
+    """The file names of the specs of kinds that read data and build a model: the source, tokenizer, model."""
     found: list[NamedPath] = []
-    if spec.data.source not in NOT_FILES and not spec.data.source.startswith(HUB_PREFIX):
-        found.append((["spec", "data", "source"], spec.data.source))
-    if spec.data.tokenizer is not None:
-        found.append((["spec", "data", "tokenizer"], spec.data.tokenizer))
-    if spec.model.path is not None:
-        found.append((["spec", "model", "path"], spec.model.path))
+    if data.source not in NOT_FILES and not data.source.startswith(HUB_PREFIX):
+        found.append((["spec", "data", "source"], data.source))
+    if data.tokenizer is not None:
+        found.append((["spec", "data", "tokenizer"], data.tokenizer))
+    if model.path is not None:
+        found.append((["spec", "model", "path"], model.path))
     return found
+
+
+def padding_paths(spec: PaddingJobSpec) -> list[NamedPath]:
+    return model_and_data_paths(spec.data, spec.model)
 
 
 KIND_POLICIES.add("padding", KindPolicy[PaddingJobSpec](

@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 
 from padbench.contract.api import Capabilities, VerdictOut
-from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.kinds import JOB_RESULT_ADAPTER, parse_job_spec
 from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.report.generate_verdict import verdict_lines as generate_verdict_lines
 from padbench.report.verdict import verdict_lines, verdict_out
 from padbench.worker.engine.spread import repeat_spread
+from tests.generate_result import generate_result
 from tests.integration.conftest import LiveServer, result_document
 from tests.integration.test_server_jobs import SPEC, claim, register, submit
 
@@ -27,7 +29,7 @@ def test_pages_are_shells_with_a_strict_content_security_policy(live_server: Liv
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert page.headers["content-security-policy"].startswith("default-src 'self'")
     assert 'id="token-form"' in page.text and "/static/vendor/chartjs/chart.umd.min.js" in page.text
-    assert "/static/kinds/padding.js" in page.text and "/static/kinds/attention.js" in page.text
+    assert all(f"/static/kinds/{kind}.js" in page.text for kind in ("padding", "attention", "generate"))
     assert not EXTERNAL.search(page.text)
 
 
@@ -42,6 +44,7 @@ def test_compare_needs_two_to_eight_job_ids(live_server: LiveServer) -> None:
 
 @pytest.mark.parametrize("path", ["/static/common.js", "/static/charts.js", "/static/pages.js",
                                   "/static/kinds/padding.js", "/static/kinds/attention.js",
+                                  "/static/kinds/generate.js",
                                   "/static/dashboard.css", "/static/vendor/chartjs/chart.umd.min.js",
                                   "/static/vendor/swagger-ui/swagger-ui-bundle.js",
                                   "/static/vendor/redoc/redoc.standalone.js"])
@@ -94,6 +97,21 @@ def test_the_verdict_served_to_the_dashboard_is_the_clis(any_live_server: LiveSe
         assert served == verdict_out(result) and served.lines == verdict_lines(result)
         assert served.lines[0].startswith("verdict: within noise")
         assert bob.get(f"/v1/jobs/{job_id}/verdict").status_code == 404  # someone else's job
+
+
+def test_a_generate_jobs_verdict_is_served_as_the_cli_prints_it(live_server: LiveServer) -> None:
+    spec = {"kind": "generate", "device": "cpu", "dtype": "fp32", "attention": "sdpa"}
+    with live_server.client("submitter") as alice, live_server.client("worker") as cpu:
+        job_id = submit(alice, spec)
+        lease = claim(cpu, register(cpu, "box-1"))
+        assert lease is not None and lease.job.id == job_id
+        result = generate_result().model_copy(update={"spec": parse_job_spec(lease.job.spec)})
+        document = JOB_RESULT_ADAPTER.dump_python(result, mode="json")
+        assert cpu.post(f"/v1/leases/{job_id}/complete",
+                        json={"lease_token": lease.lease_token, "result": document}).status_code == 204
+        served = VerdictOut.model_validate(alice.get(f"/v1/jobs/{job_id}/verdict").json())
+    assert served == verdict_out(result) and served.lines == generate_verdict_lines(result)
+    assert served.summary == "continuous / sdpa-kvcache: 2.4k output tokens/s" and served.winner == 2
 
 
 def test_a_failed_job_names_the_device_it_ran_on(live_server: LiveServer) -> None:

@@ -24,6 +24,8 @@ REFUSALS: list[tuple[dict[str, Any], str, str]] = [
     ({"device": "cpu", "batch_size": "auto"}, "spec.batch_size",
      "auto on device cpu needs probe.cpu_memory_budget_bytes"),
     ({"repeats": 3}, "spec.repeats", "unknown key (did you mean 'measurement.repeats'?)"),
+    ({"kind": "generate", "device": "cpu", "dtype": "fp32", "attention": "sdpa", "batch_size": "auto"},
+     "spec.batch_size", "auto on device cpu needs probe.cpu_memory_budget_bytes"),
 ]
 IDS = [location + ":" + next(iter(spec)) for spec, location, _ in REFUSALS]
 NOT_THE_USERS_WORDS = ("Value error", "padding", "Extra inputs", "ModelSourceError", "UnsupportedModel")

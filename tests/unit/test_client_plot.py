@@ -1,17 +1,21 @@
 """What `padbench plot` draws, read from the matplotlib Axes rather than from pixels: tick labels that tell
-the ticks apart, and 95% intervals as whiskers on the bars of rows measured with repeats."""
+the ticks apart, 95% intervals as whiskers on the bars of rows measured with repeats, and generate jobs' bars
+and context curves."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
+from matplotlib.colors import to_rgba
 from matplotlib.container import ErrorbarContainer
 from matplotlib.ticker import EngFormatter
 
-from padbench.client.plot import draw, rate_formatter
+from padbench.client.plot import draw, rate_formatter, save_plot
 from padbench.contract.results import PaddingResult, Spread
+from tests.generate_result import context_result, generate_result, row, rows_at
 from tests.unit.test_report_padding import sample_result
 
 
@@ -53,3 +57,28 @@ def test_bars_with_an_interval_carry_whiskers_spanning_it() -> None:
 def test_rows_without_repeats_get_no_whiskers() -> None:
     figure = draw([(1, sample_result())])
     assert not any(isinstance(item, ErrorbarContainer) for item in figure.axes[0].containers)
+
+
+def test_a_generate_job_draws_bars_with_whiskers_and_grey_references(tmp_path: Path) -> None:
+    result = generate_result([*rows_at(), row("sorted", None, kernel="flash", error="boom")])
+    figure = draw([(4, result)])
+    (bars,) = figure.axes
+    labels = [tick.get_text() for tick in bars.get_xticklabels()]
+    assert labels[0] == "static\nsdpa-kvcache" and "ref: transformers-generate\ntransformers-sdpa" in labels
+    assert not any("flash" in label for label in labels)  # the failed row is left out, not drawn as zero
+    patches = bars.patches
+    assert [patch.get_facecolor() == to_rgba("0.7") for patch in patches] == [False, False, False, True, True]
+    (whiskers,) = [item for item in bars.containers if isinstance(item, ErrorbarContainer)]
+    assert len(whiskers.lines[2][0].get_segments()) == 5
+    output = tmp_path / "generate.png"
+    save_plot([(4, result)], output)
+    assert output.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_context_table_adds_decode_rate_against_context_length() -> None:
+    figure = draw([(4, context_result()), (5, context_result())])
+    bars, curves = figure.axes
+    assert len(bars.get_xticklabels()) == 10 and "context 2,048" in bars.get_xticklabels()[-1].get_text()
+    lines = {line.get_label(): list(line.get_xdata()) for line in curves.get_lines()}
+    assert lines["job 4 · static · sdpa-kvcache"] == [512, 2048] and len(lines) == 10
+    assert isinstance(curves.yaxis.get_major_formatter(), EngFormatter)

@@ -95,6 +95,28 @@ def test_the_estimate_counts_tokens_per_strategy_and_repeat() -> None:
     assert job_cost(spec).tokens == 100 * 64 * 4 * 3  # four default strategies
 
 
+def test_a_generate_estimate_counts_every_row_context_and_request_at_its_longest() -> None:
+    base = {"kind": "generate", "data": {"num_samples": 10, "max_length": 64}, "output_length": 16,
+            "strategies": ["static", "continuous"], "references": ["transformers-generate"],
+            "measurement": {"repeats": 2, "warmup_requests": 4, "correctness_samples": 3}}
+    requests_per_row = 10 * 2 + 4 + 2 * 3  # measured, warm-up, and the gate (reference and row)
+    assert job_cost(parse_job_spec(base)).tokens == 3 * requests_per_row * (64 + 16)
+    table = parse_job_spec({**base, "model": "llama-3.2-1b", "context": [128, 1024]})
+    assert job_cost(table).tokens == 3 * 2 * requests_per_row * (1024 + 16)
+    assert job_cost(parse_job_spec({**base, "model": "./my-model"})).flops is None  # no architecture to count
+
+
+def test_a_generate_job_at_a_long_context_is_refused_by_its_attention_flops() -> None:
+    settings = Settings(database_url="sqlite://")
+    # 1,000 requests, each attending over 128k tokens: the weights alone would be about 2e18 FLOPs.
+    spec = parse_job_spec({"kind": "generate", "model": "llama-3.1-8b", "data": {"num_samples": 1000},
+                           "output_length": 4096, "context": [131_072 - 4096], "strategies": ["static"],
+                           "references": [], "measurement": {"repeats": 1, "warmup_requests": 0,
+                                                             "correctness_samples": 1}})
+    assert "PADBENCH_MAX_JOB_FLOPS" in (over_limits(spec, max_tokens=settings.max_job_tokens,
+                                                    max_flops=settings.max_job_flops) or "")
+
+
 def test_result_strings_are_bounded() -> None:
     from padbench.contract.results import Environment
 

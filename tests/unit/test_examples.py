@@ -12,7 +12,7 @@ EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yam
 
 
 def test_there_are_examples() -> None:
-    assert {path.name for path in EXAMPLES} >= {"cpu-demo.yaml", "gpu-demo.yaml", "h200-padding.yaml"}
+    assert {path.name for path in EXAMPLES} >= {"cpu-demo.yaml", "gpu-demo.yaml", "h200-padding.yaml", "generate.yaml"}
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda path: path.name)

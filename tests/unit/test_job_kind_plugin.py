@@ -11,14 +11,18 @@ from collections.abc import Iterator
 import pytest
 from pydantic import ValidationError
 
-from padbench.contract.kinds import JOB_RESULT_ADAPTER, JOB_SPEC_ADAPTER, parse_job_spec
+from padbench.client.plot import PLOTS
+from padbench.contract.kinds import JOB_KINDS, JOB_RESULT_ADAPTER, JOB_SPEC_ADAPTER, parse_job_spec
 from padbench.report import render
 from padbench.report.compare import compare, render_compare_json
 from padbench.report.identity import title
+from padbench.report.kind import REPORTS
 from padbench.report.terminal import write_table
 from padbench.server.cost import over_limits
+from padbench.server.kinds import KIND_POLICIES
 from padbench.server.paths import path_errors
 from padbench.server.requirements import job_requirements
+from padbench.server.web.pages import KIND_SCRIPTS
 from padbench.worker.jobs import run_job
 from padbench.worker.runtime.isolation import ChildContext
 from tests.echo_kind import EchoJobSpec, EchoResult, registered
@@ -83,3 +87,12 @@ def test_the_servers_policy_gates_and_costs_it(echo: None) -> None:
 def test_without_its_registration_the_kind_is_unknown() -> None:
     with pytest.raises(ValidationError, match="'padding', 'attention'"):
         parse_job_spec(SPEC)
+
+
+def test_every_kind_the_contract_registers_has_a_report_plot_server_policy_and_dashboard_view() -> None:
+    """The layers outside the worker (whose runners its own tests list): a kind missing one would be refused
+    with a 500 at submission, printed as an unknown kind, or shown raw on the dashboard."""
+    kinds = list(JOB_KINDS)
+    assert kinds == ["padding", "attention", "generate"]
+    assert all(kind in REPORTS and kind in PLOTS and kind in KIND_POLICIES for kind in kinds)
+    assert all((KIND_SCRIPTS / f"{kind}.js").is_file() for kind in kinds)

@@ -5,18 +5,33 @@ from __future__ import annotations
 from padbench.contract.api import Capabilities
 from padbench.contract.kinds import parse_job_spec
 from padbench.server.api.errors import clean_location
+from padbench.server.paths import path_errors
 from padbench.server.requirements import job_requirements, offered_capabilities
 
 
 def test_a_worker_offers_the_families_it_lists_never_one_read_from_a_kernel_name() -> None:
     offered = offered_capabilities(Capabilities(device="cpu", kernels=["sdpa", "sdpa-block-mask", "flex-padding-mask"]))
-    assert offered == {"kind:padding", "kind:attention", "device:cpu", "attention:sdpa"}
+    assert offered == {"kind:padding", "kind:attention", "kind:generate", "device:cpu", "attention:sdpa"}
 
 
 def test_padding_job_requires_each_attention_family_and_pinned_device() -> None:
     spec = parse_job_spec({"device": "cuda", "attention": "flash",
                            "strategies": ["static", {"name": "packed", "attention": "flex"}]})
     assert job_requirements(spec) == {"kind:padding", "device:cuda", "attention:flash", "attention:flex"}
+
+
+def test_generate_job_requires_its_attention_family_and_pinned_device() -> None:
+    spec = parse_job_spec({"kind": "generate", "device": "cuda", "attention": "torch-flash"})
+    assert job_requirements(spec) == {"kind:generate", "device:cuda", "attention:torch-flash"}
+    cpu = parse_job_spec({"kind": "generate", "device": "cpu", "dtype": "fp32", "attention": "sdpa"})
+    assert job_requirements(cpu) == {"kind:generate", "attention:sdpa"}
+
+
+def test_generate_job_names_its_data_tokenizer_and_model_files() -> None:
+    spec = parse_job_spec({"kind": "generate", "model": {"path": "./models/../../etc"},
+                           "data": {"source": "prompts/*.jsonl", "tokenizer": "tokenizers/llama"}})
+    assert [(error["loc"], error["type"]) for error in path_errors(spec)] == [
+        (["spec", "data", "source"], "path_outside_roots"), (["spec", "model", "path"], "path_outside_roots")]
 
 
 def test_sweep_requires_kind_only() -> None:

@@ -24,7 +24,6 @@ from padbench.contract.api import (
 )
 from padbench.contract.bounds import MAX_DB_ID
 from padbench.contract.kinds import JOB_SPEC_ADAPTER, JobResult
-from padbench.contract.spec import new_job_problems
 from padbench.server import queue
 from padbench.server.api.deps import (
     AdminAuth,
@@ -73,7 +72,7 @@ def submit_job(body: JobCreate, response: Response, session: SessionDep, setting
     answer arrived, and never queues a second one."""
     spec = body.spec
     refused = path_errors(spec) + [{"loc": ["spec", *where], "msg": why, "type": "new_job_refused"}
-                                   for where, why in new_job_problems(spec)]
+                                   for where, why in spec.new_job_problems()]
     if refused:
         raise HTTPException(HTTP_UNPROCESSABLE, refused)
     too_costly = over_limits(spec, max_tokens=settings.max_job_tokens, max_flops=settings.max_job_flops)

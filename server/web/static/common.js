@@ -89,6 +89,55 @@ const fmt = {
   when: (iso) => (iso ? iso.replace("T", " ").slice(0, 19) : MISSING),
 };
 
+// --- what the tables of every kind that measures a model show -----------------------------------------
+// As reports name the model (ModelSpec.label).
+function modelLabel(spec) {
+  const model = spec.model;
+  if (typeof model === "string") return model;
+  if (!model) return MISSING;
+  if (model.hub) return `hub:${model.hub}`;
+  return model.preset || model.path || (model.config ? `custom ${model.config.model_type}` : MISSING);
+}
+
+function memoryOf(row) {
+  const memory = row.memory;
+  if (!memory) return MISSING;
+  if (memory.peak_allocated_bytes != null) return fmt.bytes(memory.peak_allocated_bytes);
+  if (memory.host_peak_rss_bytes != null) return `${fmt.bytes(memory.host_peak_rss_bytes)} RSS`;
+  return MISSING;
+}
+
+function marksOf(row) {
+  const marks = [];
+  if (row.spread && row.spread.noisy) marks.push(`noisy CV ${(row.spread.cv * 100).toFixed(1)}%`);
+  if (row.gpu_activity && row.gpu_activity.contended) marks.push("contended");
+  if (row.gpu_activity && row.gpu_activity.throttled) {
+    // Held at the power limit is how a GPU runs at full load; heat or a hardware slowdown is a real alarm.
+    const reasons = row.gpu_activity.throttle_reasons || [];
+    marks.push(reasons.length === 1 && reasons[0] === "sw_power_cap" ? "power cap" : "throttled");
+  }
+  return marks.join(", ") || "yes";
+}
+
+// The CLI's `valid` cell: `yes` or the marks, or `no [n]` / `failed [n]` with the reason added to `notes`.
+function validityOf(row, notes) {
+  if (row.status === "ok") return marksOf(row);
+  const number = notes.push(row.invalid_reason || row.error || "no reason recorded");
+  return `${row.status === "invalid" ? "no" : "failed"} [${number}]`;
+}
+
+// The row the server's verdict highlights, and the rows it says not to rank by.
+function verdictClass(verdict, index) {
+  return index === verdict.winner ? "winner" : verdict.doubtful.includes(index) ? "doubtful" : "";
+}
+
+function resultTable(columns, bodyRows, notes) {
+  const table = el("table", { className: "grid results" },
+                   el("thead", {}, el("tr", {}, ...columns.map((name) => el("th", { text: name })))),
+                   el("tbody", {}, ...bodyRows));
+  return [table, el("ol", { className: "notes" }, ...notes.map((note) => el("li", { text: note })))];
+}
+
 // --- job kinds ------------------------------------------------------------------------------------------
 // A kind's view: plural (for messages), model(spec) and mode(spec) (what the job ran, and how),
 // table(result, verdict) (nodes; `verdict` is the server's, from /v1/jobs/{id}/verdict: its lines, the

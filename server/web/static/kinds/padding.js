@@ -3,13 +3,6 @@
 
 function strategyLabel(row) { return row.strategy === "binned" ? `binned[${row.n_bins}]` : row.strategy; }
 
-function paddingModel(spec) {
-  const model = spec.model;
-  if (typeof model === "string") return model;
-  if (!model) return MISSING;
-  return model.preset || model.path || (model.config ? `custom ${model.config.model_type}` : MISSING);
-}
-
 // --- charts ---------------------------------------------------------------------------------------------
 function validRows(result) { return result.strategies.filter((row) => row.status === "ok" && row.tokens_per_s != null); }
 
@@ -97,26 +90,6 @@ function detailsOf(row) {
     .map(([name, value]) => `${name}: ${value}`).join(" · ");
 }
 
-function marksOf(row) {
-  const marks = [];
-  if (row.spread && row.spread.noisy) marks.push(`noisy CV ${(row.spread.cv * 100).toFixed(1)}%`);
-  if (row.gpu_activity && row.gpu_activity.contended) marks.push("contended");
-  if (row.gpu_activity && row.gpu_activity.throttled) {
-    // Held at the power limit is how a GPU runs at full load; heat or a hardware slowdown is a real alarm.
-    const reasons = row.gpu_activity.throttle_reasons || [];
-    marks.push(reasons.length === 1 && reasons[0] === "sw_power_cap" ? "power cap" : "throttled");
-  }
-  return marks.join(", ") || "yes";
-}
-
-function memoryOf(row) {
-  const memory = row.memory;
-  if (!memory) return MISSING;
-  if (memory.peak_allocated_bytes != null) return fmt.bytes(memory.peak_allocated_bytes);
-  if (memory.host_peak_rss_bytes != null) return `${fmt.bytes(memory.host_peak_rss_bytes)} RSS`;
-  return MISSING;
-}
-
 // The columns to read a row by; the rest of the CLI's columns are in the row's details (click its layout).
 const PADDING_COLUMNS = ["strategy", "kernel", "batch", "tokens/s", "95% interval", "vs static", "padding eff.",
                          "MFU", "peak memory", "valid"];
@@ -146,16 +119,9 @@ function paddingTable(result, verdict) {
   const order = verdict.ranked.length ? verdict.ranked : result.strategies.map((_, index) => index);
   const body = order.flatMap((index) => {
     const row = result.strategies[index];
-    const validity = row.status === "ok" ? marksOf(row)
-      : `${row.status === "invalid" ? "no" : "failed"} [${notes.push(row.invalid_reason || row.error || "no reason recorded")}]`;
-    const className = index === verdict.winner ? "winner" : verdict.doubtful.includes(index) ? "doubtful" : "";
-    return paddingRows(row, className, validity);
+    return paddingRows(row, verdictClass(verdict, index), validityOf(row, notes));
   });
-  const table = el("table", { className: "grid results" },
-                   el("thead", {}, el("tr", {}, ...PADDING_COLUMNS.map((name) => el("th", { text: name })))),
-                   el("tbody", {}, ...body));
-  const noteList = el("ol", { className: "notes" }, ...notes.map((note) => el("li", { text: note })));
-  return [table, noteList];
+  return resultTable(PADDING_COLUMNS, body, notes);
 }
 
 // --- compare --------------------------------------------------------------------------------------------
@@ -173,7 +139,7 @@ function paddingFigures(result) {
 
 registerKind("padding", {
   plural: "padding jobs",
-  model: paddingModel,
+  model: modelLabel,
   mode: (spec) => spec.mode,
   table: paddingTable,
   charts(container, result) {
