@@ -104,6 +104,9 @@ class GenerateJobSpec(JobSpecBase):
     device: Device = "auto"
     # Decode steps replayed as CUDA graphs (GPU only): no host launch per kernel, no host sync per token.
     cuda_graphs: bool = True
+    # torch.compile the graphed decode step (fuses the elementwise kernels between its matmuls); the result
+    # states whether it compiled and how long compiling took, which is never inside the measured time.
+    compile: bool = True
     # Context lengths of the decode table: every request's prompt is this long, one row per length.
     context: Annotated[list[SeqLen], Field(min_length=1, max_length=16)] | None = None
     measurement: GenerateMeasurementSpec = GenerateMeasurementSpec()
@@ -169,6 +172,8 @@ class GenerateRow(ResultModel):
     invalid_reason: str | None = None
     error: str | None = None
     cuda_graphs: bool | None = None  # whether decode steps were replayed as CUDA graphs
+    compiled: bool | None = None  # whether the decode step ran compiled by torch.compile
+    compile_seconds: Annotated[float, Field(ge=0, le=1e6)] | None = None  # in the warm-up, not the measurement
     # Headline: Σ output tokens / Σ measured seconds over the repeats (every request served once per repeat).
     output_tokens_per_s: Rate | None = None
     total_tokens_per_s: Rate | None = None  # prompt + output tokens over the same time

@@ -12,6 +12,9 @@ keeps a small model's decode step from being bound by the host.
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -27,7 +30,7 @@ GRAPH_WARMUP_STEPS = 2  # eager runs on a side stream before capture, as torch.c
 
 class Decoder:
     def __init__(self, model: torch.nn.Module, kernel: DecodeKernel, cache: KvCache, requests: int,
-                 max_output: int, device: torch.device, cuda_graphs: bool) -> None:
+                 max_output: int, device: torch.device, cuda_graphs: bool, compile_decode: bool = False) -> None:
         self.model, self.kernel, self.cache, self.device = model, kernel, cache, device
         slots = cache.slots
         self.last_tokens = torch.zeros(slots, dtype=torch.long, device=device)
@@ -36,6 +39,12 @@ class Decoder:
         self.cu_q_decode = torch.arange(slots + 1, dtype=torch.int32, device=device)
         self.use_graphs = cuda_graphs and device.type == "cuda" and kernel.graph_safe
         self.graph: torch.cuda.CUDAGraph | None = None
+        # torch.compile fuses the elementwise kernels between a decode step's matmuls (norms, rotary
+        # embeddings, activations): with ~50 small kernels per layer, they, not the matmuls, set a small
+        # model's step time. Only the graphed decode step is compiled: its shapes never change.
+        self.compile_decode = compile_decode and self.use_graphs
+        self._compiled: Any = None
+        self.compile_seconds: float | None = None
         self._staged = torch.zeros(len(_PLAN_FIELDS) * (slots + 1), dtype=torch.long, device=device)
         self.keep_first_logits = False
         self.first_logits: dict[int, torch.Tensor] = {}  # request row → its first step's logits (the gate)
@@ -78,17 +87,30 @@ class Decoder:
             offset += len(array)
         return views
 
-    def _forward(self, fields: dict[str, torch.Tensor], max_q: int, host: HostPlan | None) -> torch.Tensor:
+    def _forward(self, fields: dict[str, torch.Tensor], max_q: int, host: HostPlan | None,
+                 compiled: bool = False) -> torch.Tensor:
+        with attention_implementation(self.model, self.kernel.hf_name):
+            core = self._compiled_core() if compiled else self._core
+            return core(fields, max_q, host)
+
+    def _core(self, fields: dict[str, torch.Tensor], max_q: int, host: HostPlan | None) -> torch.Tensor:
         tokens = torch.where(fields["tokens"] >= 0, fields["tokens"], self.last_tokens[fields["source_slot"]])
         inputs = StepInputs(self.cache, fields["write_index"], fields["cu_q"].to(torch.int32),
                             fields["k_start"].to(torch.int32), fields["k_used"].to(torch.int32), max_q, host)
-        with attention_implementation(self.model, self.kernel.hf_name):
-            logits = self.model(input_ids=tokens[None], position_ids=fields["positions"][None],
-                                logits_to_keep=fields["logit_rows"], padbench_step=inputs).logits[0]
+        logits = self.model(input_ids=tokens[None], position_ids=fields["positions"][None],
+                            logits_to_keep=fields["logit_rows"], padbench_step=inputs).logits[0]
         chosen = logits.argmax(dim=-1)
         self.last_tokens.index_copy_(0, fields["out_slot"], chosen)
         self.generated.index_put_((fields["out_row"], fields["out_col"]), chosen)
         return logits
+
+    def _compiled_core(self) -> Any:
+        if self._compiled is None:
+            # Every layer's code is traced once per layer object; the default limit of 8 would leave most
+            # layers uncompiled.
+            torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
+            self._compiled = torch.compile(self._core, dynamic=False)
+        return self._compiled
 
     # --- CUDA graph --------------------------------------------------------------------------------------
 
@@ -122,13 +144,17 @@ class Decoder:
         saved_tokens, saved_generated = self.last_tokens.clone(), self.generated.clone()
         side = torch.cuda.Stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
+        started = time.perf_counter()
         with torch.cuda.stream(side):
             for _ in range(GRAPH_WARMUP_STEPS):
-                self._forward(fields, 1, None)
+                self._forward(fields, 1, None, self.compile_decode)
         torch.cuda.current_stream(self.device).wait_stream(side)
+        if self.compile_decode:
+            torch.cuda.synchronize(self.device)
+            self.compile_seconds = time.perf_counter() - started
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            self._forward(fields, 1, None)
+            self._forward(fields, 1, None, self.compile_decode)
         self.last_tokens.copy_(saved_tokens)
         self.generated.copy_(saved_generated)
         return graph

@@ -62,6 +62,8 @@ class DecodeKernel(ABC):
                     "eager-kvcache does")
         return None
 
+    # Kept out of torch.compile: the in-place cache write would be functionalised into a copy of the whole cache.
+    @torch.compiler.disable
     def _transformers_attention(self, module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor,
                                 value: torch.Tensor, attention_mask: torch.Tensor | None,
                                 scaling: float | None = None, dropout: float = 0.0, softcap: float | None = None,
@@ -101,11 +103,30 @@ class TorchFlashDecode(DecodeKernel):
 
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, step: StepInputs, scale: float,
                softcap: float | None, window: int | None) -> torch.Tensor:
+        slots, kv_heads = step.cache.slots, keys.shape[1]
+        groups = q.shape[1] // kv_heads
+        if step.max_q == 1 and q.shape[0] == slots and groups > 1 and window is None:
+            return self._attend_grouped_decode(q, keys, values, step, scale, groups)
         windowed = {"window_size_left": window - 1, "window_size_right": 0} if window else {}
         out = torch.ops.aten._flash_attention_forward(
             q, keys, values, step.cu_q, step.k_start, step.max_q, step.cache.capacity, 0.0, True, False,
             scale=scale, seqused_k=step.k_used, **windowed)
         return out[0]
+
+    def _attend_grouped_decode(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, step: StepInputs,
+                               scale: float, groups: int) -> torch.Tensor:
+        """A decode step with grouped-query heads: each slot's query heads of one key/value head become that
+        head's `groups` query rows, so each key/value head is read once per slot rather than once per query
+        head. Every row is the same position, the last, which sees the whole range: no causal mask."""
+        slots, kv_heads, head_dim = q.shape[0], keys.shape[1], q.shape[2]
+        rows = q.view(slots, kv_heads, groups, head_dim).transpose(1, 2).reshape(slots * groups, kv_heads, head_dim)
+        cu_rows = step.extras.get("grouped_cu_q")
+        if cu_rows is None:
+            cu_rows = step.extras["grouped_cu_q"] = step.cu_q * groups
+        out = torch.ops.aten._flash_attention_forward(
+            rows, keys, values, cu_rows, step.k_start, groups, step.cache.capacity, 0.0, False, False, scale=scale,
+            seqused_k=step.k_used)[0]
+        return out.view(slots, groups, kv_heads, head_dim).transpose(1, 2).reshape(slots, kv_heads * groups, head_dim)
 
 
 @functools.cache

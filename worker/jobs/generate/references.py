@@ -12,6 +12,7 @@ gated (they are the library itself), never a strategy in the verdict.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Sequence
@@ -72,12 +73,30 @@ def time_continuous(model: Any, requests: Sequence[Request], slots: int, pad_id:
         for request in requests:
             manager.add_request(list(request.prompt), request_id=str(request.row),
                                 max_new_tokens=request.output_length)
-        for _ in requests:
-            if manager.get_result(timeout=600) is None:
+        finished: dict[str, int] = {}
+        while len(finished) < len(requests):
+            result = manager.get_result(timeout=600)
+            if result is None:
                 raise RuntimeError("transformers' continuous batching returned no result within 600 s")
+            if result.error is not None:
+                raise RuntimeError(f"transformers' continuous batching failed request {result.request_id}: "
+                                   f"{first_line(result.error, 200)}")
+            if result.is_finished():
+                finished[result.request_id] = len(result.generated_tokens)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        return time.perf_counter() - started
+        seconds = time.perf_counter() - started
+    check_lengths(requests, finished)
+    return seconds
+
+
+def check_lengths(requests: Sequence[Request], generated: dict[str, int]) -> None:
+    """Every request generated exactly its output length: a shorter answer would inflate the rate."""
+    for request in requests:
+        count = generated.get(str(request.row))
+        if count != request.output_length:
+            raise RuntimeError(f"transformers' continuous batching generated {count} tokens for request "
+                               f"{request.row}, which asked for {request.output_length}")
 
 
 TIMERS = {"transformers-generate": time_generate, "transformers-continuous": time_continuous}
@@ -92,7 +111,10 @@ def reference_row(name: ReferenceName, model: torch.nn.Module, requests: Sequenc
     previous = config._attn_implementation
     try:
         model.set_attn_implementation(attention)  # type: ignore[operator]
-        with torch.inference_mode(), track_peak_memory(device) as memory:
+        # The continuous batching manager runs its loop on a thread of its own, where tensors made under this
+        # thread's inference mode cannot be updated in place: it brings its own no-grad context instead.
+        mode = torch.inference_mode() if name == "transformers-generate" else contextlib.nullcontext()
+        with mode, track_peak_memory(device) as memory:
             started = time.perf_counter()
             if warmup:
                 TIMERS[name](model, requests[:warmup], slots, pad_id, device)

@@ -60,6 +60,8 @@ class StrategyRow:
         self.kernel_name = job.spec.attention
         self.gate: GateOutcome | None = None
         self.graphs: bool | None = None
+        self.compiled: bool | None = None
+        self.compile_seconds: float | None = None
         self.kv_cache_bytes: int | None = None
         self.slots = self._slots()
 
@@ -100,6 +102,7 @@ class StrategyRow:
             self.say(0.1, f"warm-up ({len(warmup)} requests)")
             warmup_seconds = run_pass(self.strategy, scheduler, decoder, warmup, self.job.device).seconds \
                 if warmup else 0.0
+            self.compiled, self.compile_seconds = decoder.compile_decode, decoder.compile_seconds
             with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
                 passes = []
                 for repeat in range(settings.repeats):
@@ -115,7 +118,8 @@ class StrategyRow:
         cache = KvCache(CacheShape.of(config_of(model)), slots, capacity, self.job.device, self.job.dtype)
         longest_output = max(r.output_length for r in requests)
         rows = max(r.row for r in requests) + 1
-        decoder = Decoder(model, kernel, cache, rows, longest_output, self.job.device, self.job.spec.cuda_graphs)
+        decoder = Decoder(model, kernel, cache, rows, longest_output, self.job.device, self.job.spec.cuda_graphs,
+                          self.job.spec.compile)
         return decoder, Scheduler(slots, capacity, self.job.pad_id, rows, longest_output)
 
     def _check(self, kernel: DecodeKernel) -> GateOutcome:
@@ -133,7 +137,8 @@ class StrategyRow:
         gate = self.gate
         return GenerateRow(
             strategy=self.strategy, attention=self.job.spec.attention, kernel=self.kernel_name, context=self.context,
-            batch_size=self.slots, cuda_graphs=self.graphs, kv_cache_bytes=self.kv_cache_bytes,
+            batch_size=self.slots, cuda_graphs=self.graphs, compiled=self.compiled,
+            compile_seconds=self.compile_seconds, kv_cache_bytes=self.kv_cache_bytes,
             correctness_passed=gate.passed if gate else None,
             gate_requests=len(self.job.gate_requests) if gate else None, gate_detail=gate.detail if gate else None,
             max_logit_error=gate.max_error if gate else None, logit_tolerance=gate.tolerance if gate else None,
