@@ -145,3 +145,13 @@ def test_a_job_with_answer_lengths_runs(answers_file: Path, tokenizer_dir: Path)
     (row,) = result.rows
     assert row.status == "ok" and row.correctness_passed, row.error
     assert row.output_tokens == result.output_tokens_total
+
+
+def test_a_kernel_that_cannot_run_the_model_fails_its_row_with_the_reason() -> None:
+    result, _, _ = run(spec(model="tiny-gemma2", strategies=["static"]))
+    (row,) = result.rows
+    assert row.status == "failed" and row.correctness_passed is None and row.output_tokens_per_s is None
+    assert row.error == ("kernel sdpa-kvcache cannot run this model: sdpa-kvcache does not apply attention logit "
+                         "soft-capping (the model caps at 50); eager-kvcache does")
+    eager, _, _ = run(spec(model="tiny-gemma2", strategies=["static"], attention="eager"))
+    assert eager.rows[0].status == "ok" and eager.rows[0].kernel == "eager-kvcache", eager.rows[0].error
