@@ -1,0 +1,161 @@
+"""The decoding engine against one request at a time: every strategy's greedy tokens equal the plain model's,
+exactly, in fp32 on the CPU, for Llama, Qwen 3 and Gemma 2 on every CPU cache kernel that can run them; and a
+planted slot mix-up fails the gate, naming the request it broke.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+import torch
+
+from padbench.contract.model_spec import ModelSpec
+from padbench.worker.engine.attention.features import AttentionFeatures
+from padbench.worker.engine.attention.ops import KernelUnavailable
+from padbench.worker.engine.decoding.cache import CacheShape, HostPlan, KvCache
+from padbench.worker.engine.decoding.decoder import Decoder
+from padbench.worker.engine.decoding.kernels import DECODE_KERNELS, DecodeKernel, resolve_decode_kernel
+from padbench.worker.engine.model import build_model, config_of
+from padbench.worker.jobs.generate import schedule
+from padbench.worker.jobs.generate.gate import GateOutcome, ReferenceRun, judge, reference_runs
+from padbench.worker.jobs.generate.passes import run_pass
+from padbench.worker.jobs.generate.schedule import Request, Scheduler
+
+CPU = torch.device("cpu")
+PAD_ID = 0
+# Prompt and output lengths that differ, so that static batches pad and idle, and continuous batching refills.
+PROMPTS = (5, 11, 2, 8, 3, 13, 7)
+OUTPUTS = (6, 2, 7, 4, 5, 3, 6)
+SLOTS = 3
+QWEN3: dict[str, Any] = {"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 30522,
+         "max_position_embeddings": 256}
+MODELS = {"tiny-llama": ModelSpec(preset="tiny-llama"), "qwen3": ModelSpec(config=QWEN3),
+          "tiny-gemma2": ModelSpec(preset="tiny-gemma2")}
+STRATEGIES = ("static", "sorted", "continuous")
+
+
+def gate_set(vocab: int) -> list[Request]:
+    generator = torch.Generator().manual_seed(7)
+    return [Request(row, tuple(torch.randint(1, vocab, (p,), generator=generator).tolist()), n)
+            for row, (p, n) in enumerate(zip(PROMPTS, OUTPUTS, strict=True))]
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def family(request: pytest.FixtureRequest) -> tuple[str, torch.nn.Module, list[Request], dict[int, ReferenceRun]]:
+    model = build_model(MODELS[request.param], torch.float32, CPU, seed=0)
+    requests = gate_set(int(config_of(model).vocab_size))
+    return request.param, model, requests, reference_runs(model, requests, CPU, "fp32")
+
+
+def decode(model: torch.nn.Module, kernel: DecodeKernel, strategy: str, requests: Sequence[Request],
+           slots: int = SLOTS) -> Decoder:
+    capacity = max(len(r.prompt) for r in requests) + max(r.output_length for r in requests) + 1
+    longest = max(r.output_length for r in requests)
+    cache = KvCache(CacheShape.of(config_of(model)), slots, capacity, CPU, torch.float32)
+    decoder = Decoder(model, kernel, cache, len(requests), longest, CPU, cuda_graphs=False)
+    decoder.keep_first_logits = True
+    run_pass(strategy, Scheduler(slots, capacity, PAD_ID, len(requests), longest), decoder, requests,  # type: ignore[arg-type]
+             CPU)
+    return decoder
+
+
+def gate(model: torch.nn.Module, kernel: DecodeKernel, strategy: str, requests: Sequence[Request],
+         references: dict[int, ReferenceRun]) -> GateOutcome:
+    decoder = decode(model, kernel, strategy, requests)
+    return judge(requests, references, decoder.generated, decoder.first_logits, "fp32")
+
+
+def cpu_kernels() -> list[DecodeKernel]:
+    return [kernel for _, kernel in DECODE_KERNELS.items() if kernel.unavailable_reason(CPU, torch.float32) is None]
+
+
+def test_the_cpu_runs_sdpa_and_eager_and_refuses_flash() -> None:
+    assert sorted(k.name for k in cpu_kernels()) == ["eager-kvcache", "sdpa-kvcache"]
+    with pytest.raises(KernelUnavailable, match="torch-flash-kvcache: it needs bf16 or fp16"):
+        resolve_decode_kernel("flash", CPU, torch.float32)
+    with pytest.raises(KernelUnavailable, match="CUDA GPUs only"):
+        resolve_decode_kernel("flash", CPU, torch.bfloat16)
+    assert resolve_decode_kernel("sdpa", CPU, torch.float32).name == "sdpa-kvcache"
+    assert resolve_decode_kernel("eager", CPU, torch.float32).name == "eager-kvcache"
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_strategy_and_cpu_kernel_passes_the_gate(family: tuple, strategy: str) -> None:
+    name, model, requests, references = family
+    softcap = AttentionFeatures.of(config_of(model)).softcap
+    ran = []
+    for kernel in cpu_kernels():
+        reason = kernel.unsupported_reason(softcap)
+        if reason is not None:
+            assert name == "tiny-gemma2" and kernel.name == "sdpa-kvcache"
+            continue
+        decoder = decode(model, kernel, strategy, requests)
+        outcome = judge(requests, references, decoder.generated, decoder.first_logits, "fp32")
+        assert outcome.passed, f"{name} {strategy} on {kernel.name}: {outcome.detail}"
+        # fp32 on one CPU: beyond the gate (which stops at a near-tie), every token equals the reference's.
+        for request in requests:
+            assert decoder.generated[request.row, :request.output_length].tolist() == references[request.row].tokens
+        ran.append(kernel.name)
+    assert ran == (["eager-kvcache"] if name == "tiny-gemma2" else ["sdpa-kvcache", "eager-kvcache"])
+
+
+def test_sdpa_refuses_gemma2_soft_capping() -> None:
+    model = build_model(MODELS["tiny-gemma2"], torch.float32, CPU, seed=0)
+    softcap = AttentionFeatures.of(config_of(model)).softcap
+    kernel = DECODE_KERNELS.get("sdpa-kvcache")
+    reason = kernel.unsupported_reason(softcap)
+    assert reason == ("sdpa-kvcache does not apply attention logit soft-capping (the model caps at 50); "
+                      "eager-kvcache does")
+    assert DECODE_KERNELS.get("eager-kvcache").unsupported_reason(softcap) is None
+    # Run anyway, the kernel refuses inside the model's forward rather than computing uncapped scores.
+    with pytest.raises(KernelUnavailable, match="does not apply attention logit soft-capping"):
+        decode(model, kernel, "static", gate_set(int(config_of(model).vocab_size))[:2])
+
+
+# --- planted mix-ups -----------------------------------------------------------------------------------------
+
+def swap_two_slots(field: str) -> Callable[[schedule.PlanBuilder], HostPlan]:
+    """PlanBuilder.build that swaps `field` of slots 0 and 1 in every pure decode step."""
+    original = schedule.PlanBuilder.build
+
+    def build(self: schedule.PlanBuilder) -> HostPlan:
+        plan = original(self)
+        if plan.decode_only:
+            values = getattr(plan, field)
+            values[[0, 1]] = values[[1, 0]]
+        return plan
+
+    return build
+
+
+@pytest.fixture(scope="module")
+def llama() -> tuple[torch.nn.Module, list[Request], dict[int, ReferenceRun]]:
+    model = build_model(MODELS["tiny-llama"], torch.float32, CPU, seed=0)
+    requests = gate_set(int(config_of(model).vocab_size))
+    return model, requests, reference_runs(model, requests, CPU, "fp32")
+
+
+@pytest.mark.parametrize("field", ["out_slot", "k_start"])
+@pytest.mark.parametrize("strategy", ["static", "continuous"])
+@pytest.mark.parametrize("kernel_name", ["eager-kvcache", "sdpa-kvcache"])
+def test_a_planted_slot_mix_up_fails_the_gate(llama: tuple, monkeypatch: pytest.MonkeyPatch, field: str,
+                                              strategy: str, kernel_name: str) -> None:
+    model, requests, references = llama
+    kernel = DECODE_KERNELS.get(kernel_name)
+    assert gate(model, kernel, strategy, requests, references).passed  # the same pass, unplanted
+    monkeypatch.setattr(schedule.PlanBuilder, "build", swap_two_slots(field))
+    outcome = gate(model, kernel, strategy, requests, references)
+    assert not outcome.passed
+    assert outcome.detail.startswith("gate request ")
+    assert "one-at-a-time reference's is" in outcome.detail
+
+
+def test_a_missing_first_step_fails_the_gate(llama: tuple) -> None:
+    model, requests, references = llama
+    decoder = decode(model, DECODE_KERNELS.get("eager-kvcache"), "static", requests)
+    decoder.first_logits.pop(3)
+    outcome = judge(requests, references, decoder.generated, decoder.first_logits, "fp32")
+    assert not outcome.passed and outcome.detail == "gate request 3: no first-step logits were produced"
