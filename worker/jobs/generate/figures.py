@@ -13,7 +13,7 @@ import numpy as np
 
 from padbench.contract.generate import Latency
 from padbench.worker.jobs.generate.passes import PassTiming
-from padbench.worker.jobs.generate.schedule import Request
+from padbench.worker.jobs.generate.schedule import Request, StepRecord
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def latency(values: np.ndarray) -> Latency | None:
                    samples=int(values.size))
 
 
-def _steps(passes: Sequence[PassTiming]) -> list[tuple[float, object]]:
+def _steps(passes: Sequence[PassTiming]) -> list[tuple[float, StepRecord]]:
     return [(seconds, record) for timing in passes
             for seconds, record in zip(timing.step_seconds, timing.records, strict=True)]
 

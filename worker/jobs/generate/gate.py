@@ -20,7 +20,6 @@ import torch
 from padbench.worker.engine.correctness import RELATIVE_TOLERANCE, gate_sample, plain_attention
 from padbench.worker.jobs.generate.schedule import Request
 
-
 # Two logits within the tolerance of their references can swap order when they are this many tolerances apart.
 TIE_FACTOR = 2.0
 
@@ -79,7 +78,8 @@ def judge(requests: Sequence[Request], references: dict[int, ReferenceRun], gene
         tolerance = max(tolerance, tolerance_of(reference.first_logits, dtype))
         logits = first_logits.get(request.row)
         if logits is None:
-            return GateOutcome(False, f"gate request {request.row}: no first-step logits were produced", None, tolerance)
+            return GateOutcome(False, f"gate request {request.row}: no first-step logits were produced", None,
+                               tolerance)
         error = float((logits - reference.first_logits).abs().max())
         worst = max(worst, error)
         if error > tolerance_of(reference.first_logits, dtype):

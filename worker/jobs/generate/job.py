@@ -57,7 +57,8 @@ def prepare(spec: GenerateJobSpec, progress: ProgressFn) -> GenerateSetup:
     model = build_model(spec.model, dtype, device, seed=spec.data.seed)
     progress(0.02, f"loading prompts from {spec.data.source}")
     data = data_with_tokenizer(spec)  # type: ignore[arg-type]
-    requests, digest, pad_id = load_requests(spec, data, int(config_of(model).vocab_size), progress_span(progress, 0.02, 0.06))
+    vocabulary = int(config_of(model).vocab_size)
+    requests, digest, pad_id = load_requests(spec, data, vocabulary, progress_span(progress, 0.02, 0.06))
     sample = gate_requests(requests, spec.measurement.correctness_samples, spec.measurement.correctness_tokens)
     progress(0.06, f"one-at-a-time reference for {len(sample)} requests")
     references = reference_runs(model, sample, device, spec.dtype)
@@ -87,7 +88,8 @@ def run_generate_job(spec: GenerateJobSpec, progress: ProgressFn,
         rows.append(run_row(job, name, context, span))
         release(job.device)
         if on_partial is not None:
-            on_partial(assemble(job, environment, rows, PartialResult(rows_finished=len(rows), rows_planned=len(planned))))
+            partial = PartialResult(rows_finished=len(rows), rows_planned=len(planned))
+            on_partial(assemble(job, environment, rows, partial))
     progress(1.0, "done")
     return assemble(job, environment, rows, None)
 

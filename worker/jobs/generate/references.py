@@ -63,8 +63,9 @@ def time_continuous(model: Any, requests: Sequence[Request], slots: int, pad_id:
     from transformers.generation.configuration_utils import ContinuousBatchingConfig
 
     fields = {field.name for field in dataclasses.fields(ContinuousBatchingConfig)}
-    batching = ContinuousBatchingConfig(**({"max_requests_per_batch": slots} if "max_requests_per_batch" in fields
-                                           else {}))
+    batching = ContinuousBatchingConfig()
+    if "max_requests_per_batch" in fields:  # transformers versions without it size the batch themselves
+        batching.max_requests_per_batch = slots
     config = greedy_config(max(request.output_length for request in requests), pad_id)
     config.eos_token_id = -1  # the manager's spelling of "never stop early"
     with model.continuous_batching_context_manager(generation_config=config, continuous_batching_config=batching,

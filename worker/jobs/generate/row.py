@@ -57,7 +57,7 @@ class StrategyRow:
                  context: int | None, progress: ProgressFn) -> None:
         self.job, self.strategy, self.requests, self.context = job, strategy, list(requests), context
         self.progress = progress
-        self.kernel_name = job.spec.attention
+        self.kernel_name: str = job.spec.attention
         self.gate: GateOutcome | None = None
         self.graphs: bool | None = None
         self.compiled: bool | None = None
