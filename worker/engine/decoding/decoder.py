@@ -43,7 +43,12 @@ class Decoder:
         # embeddings, activations): with ~50 small kernels per layer, they, not the matmuls, set a small
         # model's step time. Only the graphed decode step is compiled: its shapes never change.
         self.compile_decode = compile_decode and self.use_graphs
+        # Steps with prefills (any length) run compiled with dynamic shapes where their kernel needs no host
+        # ranges: eagerly, HF's ~50 operations per layer cost a mixed step of continuous batching ~15 ms of
+        # launches on the host, several decode steps' worth.
+        self.compile_steps = self.compile_decode and kernel.graph_safe and not kernel.loops_over_slots
         self._compiled: Any = None
+        self._compiled_dynamic: Any = None
         self.compile_seconds: float | None = None
         self._staged = torch.zeros(len(_PLAN_FIELDS) * (slots + 1), dtype=torch.long, device=device)
         self.keep_first_logits = False
@@ -66,7 +71,8 @@ class Decoder:
         fields = self._upload(plan)
         # A pure decode step takes the path its CUDA graph takes (no host ranges), so the CPU runs it too.
         host = None if plan.decode_only and self.kernel.graph_safe else plan
-        logits = self._forward(fields, max_q=int(plan.query_counts.max(initial=0)), host=host)
+        logits = self._forward(fields, max_q=int(plan.query_counts.max(initial=0)), host=host,
+                               compiled=(self.compile_decode and host is None) or self.compile_steps)
         if self.keep_first_logits:
             for index in np.flatnonzero(plan.out_col == 0):
                 self.first_logits[int(plan.out_row[index])] = logits[index].float().cpu()
@@ -89,9 +95,13 @@ class Decoder:
 
     def _forward(self, fields: dict[str, torch.Tensor], max_q: int, host: HostPlan | None,
                  compiled: bool = False) -> torch.Tensor:
-        with attention_implementation(self.model, self.kernel.hf_name):
-            core = self._compiled_core() if compiled else self._core
-            return core(fields, max_q, host)
+        name = self.kernel.hf_name_compiled if compiled else self.kernel.hf_name
+        with attention_implementation(self.model, name):
+            if not compiled:
+                return self._core(fields, max_q, host)
+            if max_q == 1 and host is None and len(fields["tokens"]) == self.cache.slots:
+                return self._compiled_core()(fields, max_q, None)
+            return self._compiled_steps()(fields, max_q, None)
 
     def _core(self, fields: dict[str, torch.Tensor], max_q: int, host: HostPlan | None) -> torch.Tensor:
         tokens = torch.where(fields["tokens"] >= 0, fields["tokens"], self.last_tokens[fields["source_slot"]])
@@ -111,6 +121,11 @@ class Decoder:
             torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
             self._compiled = torch.compile(self._core, dynamic=False)
         return self._compiled
+
+    def _compiled_steps(self) -> Any:
+        if self._compiled_dynamic is None:
+            self._compiled_dynamic = torch.compile(self._core, dynamic=True)
+        return self._compiled_dynamic
 
     # --- CUDA graph --------------------------------------------------------------------------------------
 

@@ -43,13 +43,23 @@ class DecodeKernel(ABC):
     half_precision_only: ClassVar[bool] = False
     # Whether a pure decode step's attention keeps fixed shapes and reads no host integers (CUDA graphs).
     graph_safe: ClassVar[bool] = True
+    # Whether steps with prefills attend slot by slot from host integers (then they cannot run compiled).
+    loops_over_slots: ClassVar[bool] = False
 
     def __init__(self) -> None:
         AttentionInterface.register(self.hf_name, self._transformers_attention)
+        # Inside torch.compile the attention stays out of the graph: the in-place cache write would be
+        # functionalised into a copy of the whole cache. Out of it, the fence is not free (dynamo's frame
+        # hooks cost milliseconds per call), so the eager path registers the bare function.
+        AttentionInterface.register(self.hf_name_compiled, torch.compiler.disable(self._transformers_attention))
 
     @property
     def hf_name(self) -> str:
         return HF_NAME_PREFIX + self.name
+
+    @property
+    def hf_name_compiled(self) -> str:
+        return self.hf_name + "-compiled"
 
     def unavailable_reason(self, device: torch.device, dtype: torch.dtype) -> str | None:
         if self.half_precision_only and dtype not in HALF_PRECISION:
@@ -62,8 +72,6 @@ class DecodeKernel(ABC):
                     "eager-kvcache does")
         return None
 
-    # Kept out of torch.compile: the in-place cache write would be functionalised into a copy of the whole cache.
-    @torch.compiler.disable
     def _transformers_attention(self, module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor,
                                 value: torch.Tensor, attention_mask: torch.Tensor | None,
                                 scaling: float | None = None, dropout: float = 0.0, softcap: float | None = None,
@@ -151,6 +159,8 @@ def _flash_probe(device: str, dtype: torch.dtype) -> str | None:
 
 class SlotLoopKernel(DecodeKernel):
     """One attention call per slot, over the slot's range as host integers give it."""
+
+    loops_over_slots = True
 
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, step: StepInputs, scale: float,
                softcap: float | None, window: int | None) -> torch.Tensor:
