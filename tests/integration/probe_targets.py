@@ -9,7 +9,8 @@ import os
 import signal
 import time
 
-from padbench.worker.jobs.padding.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
+from padbench.worker.jobs.padding.probe.protocol import ProbeRequest
+from padbench.worker.jobs.probing.protocol import DeviceFacts, ProbeMeasurement
 from padbench.worker.runtime.isolation import ChildContext
 
 MIB = 2**20
