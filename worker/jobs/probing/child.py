@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import torch
 
@@ -24,6 +27,8 @@ from padbench.worker.runtime.memory import nvml_device_index, nvml_session
 # glibc mallopt parameters (malloc.h): fixed thresholds also switch off the adaptive mmap threshold.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _MMAP_THRESHOLD_BYTES = 64 * 1024
+
+Kernel = TypeVar("Kernel")
 
 
 def synchronize(device: torch.device) -> None:
@@ -38,6 +43,48 @@ class MemoryFrame:
     origin: int
     baseline: int
     capacity: int
+
+
+@dataclass
+class BuiltModel(Generic[Kernel]):
+    """A child's model for one set of probe settings, reused by the next size of the same settings."""
+
+    settings: Any  # the request with its size zeroed: what the model was built for
+    kernel: Kernel
+    model: torch.nn.Module
+    cpu_frame: MemoryFrame | None  # the CPU budget's frame, fixed once the address space is capped
+
+
+class ModelKeeper(Generic[Kernel]):
+    """Keeps one `BuiltModel` per child: the sizes of one setting share it, new settings replace it.
+
+    On the CPU the address space is capped right after the build, so the frame stays fixed for the model's
+    life (sizes only grow while they fit, and running out ends the child, so VmPeak is always the current
+    size's own peak)."""
+
+    def __init__(self) -> None:
+        self._built: BuiltModel[Kernel] | None = None
+
+    def get(self, settings: Any, device: torch.device, cpu_budget: int | None,
+            build: Callable[[], tuple[Kernel, torch.nn.Module]]) -> BuiltModel[Kernel]:
+        if self._built is not None and self._built.settings == settings:
+            return self._built
+        self._built = None  # the last settings' model goes before the next is built: no peak holding both
+        if device.type == "cpu":
+            torch.set_num_threads(1)  # no new thread stacks once the address space is capped
+        kernel, model = build()
+        cpu_frame = None if device.type == "cuda" else start_budget(device, cpu_budget)
+        self._built = BuiltModel(settings, kernel, model, cpu_frame)
+        return self._built
+
+
+def size_frame(device: torch.device, built: BuiltModel[Any]) -> MemoryFrame:
+    """Release what the previous size left (cycles, cached blocks), then read the frame for the next one."""
+    gc.collect()
+    if built.cpu_frame is not None:
+        return built.cpu_frame
+    torch.cuda.empty_cache()
+    return start_budget(device, None)
 
 
 def start_budget(device: torch.device, cpu_budget: int | None) -> MemoryFrame:

@@ -38,6 +38,7 @@ class ProbeFailed(RuntimeError):
 
     def __init__(self, message: str, attempts: list[ProbeAttempt], log: str | None = None) -> None:
         super().__init__(message if log is None else f"{message}\n--- child log ---\n{log}")
+        self.reason = message  # without the log: for a result's one-line error
         self.attempts = attempts
         self.log = log
 

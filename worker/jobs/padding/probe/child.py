@@ -23,9 +23,8 @@ mark is always the current size's own peak.
 
 from __future__ import annotations
 
-import gc
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
 import torch
@@ -44,54 +43,24 @@ from padbench.worker.engine.steps import (
 )
 from padbench.worker.engine.strategies.worst_case import worst_case_batch
 from padbench.worker.jobs.padding.probe.protocol import ProbeRequest
-from padbench.worker.jobs.probing.child import MemoryFrame, peak, start_budget, synchronize
+from padbench.worker.jobs.probing.child import BuiltModel, ModelKeeper, peak, size_frame, synchronize
 from padbench.worker.jobs.probing.protocol import ProbeMeasurement
 from padbench.worker.runtime.device import torch_dtype
 from padbench.worker.runtime.isolation import ChildContext
 
-
-@dataclass
-class _Built:
-    """This child's model for one set of probe settings, reused by the next size of the same settings."""
-
-    settings: ProbeRequest  # the request with size zeroed: what the model was built for
-    kernel: AttentionKernel
-    model: torch.nn.Module
-    cpu_frame: MemoryFrame | None  # the CPU budget's frame, fixed once the address space is capped
+_MODEL: ModelKeeper[AttentionKernel] = ModelKeeper()
 
 
-_BUILT: dict[str, _Built] = {}
+def _built(request: ProbeRequest, device: torch.device) -> BuiltModel[AttentionKernel]:
+    def build() -> tuple[AttentionKernel, torch.nn.Module]:
+        if request.compile:
+            torch._dynamo.reset()  # new settings, a new graph: never the recompile limit of the last model's
+        kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
+        model: torch.nn.Module = build_model(request.model, torch_dtype(request.dtype), device, request.seed,
+                                             init="on_device")
+        return kernel, compiled(model) if request.compile else model
 
-
-def _built(request: ProbeRequest, device: torch.device) -> _Built:
-    settings = replace(request, size=0)
-    built = _BUILT.get("model")
-    if built is not None and built.settings == settings:
-        return built
-    del built  # the last settings' model goes before the next is built: no peak holding both
-    _BUILT.clear()
-    if request.compile:
-        torch._dynamo.reset()  # new settings, a new graph: never the recompile limit of the last model's
-    if device.type == "cpu":
-        torch.set_num_threads(1)  # no new thread stacks once the address space is capped
-    kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
-    model: torch.nn.Module = build_model(request.model, torch_dtype(request.dtype), device, request.seed,
-                                         init="on_device")
-    if request.compile:
-        model = compiled(model)
-    cpu_frame = None if device.type == "cuda" else start_budget(device, request.cpu_memory_budget_bytes)
-    _BUILT["model"] = _Built(settings, kernel, model, cpu_frame)
-    return _BUILT["model"]
-
-
-def _size_frame(device: torch.device, built: _Built) -> MemoryFrame:
-    """Release what the previous size left (gradients, cycles, cached blocks), then read the frame."""
-    built.model.zero_grad(set_to_none=True)
-    gc.collect()
-    if built.cpu_frame is not None:
-        return built.cpu_frame
-    torch.cuda.empty_cache()
-    return start_budget(device, None)
+    return _MODEL.get(replace(request, size=0), device, request.cpu_memory_budget_bytes, build)
 
 
 def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
@@ -99,7 +68,8 @@ def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
     device = torch.device(request.device)
     built = _built(request, device)
     kernel, model = built.kernel, built.model
-    frame = _size_frame(device, built)
+    model.zero_grad(set_to_none=True)  # the last size's gradients, before the frame is read
+    frame = size_frame(device, built)
     # Everything from here on counts towards the peak: the batch, masks a kernel precomputes,
     # activations, and in training the gradients and optimizer state.
     layout = STRATEGIES.get(request.strategy).layout
