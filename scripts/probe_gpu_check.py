@@ -29,12 +29,8 @@ from padbench.contract.spec import ModelSpec, PaddingJobSpec, ProbeSpec, Strateg
 from padbench.worker.engine.batches import STRATEGIES, PackedBatch
 from padbench.worker.engine.strategies import packed  # noqa: F401  (registers the strategies)
 from padbench.worker.jobs.padding.probe.cache import ProbeCache
-from padbench.worker.jobs.padding.probe.trials import (
-    PROBE_TARGET,
-    allocator_environment,
-    find_batch_size,
-    probe_request,
-)
+from padbench.worker.jobs.padding.probe.trials import PROBE_TARGET, find_batch_size, probe_request
+from padbench.worker.jobs.probing.oracle import allocator_environment
 from padbench.worker.runtime.isolation import run_in_child
 
 # (strategy, attention on a GPU, attention on the CPU, where flash kernels do not run)

@@ -20,6 +20,7 @@ from padbench.contract.results import (
     JobResultBase,
     MemoryStats,
     PartialResult,
+    ProbeReport,
     Rate,
     ResultModel,
     Share,
@@ -208,6 +209,8 @@ class GenerateRow(ResultModel):
     gate_detail: str | None = None
     max_logit_error: Annotated[float, Field(ge=0)] | None = None
     logit_tolerance: Annotated[float, Field(ge=0)] | None = None
+    # `batch_size: auto`: the OOM probe that chose `batch_size` (strategy rows; every one ran at its choice).
+    probe: ProbeReport | None = None
 
 
 class GenerateResult(JobResultBase):

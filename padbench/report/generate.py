@@ -23,6 +23,7 @@ from padbench.report.padding import (
     format_bytes,
     library_line,
     memory_fields,
+    probe_cell,
     spread_fields,
     table_text,
     tflops,
@@ -58,7 +59,7 @@ def _interval(row: GenerateRow) -> str:
 def _cells(row: GenerateRow, notes: list[str], is_winner: bool) -> tuple[str, ...]:
     return (f"{WINNER_MARK if is_winner else ''}{row_label(row)}", row.kernel,
             MISSING if row.context is None else str(row.context),
-            MISSING if row.batch_size is None else str(row.batch_size),
+            MISSING if row.batch_size is None else f"{row.batch_size}{' (auto)' if row.probe else ''}",
             _number(row.output_tokens_per_s, ",.0f"), _interval(row), _number(row.speedup_vs_static, ".2f", "×"),
             latency(row.time_to_first_token), latency(row.time_between_tokens), _number(row.slot_utilization, ".0%"),
             _number(row.bandwidth_utilization, ".2f"), _number(row.mfu, ".2f"), validity(row, notes))
@@ -101,8 +102,18 @@ def _header(result: GenerateResult) -> list[str]:
     ]
 
 
+def probe_lines(result: GenerateResult) -> list[str]:
+    """`batch_size: auto`: the OOM probe's bracket and choice, once (every strategy row ran at that size)."""
+    probe = next((row.probe for row in result.rows if row.probe is not None), None)
+    if probe is None:
+        return []
+    return [f"batch_size auto: the OOM probe over sequences decoding at once: {probe_cell(probe)} "
+            f"({len(probe.probes)} probes, {probe.seconds:.1f} s, margin {probe.margin:.0%})"]
+
+
 def header_lines(result: GenerateResult) -> list[str]:
-    return [*partial_lines(result.partial, "rows"), *_header(result), *clock_line(result.environment)]
+    return [*partial_lines(result.partial, "rows"), *_header(result), *probe_lines(result),
+            *clock_line(result.environment)]
 
 
 def context_lines(result: GenerateResult) -> list[str]:

@@ -124,7 +124,7 @@ def _spread_cells(row: StrategyResult) -> tuple[str, str, str]:
             f"{spread.cv:.1%}")
 
 
-def _probe_cell(probe: ProbeReport | None) -> str:
+def probe_cell(probe: ProbeReport | None) -> str:
     """The OOM probe's bracket: the largest size that fitted, the smallest that ran out, and the size chosen."""
     if probe is None:
         return MISSING
@@ -140,7 +140,7 @@ def _cells(row: StrategyResult, notes: list[str], is_winner: bool = False) -> tu
             *_spread_cells(row),
             _number(row.speedup_vs_static, ".2f") + ("×" if row.speedup_vs_static is not None else ""),
             _number(row.padding_efficiency, ".2f"), _number(row.mfu, ".2f"), _number(row.mfu_vs_matmul, ".2f"),
-            format_memory(row.memory), _logit_error(row), _probe_cell(row.probe),
+            format_memory(row.memory), _logit_error(row), probe_cell(row.probe),
             validity(row, notes))
 
 

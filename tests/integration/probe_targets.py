@@ -9,7 +9,9 @@ import os
 import signal
 import time
 
-from padbench.worker.jobs.padding.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
+from padbench.worker.jobs.generate.sizing.protocol import SlotsRequest
+from padbench.worker.jobs.padding.probe.protocol import ProbeRequest
+from padbench.worker.jobs.probing.protocol import DeviceFacts, ProbeMeasurement
 from padbench.worker.runtime.isolation import ChildContext
 
 MIB = 2**20
@@ -20,11 +22,20 @@ FAKE_PER_SIZE = 3 * MIB
 
 def fake_device(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
     """A device with 100 MiB where the model takes 10 MiB and every unit of size 3 MiB: the limit is 30."""
-    peak = FAKE_BASELINE + FAKE_PER_SIZE * request.size
+    return _fake_measurement(request.size, request.kernel)
+
+
+def _fake_measurement(size: int, kernel: str) -> ProbeMeasurement:
+    peak = FAKE_BASELINE + FAKE_PER_SIZE * size
     if peak > FAKE_CAPACITY:
         raise MemoryError(f"fake device: {peak} bytes do not fit")
     return ProbeMeasurement(peak_bytes=peak, peak_allocated_bytes=None, capacity_bytes=FAKE_CAPACITY,
-                            baseline_bytes=FAKE_BASELINE, kernel=request.kernel, seconds=0.0)
+                            baseline_bytes=FAKE_BASELINE, kernel=kernel, seconds=0.0)
+
+
+def fake_slots(ctx: ChildContext, request: SlotsRequest) -> ProbeMeasurement:
+    """The same fake device for the generate kind's probe: at most 30 sequences decoding at once."""
+    return _fake_measurement(request.size, request.attention)
 
 
 def killed_by_signal(ctx: ChildContext, request: ProbeRequest) -> None:

@@ -18,8 +18,9 @@ from padbench.contract.spec import (
     StrategySpec,
 )
 from padbench.worker.jobs.padding.probe.cache import ProbeCache
-from padbench.worker.jobs.padding.probe.search import bracket_tolerance, choose_size
-from padbench.worker.jobs.padding.probe.trials import ProbeFailed, find_batch_size
+from padbench.worker.jobs.padding.probe.trials import find_batch_size
+from padbench.worker.jobs.probing.oracle import ProbeFailed
+from padbench.worker.jobs.probing.search import bracket_tolerance, choose_size
 
 MIB = 2**20
 TINY = ModelSpec(config={"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 1000,

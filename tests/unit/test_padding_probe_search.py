@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from padbench.worker.jobs.padding.probe.curves import MemoryCurve, fit_curve
-from padbench.worker.jobs.padding.probe.search import (
+from padbench.worker.jobs.probing.curves import MemoryCurve, fit_curve
+from padbench.worker.jobs.probing.search import (
     Reading,
     SearchResult,
     apply_margin,

@@ -24,6 +24,7 @@ from padbench.worker.jobs.generate.gate import gate_requests, reference_runs
 from padbench.worker.jobs.generate.references import reference_row
 from padbench.worker.jobs.generate.requests import context_requests, load_requests
 from padbench.worker.jobs.generate.row import GenerateSetup, StrategyRow
+from padbench.worker.jobs.generate.sizing.probe import SizedSpec, size_batch
 from padbench.worker.jobs.padding.job import data_with_tokenizer
 from padbench.worker.runtime.device import resolve_device, torch_dtype
 from padbench.worker.runtime.environment import collect_environment
@@ -32,6 +33,7 @@ from padbench.worker.runtime.peaks import peak_flops
 from padbench.worker.runtime.progress import ProgressFn, progress_span
 
 SETUP_SHARE = 0.1
+PROBE_SHARE = 0.05  # of the bar, within the set-up's share, when `batch_size: auto` is probed
 
 
 def model_costs(model: torch.nn.Module, dtype: torch.dtype, device: torch.device,
@@ -76,7 +78,10 @@ def planned_rows(spec: GenerateJobSpec) -> list[tuple[str, int | None]]:
 
 def run_generate_job(spec: GenerateJobSpec, progress: ProgressFn,
                      on_partial: Callable[[GenerateResult], None] | None = None) -> GenerateResult:
-    job = prepare(spec, progress_span(progress, 0.0, SETUP_SHARE))
+    # `batch_size: auto` is probed first, before this process holds anything of the job on the device.
+    probe_end = PROBE_SHARE if spec.batch_size == "auto" else 0.0
+    sized = size_batch(spec, progress_span(progress, 0.0, probe_end))
+    job = prepare(sized.spec, progress_span(progress, probe_end, SETUP_SHARE))
     environment = collect_environment(job.device, dataset_digest=job.data_digest, peak_flops=job.costs.peak_flops,
                                       peak_source=None, seeds={"data": spec.data.seed, "model_init": spec.data.seed})
     environment = environment.model_copy(update={"clocks_at_start": read_gpu_clocks(job.device)})
@@ -85,13 +90,24 @@ def run_generate_job(spec: GenerateJobSpec, progress: ProgressFn,
     rows: list[GenerateRow] = []
     for number, (name, context) in enumerate(planned):
         span = progress_span(progress, SETUP_SHARE + number * share, SETUP_SHARE + (number + 1) * share)
-        rows.append(run_row(job, name, context, span))
+        rows.append(sized_row(job, sized, name, context, span))
         release(job.device)
         if on_partial is not None:
             partial = PartialResult(rows_finished=len(rows), rows_planned=len(planned))
-            on_partial(assemble(job, environment, rows, partial))
+            on_partial(assemble(job, environment, rows, partial, spec))
     progress(1.0, "done")
-    return assemble(job, environment, rows, None)
+    return assemble(job, environment, rows, None, spec)
+
+
+def sized_row(job: GenerateSetup, sized: SizedSpec, name: str, context: int | None,
+              progress: ProgressFn) -> GenerateRow:
+    """A row at the probed size, carrying the probe's report (strategy rows); failed when no size was found."""
+    spec = job.spec
+    if sized.failure is not None:  # every row needs a size, the references too
+        return GenerateRow(strategy=name, reference=name in spec.references, attention=spec.attention,
+                           kernel=spec.attention, context=context, status="failed", error=sized.failure)
+    row = run_row(job, name, context, progress)
+    return row if row.reference else row.model_copy(update={"probe": sized.report})
 
 
 def run_row(job: GenerateSetup, name: str, context: int | None, progress: ProgressFn) -> GenerateRow:
@@ -122,10 +138,12 @@ def with_speedups(rows: Sequence[GenerateRow]) -> list[GenerateRow]:
 
 
 def assemble(job: GenerateSetup, environment: Environment, rows: Sequence[GenerateRow],
-             partial: PartialResult | None) -> GenerateResult:
+             partial: PartialResult | None, spec: GenerateJobSpec | None = None) -> GenerateResult:
+    """The result; `spec` is the job's as submitted (`batch_size: auto` stays auto; the rows say the size)."""
     copy_rate = job.costs.copy_bytes_per_s
     return GenerateResult(
-        spec=job.spec, environment=environment.model_copy(update={"clocks_at_end": read_gpu_clocks(job.device)}),
+        spec=spec or job.spec,
+        environment=environment.model_copy(update={"clocks_at_end": read_gpu_clocks(job.device)}),
         model_parameters=sum(p.numel() for p in job.model.parameters()), weight_bytes=job.costs.weight_bytes,
         kv_bytes_per_token=job.costs.kv_bytes_per_token,
         matmul_tflops=job.costs.matmul_flops / 1e12 if job.costs.matmul_flops else None,

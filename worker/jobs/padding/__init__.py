@@ -2,7 +2,8 @@
 
 - `job`: `run_padding_job(spec, progress, on_partial) -> PaddingResult`: data and model once, then each strategy;
 - `strategy_run`: one strategy gated, warmed up, measured and summarised;
-- `auto_batch` and `probe/`: `batch_size: auto`, the OOM probe that runs in child processes.
+- `auto_batch` and `probe/`: `batch_size: auto`, the OOM probe that runs in child processes (its kind-neutral
+  search, child helpers and oracle are in `padbench.worker.jobs.probing`).
 """
 
 from __future__ import annotations

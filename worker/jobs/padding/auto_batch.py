@@ -17,7 +17,8 @@ from padbench.contract.results import ProbeReport, StrategyResult
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
 from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES
-from padbench.worker.jobs.padding.probe.trials import ProbeFailed, SharedProbes, find_batch_size
+from padbench.worker.jobs.padding.probe.trials import SharedProbes, find_batch_size
+from padbench.worker.jobs.probing.oracle import ProbeFailed
 from padbench.worker.runtime.device import torch_dtype
 from padbench.worker.runtime.progress import ProgressFn, progress_span
 

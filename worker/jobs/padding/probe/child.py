@@ -23,11 +23,8 @@ mark is always the current size's own peak.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import gc
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
 import torch
@@ -45,60 +42,25 @@ from padbench.worker.engine.steps import (
     training_step,
 )
 from padbench.worker.engine.strategies.worst_case import worst_case_batch
-from padbench.worker.jobs.padding.probe.protocol import DeviceFacts, ProbeMeasurement, ProbeRequest
-from padbench.worker.runtime import procfs
+from padbench.worker.jobs.padding.probe.protocol import ProbeRequest
+from padbench.worker.jobs.probing.child import BuiltModel, ModelKeeper, peak, size_frame, synchronize
+from padbench.worker.jobs.probing.protocol import ProbeMeasurement
 from padbench.worker.runtime.device import torch_dtype
-from padbench.worker.runtime.environment import nvidia_driver_version
 from padbench.worker.runtime.isolation import ChildContext
-from padbench.worker.runtime.memory import nvml_device_index, nvml_session
 
-# glibc mallopt parameters (malloc.h): fixed thresholds also switch off the adaptive mmap threshold.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_MMAP_THRESHOLD_BYTES = 64 * 1024
+_MODEL: ModelKeeper[AttentionKernel] = ModelKeeper()
 
 
-@dataclass
-class _Built:
-    """This child's model for one set of probe settings, reused by the next size of the same settings."""
+def _built(request: ProbeRequest, device: torch.device) -> BuiltModel[AttentionKernel]:
+    def build() -> tuple[AttentionKernel, torch.nn.Module]:
+        if request.compile:
+            torch._dynamo.reset()  # new settings, a new graph: never the recompile limit of the last model's
+        kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
+        model: torch.nn.Module = build_model(request.model, torch_dtype(request.dtype), device, request.seed,
+                                             init="on_device")
+        return kernel, compiled(model) if request.compile else model
 
-    settings: ProbeRequest  # the request with size zeroed: what the model was built for
-    kernel: AttentionKernel
-    model: torch.nn.Module
-    cpu_frame: _MemoryFrame | None  # the CPU budget's frame, fixed once the address space is capped
-
-
-_BUILT: dict[str, _Built] = {}
-
-
-def _built(request: ProbeRequest, device: torch.device) -> _Built:
-    settings = replace(request, size=0)
-    built = _BUILT.get("model")
-    if built is not None and built.settings == settings:
-        return built
-    del built  # the last settings' model goes before the next is built: no peak holding both
-    _BUILT.clear()
-    if request.compile:
-        torch._dynamo.reset()  # new settings, a new graph: never the recompile limit of the last model's
-    if device.type == "cpu":
-        torch.set_num_threads(1)  # no new thread stacks once the address space is capped
-    kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
-    model: torch.nn.Module = build_model(request.model, torch_dtype(request.dtype), device, request.seed,
-                                         init="on_device")
-    if request.compile:
-        model = compiled(model)
-    cpu_frame = None if device.type == "cuda" else _start_budget(device, request.cpu_memory_budget_bytes)
-    _BUILT["model"] = _Built(settings, kernel, model, cpu_frame)
-    return _BUILT["model"]
-
-
-def _size_frame(device: torch.device, built: _Built) -> _MemoryFrame:
-    """Release what the previous size left (gradients, cycles, cached blocks), then read the frame."""
-    built.model.zero_grad(set_to_none=True)
-    gc.collect()
-    if built.cpu_frame is not None:
-        return built.cpu_frame
-    torch.cuda.empty_cache()
-    return _start_budget(device, None)
+    return _MODEL.get(replace(request, size=0), device, request.cpu_memory_budget_bytes, build)
 
 
 def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
@@ -106,7 +68,8 @@ def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
     device = torch.device(request.device)
     built = _built(request, device)
     kernel, model = built.kernel, built.model
-    frame = _size_frame(device, built)
+    model.zero_grad(set_to_none=True)  # the last size's gradients, before the frame is read
+    frame = size_frame(device, built)
     # Everything from here on counts towards the peak: the batch, masks a kernel precomputes,
     # activations, and in training the gradients and optimizer state.
     layout = STRATEGIES.get(request.strategy).layout
@@ -115,10 +78,10 @@ def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
     step = _step(request, model, kernel, batch)
     for number in range(request.passes):
         step(0)
-        _synchronize(device)
+        synchronize(device)
         ctx.progress((number + 1) / request.passes, f"size {request.size}: pass {number + 1} of {request.passes}")
-    peak, peak_allocated = _peak(device, frame)
-    return ProbeMeasurement(peak_bytes=peak, peak_allocated_bytes=peak_allocated, capacity_bytes=frame.capacity,
+    peak_bytes, peak_allocated = peak(device, frame)
+    return ProbeMeasurement(peak_bytes=peak_bytes, peak_allocated_bytes=peak_allocated, capacity_bytes=frame.capacity,
                             baseline_bytes=frame.baseline, kernel=kernel.name, seconds=time.monotonic() - started)
 
 
@@ -136,86 +99,6 @@ def _step(request: ProbeRequest, model: torch.nn.Module, kernel: AttentionKernel
     labels = next_token_labels(batch)
     model.train()  # as the measurement does: no dropout here, but autograd's training paths
     return training_step(model, kernel.forward, [batch], [labels], make_optimizer(model))
-
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-@dataclass(frozen=True)
-class _MemoryFrame:
-    """How raw readings map into the frame of `ProbeMeasurement`: reading − origin."""
-
-    origin: int
-    baseline: int
-    capacity: int
-
-
-def _start_budget(device: torch.device, cpu_budget: int | None) -> _MemoryFrame:
-    """Take the baseline once the model is built; on CPU, cap the address space at baseline + budget.
-
-    On CUDA the frame is live tensors (allocated bytes): what torch could still allocate is the device's
-    free memory plus everything the allocator holds, cached blocks included — before it reports running
-    out it frees its cache and retries. The reserved peak is reported too: it includes the fragmentation
-    that allocated bytes miss, and the search weighs the two (`probe/search.py`).
-    """
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        free, _total = torch.cuda.mem_get_info(device)
-        return _MemoryFrame(origin=0, baseline=torch.cuda.memory_allocated(device),
-                            capacity=torch.cuda.memory_reserved(device) + free)
-    if cpu_budget is None:
-        raise ValueError("probe.cpu_memory_budget_bytes is required to probe on the CPU")
-    _return_freed_memory_at_once()
-    address_space = procfs.cap_address_space(cpu_budget)
-    return _MemoryFrame(origin=address_space, baseline=0, capacity=cpu_budget)
-
-
-def _return_freed_memory_at_once() -> None:
-    """Make the address space follow live allocations: glibc's heap otherwise keeps freed blocks, and
-    its adaptive mmap threshold changes with what was freed before, so peaks would depend on history."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
-        libc.mallopt(_M_TRIM_THRESHOLD, _MMAP_THRESHOLD_BYTES)
-
-
-def _peak(device: torch.device, frame: _MemoryFrame) -> tuple[int, int | None]:
-    if device.type == "cuda":
-        return torch.cuda.max_memory_reserved(device), torch.cuda.max_memory_allocated(device)
-    # VmPeak is the address space's high-water mark; the import and model build peak no higher than
-    # the baseline they leave behind, so above the origin it is the probe's own peak.
-    return max(0, procfs.status_bytes("VmPeak") - frame.origin), None
-
-
-def read_device_facts(ctx: ChildContext) -> DeviceFacts:
-    """The GPU jobs run on (cuda:0): name, memory, driver, and what other processes hold.
-
-    NVML is read before this child creates a CUDA context, so "others" is exactly the rest of the box;
-    without NVML the CUDA runtime's figure also counts this child's own context (the source says so).
-    """
-    device_index = 0
-    nvml = _nvml_facts(nvml_device_index(torch.device("cuda", device_index)))
-    if nvml is not None:
-        return nvml
-    free, total = torch.cuda.mem_get_info(device_index)
-    return DeviceFacts(device="cuda", name=torch.cuda.get_device_name(device_index), total_bytes=int(total),
-                       driver=nvidia_driver_version(), used_by_others_bytes=int(total - free),
-                       used_by_others_source="cuda-mem-get-info")
-
-
-def _nvml_facts(device_index: int) -> DeviceFacts | None:
-    with nvml_session() as nvml:
-        if nvml is None:  # no NVML here: the caller falls back to the CUDA runtime
-            return None
-        handle = nvml.nvmlDeviceGetHandleByIndex(device_index)
-        memory = nvml.nvmlDeviceGetMemoryInfo(handle)
-        name = nvml.nvmlDeviceGetName(handle)
-        return DeviceFacts(device="cuda", name=name.decode() if isinstance(name, bytes) else str(name),
-                           total_bytes=int(memory.total), driver=nvidia_driver_version(),
-                           used_by_others_bytes=int(memory.used), used_by_others_source="nvml")
 
 
 def resolve_kernel_name(ctx: ChildContext, attention: AttentionName, strategy: StrategyName,

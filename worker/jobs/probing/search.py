@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from padbench.worker.jobs.padding.probe.curves import MemoryCurve, fit_curve
+from padbench.worker.jobs.probing.curves import MemoryCurve, fit_curve
 
 Basis = Literal["allocated", "reserved"]
 
