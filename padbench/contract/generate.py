@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, WithJsonSchema, model_validator
 
 from padbench.contract.bounds import Label
 from padbench.contract.model_spec import ModelSpec
@@ -48,6 +48,11 @@ GENERATE_STRATEGIES: tuple[GenerateStrategyName, ...] = ("static", "sorted", "co
 # Output lengths: a new answer of a real model ends at its own length; random weights never stop on their own.
 OutputTokens = Annotated[int, Field(ge=1, le=131_072)]
 MAX_CONCURRENCY = 65_536
+# `oneOf` with `enum: ["auto"]` rather than pydantic's `anyOf` with `const`, which client generators misread
+# (the same choice as a padding job's batch size).
+CONCURRENCY_SCHEMA = {"oneOf": [{"type": "integer", "minimum": 1, "maximum": MAX_CONCURRENCY},
+                                {"type": "string", "enum": ["auto"]}],
+                      "description": "sequences decoding at once, or `auto`: the most that fit, found by the OOM probe"}
 
 
 class UniformLengths(StrictModel):
@@ -100,7 +105,8 @@ class GenerateJobSpec(JobSpecBase):
     attention: AttentionChoice = "flash"
     # Sequences decoding at once (a static batch's rows, a continuous batch's slots); `auto`: the most whose
     # KV cache and activations fit, found by the OOM probe in child processes.
-    batch_size: Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] | Literal["auto"] = 16
+    batch_size: Annotated[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] | Literal["auto"],
+                          WithJsonSchema(CONCURRENCY_SCHEMA)] = 16
     dtype: Dtype = "bf16"
     device: Device = "auto"
     # Decode steps replayed as CUDA graphs (GPU only): no host launch per kernel, no host sync per token.
