@@ -33,5 +33,22 @@ LONG: dict[str, Any] = QUICK | {
 MISSING_MODEL = "padbench-missing/model"
 FAILING: dict[str, Any] = QUICK | {"name": "acceptance-failing", "model": {"path": MISSING_MODEL}}
 
-for _spec in (QUICK, LONG, FAILING):
+# A generate job: every strategy and transformers' generate loop on a few requests of varied output lengths.
+GENERATE: dict[str, Any] = {
+    "kind": "generate",
+    "name": "acceptance-generate",
+    "model": {"config": {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                         "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 2048,
+                         "max_position_embeddings": 128}},
+    "data": {"source": "synthetic", "max_length": 24, "num_samples": 12, "seed": 1},
+    "output_length": {"uniform": [2, 8]},
+    "references": ["transformers-generate"],
+    "attention": "sdpa",
+    "batch_size": 4,
+    "dtype": "fp32",
+    "device": "cpu",
+    "measurement": {"repeats": 1, "warmup_requests": 2, "correctness_samples": 4, "correctness_tokens": 4},
+}
+
+for _spec in (QUICK, LONG, FAILING, GENERATE):
     parse_job_spec(_spec)  # a typo here should fail at import, not as a mysterious job failure

@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 from padbench.contract.api import JobStatus
+from padbench.contract.generate import GenerateResult
 from padbench.contract.results import PaddingResult
 from tests.acceptance.conftest import LiveServer, Worker, process_gone, read_proc, running_worker
-from tests.acceptance.specs import FAILING, LONG, MISSING_MODEL, QUICK
+from tests.acceptance.specs import FAILING, GENERATE, LONG, MISSING_MODEL, QUICK
 
 pytestmark = pytest.mark.slow
 
@@ -33,6 +34,19 @@ def test_submit_claim_heartbeat_complete_results(shared_server: LiveServer, shar
     # The supervisor parent never loaded torch: only its children did.
     maps = read_proc(shared_worker.process.pid, "maps")
     assert b"libtorch" not in maps and b"libcuda" not in maps
+
+
+def test_a_generate_job_runs_end_to_end_over_http(shared_server: LiveServer, shared_worker: Worker) -> None:
+    with shared_server.client() as client:
+        job = client.wait(client.submit(GENERATE).id, poll_s=0.2)
+        assert job.status is JobStatus.succeeded, job.error
+        result = client.results(job.id)
+    assert isinstance(result, GenerateResult)
+    assert [row.strategy for row in result.rows] == ["static", "sorted", "continuous", "transformers-generate"]
+    assert all(row.status == "ok" and row.output_tokens_per_s for row in result.rows)
+    assert all(row.correctness_passed for row in result.rows if not row.reference)
+    assert result.rows[-1].reference and result.output_tokens_total == sum(
+        row.output_tokens or 0 for row in result.rows[:1])
 
 
 def test_a_job_failing_inside_its_child_records_the_error(shared_server: LiveServer, shared_worker: Worker) -> None:
