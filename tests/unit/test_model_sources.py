@@ -75,3 +75,16 @@ def test_the_contracts_list_is_this_transformers_list() -> None:
         pytest.skip(f"the list was taken from transformers {TRANSFORMERS_VERSION}, this is "
                     f"{transformers.__version__}: scripts/model_types.py takes it again")
     assert set(runnable_model_types()) == CAUSAL_LM_MODEL_TYPES
+
+
+def test_rope_fields_as_published_config_files_state_them_are_taken() -> None:
+    """`rope_theta` and `rope_scaling` stand in most published config.json files; transformers 5 folds them
+    into `rope_parameters`, and so must a spec that states them."""
+    config = model_config(ModelSpec(config={"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 1,
+                                            "num_attention_heads": 4, "num_key_value_heads": 2,
+                                            "intermediate_size": 128, "vocab_size": 512, "rope_theta": 1_000_000,
+                                            "rope_scaling": {"rope_type": "linear", "factor": 2.0}}))
+    assert config.rope_parameters["rope_theta"] == 1_000_000
+    assert config.rope_parameters["factor"] == 2.0
+    with pytest.raises(UnsupportedModel, match="no field 'rope_thta'"):
+        model_config(ModelSpec(config={"model_type": "qwen3", "rope_thta": 1_000_000}))

@@ -51,10 +51,17 @@ def check_model_type(model_type: str, field: str) -> type[PretrainedConfig]:
     return CONFIG_MAPPING[model_type]
 
 
+# transformers 5 gathers rotary settings into `rope_parameters`, and its config classes still take the fields
+# many published config.json files state (`rope_theta`, `rope_scaling`) and fold them in, as AutoConfig does.
+LEGACY_ROPE_FIELDS = frozenset({"rope_theta", "rope_scaling"})
+
+
 def check_config_fields(config_class: type[PretrainedConfig], fields: dict[str, Any], field: str) -> None:
     """Every explicit field must be one the config class takes: a typo must not become a silent default."""
     accepted = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
     accepted |= set(getattr(config_class, "attribute_map", {}))
+    if "rope_parameters" in accepted:
+        accepted |= LEGACY_ROPE_FIELDS
     unknown = sorted(name for name in fields if name not in accepted)
     if unknown:
         model_type = getattr(config_class, "model_type", config_class.__name__)
