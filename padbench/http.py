@@ -86,10 +86,16 @@ def retry_after_seconds(response: httpx.Response) -> float | None:
     return seconds if seconds >= 0 else None
 
 
+def stretched_retry_after(retry_after: float, jitter: float) -> float:
+    """The server's Retry-After stretched by up to half again (`jitter` in [0, 1)), so that clients told the
+    same wait do not all come back in the same instant."""
+    return retry_after * (1.0 + jitter / 2)
+
+
 def jittered_wait(retry_after: float | None, attempt: int) -> float:
     """The server's Retry-After stretched by up to half again, or exponential back-off with full jitter."""
     if retry_after is not None:
-        return retry_after * random.uniform(1.0, 1.5)
+        return stretched_retry_after(retry_after, random.random())
     return random.uniform(0, min(MAX_BACKOFF_S, FIRST_BACKOFF_S * 2**attempt))
 
 

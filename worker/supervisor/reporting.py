@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from padbench.contract.api import LeaseComplete
-from padbench.http import ApiError
+from padbench.http import ApiError, stretched_retry_after
 from padbench.worker.supervisor.api import LeaseLost, WorkerApi
 from padbench.worker.supervisor.outbox import Outbox, PendingResult
 
@@ -59,7 +59,7 @@ class Retrying:
         (stretched by up to half again, so workers told the same wait do not return in step), else
         exponential back-off with "equal jitter" (half fixed, half random: never zero, never in step)."""
         if error.retry_after is not None:
-            return min(error.retry_after * (1 + self.jitter() / 2), MAX_RETRY_AFTER_S)
+            return min(stretched_retry_after(error.retry_after, self.jitter()), MAX_RETRY_AFTER_S)
         ceiling = min(FIRST_RETRY_S * 2.0 ** min(failures - 1, 30), self.max_delay_s)
         return ceiling / 2 + ceiling / 2 * self.jitter()
 
