@@ -22,8 +22,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from padbench.contract.api import JobStatus
+from padbench.contract.generate import GenerateResult
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.contract.results import PaddingResult
+from padbench.contract.results import JobResultBase, PaddingResult
 from padbench.report.identity import device_name, model_name
 from padbench.server.api.deps import ViewerAuth
 from padbench.server.db.clock import db_now
@@ -80,6 +81,7 @@ class QueueCollector(Collector):
             yield from self._durations(session)
             yield from self._workers(session, now)
             yield self._throughput(session)
+            yield self._generation(session)
 
     def _jobs(self, session: Session) -> Iterator[Any]:
         by_status = dict(session.execute(select(Job.status, func.count()).group_by(Job.status)).all())
@@ -121,19 +123,40 @@ class QueueCollector(Collector):
                            _seconds(latest, now) or 0.0)
         yield age
 
+    @staticmethod
+    def _recent_results(session: Session, kind: str) -> Iterator[JobResultBase]:
+        documents = session.scalars(
+            select(JobResult.result).join(Job, Job.id == JobResult.job_id)
+            .where(Job.kind == kind).order_by(JobResult.job_id.desc()).limit(RECENT_RESULTS))
+        for document in documents:
+            try:
+                yield JOB_RESULT_ADAPTER.validate_python(document)
+            except ValidationError:  # stored under an older contract: skipped, not guessed at
+                continue
+
+    def _generation(self, session: Session) -> GaugeMetricFamily:
+        gauge = GaugeMetricFamily("padbench_last_output_tokens_per_second",
+                                  "output tokens/s of the newest valid generate measurement per GPU, model, "
+                                  "strategy (or reference), kernel and context length",
+                                  labels=["gpu", "model", "dtype", "strategy", "kernel", "context"])
+        seen: set[tuple[str, ...]] = set()
+        for result in self._recent_results(session, "generate"):
+            if not isinstance(result, GenerateResult):
+                continue
+            for row in result.rows:
+                labels = (device_name(result), model_name(result), result.spec.dtype, row.strategy, row.kernel,
+                          str(row.context or ""))
+                if row.status == "ok" and row.output_tokens_per_s is not None and labels not in seen:
+                    seen.add(labels)
+                    gauge.add_metric(list(labels), row.output_tokens_per_s)
+        return gauge
+
     def _throughput(self, session: Session) -> GaugeMetricFamily:
         gauge = GaugeMetricFamily("padbench_last_tokens_per_second",
                                   "tokens/s of the newest valid measurement per GPU, model, strategy and kernel",
                                   labels=["gpu", "model", "dtype", "strategy", "kernel"])
         seen: set[tuple[str, ...]] = set()
-        documents = session.scalars(
-            select(JobResult.result).join(Job, Job.id == JobResult.job_id)
-            .where(Job.kind == "padding").order_by(JobResult.job_id.desc()).limit(RECENT_RESULTS))
-        for document in documents:
-            try:
-                result = JOB_RESULT_ADAPTER.validate_python(document)
-            except ValidationError:  # stored under an older contract: skipped, not guessed at
-                continue
+        for result in self._recent_results(session, "padding"):
             if not isinstance(result, PaddingResult):
                 continue
             for row in result.strategies:

@@ -1,6 +1,7 @@
 """`GET /metrics`: the Prometheus text format, read from the database on each scrape, on SQLite and
 PostgreSQL — jobs by status, claims, failures by reason, queue-wait and run durations, workers' last
-contact, and the newest tokens/s per GPU, model, dtype, strategy and kernel."""
+contact, the newest tokens/s per GPU, model, dtype, strategy and kernel, and the newest output tokens/s of
+generate jobs."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from padbench.contract.api import Capabilities
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.server.metrics import failure_reason
 from padbench.server.queue import LEASE_EXPIRED_ERROR
+from tests.generate_result import generate_result
 from tests.integration.conftest import LiveServer
 from tests.integration.test_server_jobs import SPEC, claim, register, submit
 from tests.unit.test_report_padding import sample_result
@@ -73,3 +76,20 @@ def test_failure_reasons_are_a_small_fixed_set() -> None:
     assert failure_reason("the job's result does not match the result contract: …") == "invalid_result"
     assert failure_reason("ValueError: something new") == "other"
     assert failure_reason(None) == "other"
+
+
+def test_metrics_carry_the_newest_generate_rates(any_live_server: LiveServer) -> None:
+    spec = {"kind": "generate", "device": "cuda", "dtype": "bf16", "attention": "sdpa", "name": "gen"}
+    capabilities = Capabilities(device="cuda", gpu_name="NVIDIA H100", kernels=["sdpa-kvcache", "sdpa"],
+                                job_kinds=["generate"]).model_dump(mode="json")
+    with any_live_server.client("submitter") as alice, any_live_server.client("worker") as gpu:
+        job_id = submit(alice, spec)
+        lease = claim(gpu, register(gpu, "h100-box", capabilities))
+        assert lease is not None and lease.job.id == job_id
+        result = JOB_RESULT_ADAPTER.dump_python(generate_result(), mode="json")
+        complete = {"lease_token": lease.lease_token, "result": result}
+        assert gpu.post(f"/v1/leases/{job_id}/complete", json=complete).status_code == 204
+    samples = scrape(any_live_server)
+    assert value(samples, "padbench_last_output_tokens_per_second", gpu="NVIDIA H100", strategy="continuous",
+                 kernel="sdpa-kvcache", context="") == 2400.0
+    assert value(samples, "padbench_last_output_tokens_per_second", strategy="transformers-generate") == 900.0
