@@ -96,6 +96,7 @@ def model_config(spec: ModelSpec) -> PretrainedConfig:
     else:
         field = "model.preset" if spec.preset else "model.config"
         config = _config_from_fields(fields, field)
+    config = text_model_config(config, spec, field)
     check_not_moe(config, field)
     _disable_dropout(config)
     for name in ACTIVATION_FIELDS:
@@ -107,6 +108,24 @@ def model_config(spec: ModelSpec) -> PretrainedConfig:
     # copying each layer's keys and values (torch.cat) — 18% of a packed gpt2-seed forward on an H200.
     config.use_cache = False
     return config
+
+
+def text_model_config(config: PretrainedConfig, spec: ModelSpec, field: str) -> PretrainedConfig:
+    """The text model's config of a multimodal wrapper (Gemma 3's `gemma3`, whose config holds a
+    `text_config` and no vocabulary of its own); any other config as it is.
+
+    transformers maps such types to their image-and-text model, but padbench measures token sequences: the
+    text model is what runs them, and the vision tower would only add weights nobody reads.
+    """
+    if getattr(config, "text_config", None) is None or hasattr(config, "vocab_size"):
+        return config
+    text = config.get_text_config()
+    if spec.load_weights:
+        raise ModelSourceError(f"{field}: {config.model_type} is an image-and-text model; padbench runs its text "
+                               f"model ({text.model_type}), and loading that alone from the combined checkpoint is "
+                               "not supported: use random weights (load_weights: false)")
+    check_model_type(text.model_type, field)
+    return text
 
 
 def model_max_positions(spec: ModelSpec) -> int:
