@@ -17,7 +17,9 @@ from typing import Any, Literal, get_args
 PresetName = Literal[
     "tiny", "gpt2", "gpt2-seed",
     "llama-3.2-1b", "llama-3.1-8b", "qwen2.5-0.5b", "mistral-7b", "gemma-2-2b",
-    "tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-gemma2", "tiny-phi3",
+    "qwen3-1.7b", "qwen3-8b", "gemma-2-9b", "gemma-3-4b",
+    "tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-gemma2", "tiny-phi3", "tiny-qwen3",
+    "tiny-gemma3",
 ]
 
 # Llama 3's rotary scaling, as its config.json states it.
@@ -62,6 +64,27 @@ MODEL_PRESETS: dict[str, dict[str, Any]] = {
                    "head_dim": 256, "vocab_size": 256000, "max_position_embeddings": 8192,
                    "sliding_window": 4096, "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0,
                    "query_pre_attn_scalar": 256, "hidden_activation": "gelu_pytorch_tanh"},
+    # Qwen 3 normalises queries and keys per head (q_norm, k_norm) before the rotary embedding.
+    "qwen3-1.7b": {"model_type": "qwen3", "hidden_size": 2048, "intermediate_size": 6144,
+                   "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+                   "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960, "rms_norm_eps": 1e-6,
+                   "tie_word_embeddings": True, "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}},
+    "qwen3-8b": {"model_type": "qwen3", "hidden_size": 4096, "intermediate_size": 12288,
+                 "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
+                 "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960, "rms_norm_eps": 1e-6,
+                 "tie_word_embeddings": False, "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}},
+    "gemma-2-9b": {"model_type": "gemma2", "hidden_size": 3584, "intermediate_size": 14336,
+                   "num_hidden_layers": 42, "num_attention_heads": 16, "num_key_value_heads": 8,
+                   "head_dim": 256, "vocab_size": 256000, "max_position_embeddings": 8192,
+                   "sliding_window": 4096, "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0,
+                   "query_pre_attn_scalar": 256, "hidden_activation": "gelu_pytorch_tanh"},
+    # Gemma 3's text model (what gemma-3-4b's image-and-text checkpoint wraps): five local layers with a
+    # 1,024-token window to every global one, its config class's defaults, as the published config states them.
+    "gemma-3-4b": {"model_type": "gemma3_text", "hidden_size": 2560, "intermediate_size": 10240,
+                   "num_hidden_layers": 34, "num_attention_heads": 8, "num_key_value_heads": 4,
+                   "head_dim": 256, "vocab_size": 262208, "max_position_embeddings": 131072,
+                   "sliding_window": 1024, "query_pre_attn_scalar": 256,
+                   "hidden_activation": "gelu_pytorch_tanh"},
     "tiny-gpt2": {"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 30522,
                   "n_positions": 1024, **_NO_GPT2_SPECIAL_IDS},
     "tiny-llama": {"model_type": "llama", **_TINY, "tie_word_embeddings": False,
@@ -72,6 +95,9 @@ MODEL_PRESETS: dict[str, dict[str, Any]] = {
                     "final_logit_softcapping": 30.0, "query_pre_attn_scalar": 32, "sliding_window": 4096},
     "tiny-phi3": {"model_type": "phi3", **_TINY, "tie_word_embeddings": False, "bos_token_id": None,
                   "eos_token_id": None, "pad_token_id": None},
+    "tiny-qwen3": {"model_type": "qwen3", **_TINY, "head_dim": 16, "tie_word_embeddings": True},
+    "tiny-gemma3": {"model_type": "gemma3_text", **_TINY, "head_dim": 16, "query_pre_attn_scalar": 16,
+                    "sliding_window": 512},
 }
 
 if set(get_args(PresetName)) != set(MODEL_PRESETS):  # the Literal is what the JSON Schema lists

@@ -33,6 +33,7 @@ def test_matmul_flops_per_token_gpt2_seed_is_about_365_mflop() -> None:
 
 
 @pytest.mark.parametrize("preset", ["tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-gemma2",
+                                    "tiny-qwen3", "tiny-gemma3",
                                     "tiny-phi3"])
 def test_formula_matches_torchs_flop_counter_within_one_percent(preset: str) -> None:
     """GQA projections, gated MLPs, untied heads and wide heads (Gemma) counted as torch counts them.

@@ -23,7 +23,8 @@ from padbench.worker.engine.correctness import check_layout, reference_logits
 from padbench.worker.engine.model import build_model
 
 CPU = torch.device("cpu")
-FAMILIES = ["tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-gemma2", "tiny-phi3", "tiny-gpt2"]
+FAMILIES = ["tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-gemma2", "tiny-phi3", "tiny-gpt2", "tiny-qwen3",
+            "tiny-gemma3"]
 LAYOUTS = [StrategySpec(name="static"), StrategySpec(name="dynamic"), StrategySpec(name="binned", n_bins=2),
            StrategySpec(name="packed")]
 LENGTHS = (5, 31, 12, 3, 47, 20, 8, 40)
