@@ -1,13 +1,16 @@
-"""Worker-side subcommands: `padbench run` (engine, no server) and `padbench worker` (supervisor)."""
+"""Worker-side subcommands: `padbench run` (engine, no server), `padbench check` (what a spec would run here)
+and `padbench worker` (supervisor)."""
 
 from __future__ import annotations
 
 import argparse
 
+from padbench.worker.cli.check import add_check_command
 from padbench.worker.cli.run import add_run_command
 from padbench.worker.cli.work import add_worker_command
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     add_run_command(subparsers)
+    add_check_command(subparsers)
     add_worker_command(subparsers)

@@ -1,0 +1,103 @@
+"""What `padbench check` finds: the model's shape, the tokenizer's fit and each row's kernel on this device.
+
+Imported only when the command runs: building the CLI's parser must never load torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TextIO
+
+import torch
+
+import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
+from padbench.contract.generate import GenerateJobSpec
+from padbench.contract.spec import JobSpecBase, PaddingJobSpec
+from padbench.report.padding import format_bytes
+from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
+from padbench.worker.engine.attention.features import AttentionFeatures
+from padbench.worker.engine.batches import STRATEGIES
+from padbench.worker.engine.data import load_tokenizer
+from padbench.worker.engine.decoding.kernels import resolve_decode_kernel
+from padbench.worker.engine.model import build_on_meta
+from padbench.worker.runtime.device import resolve_device, torch_dtype
+from padbench.worker.runtime.messages import first_line
+
+Finding = tuple[bool, str]  # (fine, what)
+
+
+def report(spec: JobSpecBase, out: TextIO) -> int:
+    out.write(f"spec: valid {spec.kind} job\n")
+    if not isinstance(spec, PaddingJobSpec | GenerateJobSpec):
+        return 0
+    findings = list(model_findings(spec))
+    for fine, what in findings:
+        out.write(f"{'  ' if fine else '✗ '}{what}\n")
+    return 0 if all(fine for fine, _ in findings) else 1
+
+
+def model_findings(spec: PaddingJobSpec | GenerateJobSpec) -> Iterator[Finding]:
+    try:
+        model = build_on_meta(spec.model)
+    except Exception as error:  # a refusal of the model (its type, its fields): the finding is its message
+        yield False, f"model: {first_line(error)}"
+        return
+    config = model.config
+    parameters = sum(parameter.numel() for parameter in model.parameters())
+    element = torch.empty((), dtype=torch_dtype(spec.dtype)).element_size()
+    yield True, (f"model: {config.model_type}, {parameters / 1e6:,.1f}M parameters, "
+                 f"{format_bytes(parameters * element)} of weights in {spec.dtype}")
+    yield from tokenizer_findings(spec, int(config.vocab_size))
+    try:
+        device = resolve_device(spec.device)
+    except Exception as error:
+        yield False, f"device: {first_line(error)}"
+        return
+    yield True, f"device: {device}" + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else "")
+    features = AttentionFeatures.of(config)
+    if isinstance(spec, GenerateJobSpec):
+        yield from decode_kernel_findings(spec, device, features)
+    else:
+        yield from padding_kernel_findings(spec, device, features)
+
+
+def tokenizer_findings(spec: PaddingJobSpec | GenerateJobSpec, vocabulary: int) -> Iterator[Finding]:
+    name = spec.data.tokenizer or (spec.model.path if spec.data.source != "synthetic" else None)
+    if name is None:
+        yield True, f"data: {spec.data.source} (token ids drawn below the vocabulary of {vocabulary:,})"
+        return
+    try:
+        tokenizer = load_tokenizer(name)
+    except Exception as error:
+        yield False, f"data.tokenizer {name!r}: {first_line(error)}"
+        return
+    ids = len(tokenizer)
+    yield ids <= vocabulary, (f"data.tokenizer {name!r}: {ids:,} ids, "
+                              f"{'within' if ids <= vocabulary else 'beyond'} the model's vocabulary of "
+                              f"{vocabulary:,}")
+
+
+def padding_kernel_findings(spec: PaddingJobSpec, device: torch.device,
+                            features: AttentionFeatures) -> Iterator[Finding]:
+    dtype = torch_dtype(spec.dtype)
+    for strategy in spec.strategies:
+        attention = spec.attention_for(strategy)
+        where = f"{strategy.label} / {attention}"
+        try:
+            kernel = resolve_kernel(attention, STRATEGIES.get(strategy.name).layout, device, dtype)
+        except KernelUnavailable as error:
+            yield False, f"{where}: refused: {error.reason}"
+            continue
+        reason = kernel.unsupported_reason(features, spec.data.max_length)
+        yield reason is None, f"{where}: {kernel.name} " + ("runs" if reason is None else f"refused: {reason}")
+
+
+def decode_kernel_findings(spec: GenerateJobSpec, device: torch.device,
+                           features: AttentionFeatures) -> Iterator[Finding]:
+    try:
+        kernel = resolve_decode_kernel(spec.attention, device, torch_dtype(spec.dtype))
+    except KernelUnavailable as error:
+        yield False, f"{spec.attention}: refused: {error.reason}"
+        return
+    reason = kernel.unsupported_reason(features.softcap)
+    yield reason is None, f"{spec.attention}: {kernel.name} " + ("runs" if reason is None else f"refused: {reason}")
