@@ -29,7 +29,8 @@ from padbench.contract.bounds import MAX_RETENTION_DAYS
 from padbench.http import TokenFileUnreadable, token_from_file
 from padbench.report import render
 from padbench.report.terminal import write_table
-from padbench.specfile import SpecError, load_spec
+from padbench.spec_overrides import add_override_options, load_points
+from padbench.specfile import SpecError
 
 FORMATS = ("table", "json", "csv")
 
@@ -68,6 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     submit.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                         help="with --wait: stop waiting after this long and exit 1; the job itself goes on "
                              "(`padbench wait ID` follows it again, `padbench cancel ID` stops it)")
+    add_override_options(submit)
     status = _command(subparsers, "status", show_status, "show where a job is: status, progress, worker, errors")
     status.add_argument("job_id", type=int, metavar="ID")
     wait = _command(subparsers, "wait", wait_job, "follow a job until it ends, with a progress bar")
@@ -118,13 +120,18 @@ def submit_job(client: PadbenchClient, args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.wait:
         raise UsageError("--timeout goes with --wait (it limits how long submit waits for the job)")
     # Validated here first, so a typo is named before any network call; the server validates again. The
-    # full spec, defaults included, is what gets stored: a result must say exactly what it measured.
-    spec = load_spec(args.spec)
-    created = client.submit(spec.model_dump(mode="json"))
-    print(f"job {created.id} {created.status.value}", file=sys.stderr if args.wait else sys.stdout)
+    # full spec, defaults included, is what gets stored: a result must say exactly what it measured. Every
+    # point of a sweep is checked before the first is submitted, so a bad one queues none.
+    points = load_points(args.spec, args.sets, args.sweeps)
+    job_ids = []
+    for point in points:
+        created = client.submit(point.spec.model_dump(mode="json"))
+        label = f"  {point.label}" if point.label else ""
+        print(f"job {created.id} {created.status.value}{label}", file=sys.stderr if args.wait else sys.stdout)
+        job_ids.append(created.id)
     if not args.wait:
         return 0
-    return _wait_and_print(client, created.id, timeout_s=args.timeout)
+    return max(_wait_and_print(client, job_id, timeout_s=args.timeout) for job_id in job_ids)
 
 
 def show_status(client: PadbenchClient, args: argparse.Namespace) -> int:

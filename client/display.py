@@ -8,7 +8,7 @@ from datetime import datetime
 
 from rich.table import Table
 
-from padbench.contract.api import JobOut, JobPage, JobSummary, WorkerOut
+from padbench.contract.api import JobOut, JobPage, JobStatus, JobSummary, WorkerOut
 
 STATUS_STYLES = {"succeeded": "green", "failed": "red", "running": "yellow", "cancelled": "dim", "queued": ""}
 
@@ -36,6 +36,10 @@ def format_status(job: JobOut) -> str:
         ("started", _when(job.started_at)),
         ("finished", _when(job.finished_at)),
     ]
+    gpu = job.spec.get("gpu")
+    if job.status is JobStatus.queued and gpu:
+        # The server leases such a job only to a worker with that GPU: say why it may wait while others run.
+        lines.append(("needs", f"a worker whose GPU name contains {gpu!r}"))
     if job.error:
         lines.append(("error", job.error))
     return "\n".join(f"{label:<10} {value}" for label, value in lines)

@@ -123,6 +123,15 @@ def insert_job(
     return job_id
 
 
+def queued_gpu_requirements(session: Session) -> list[str]:
+    """The distinct `gpu:` requirements of queued jobs: what a claiming worker's GPU name is matched against."""
+    return list(session.scalars(
+        select(JobRequirement.capability).distinct()
+        .join(Job, Job.id == JobRequirement.job_id)
+        .where(Job.status == QUEUED, JobRequirement.capability.startswith("gpu:", autoescape=True))
+    ))
+
+
 def claim_next_job(session: Session, *, worker_id: int, offered: Collection[str], lease_seconds: float) -> Job | None:
     """Lease the oldest queued job none of whose requirements the worker lacks; None when there is none."""
     candidate = aliased(Job, name="candidate")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
 # Ids are INTEGER columns on both backends: SQLite would raise OverflowError and PostgreSQL
@@ -23,6 +23,8 @@ MAX_NAME_LENGTH = 200
 MAX_LABEL_LENGTH = 200
 MAX_MESSAGE_LENGTH = 2000
 MAX_IDEMPOTENCY_KEY_LENGTH = 200
+# A job's `gpu:` (a part of a GPU's name, `H100`): the server stores it as a requirement in a String(100) column.
+MAX_GPU_NAME_LENGTH = 64
 # A seed is any 64-bit value torch and numpy accept.
 MAX_SEED = 2**63 - 1
 # How long finished jobs may be kept, in days: at most a century.
@@ -73,3 +75,6 @@ IdempotencyKey = Annotated[str, Field(min_length=1, max_length=MAX_IDEMPOTENCY_K
                            AfterValidator(_printable_ascii)]
 # A lease token is what `secrets.token_urlsafe(24)` makes (32 characters); 64 is the column's width.
 LeaseToken = Annotated[str, Field(min_length=1, max_length=64), NoNul]
+# Part of a GPU's name as workers advertise it (`H100`, `RTX 4090`), matched in any case.
+GpuName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_GPU_NAME_LENGTH),
+                    AfterValidator(_printable_ascii)]

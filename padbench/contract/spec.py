@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from padbench.contract.bounds import Label, Name, PathName, Seed, refusing_urls
+from padbench.contract.bounds import GpuName, Label, Name, PathName, Seed, refusing_urls
 from padbench.contract.model_spec import ModelSpec
 
 # torch's own names are accepted too and stored as the short name, so `dtype: bfloat16` and `dtype: bf16` are
@@ -220,6 +220,9 @@ class JobSpecBase(StrictModel):
 
     kind: str
     name: Name | None = None
+    # Run only on a worker whose GPU's name contains this, in any case (`H100` takes "NVIDIA H100 80GB HBM3"):
+    # a throughput is a property of one GPU, so a job meant for one must never run on another.
+    gpu: GpuName | None = None
 
     def new_job_problems(self) -> list[NewJobProblem]:
         """What a new job may not ask, though a spec stored with an earlier result may hold it: checked at

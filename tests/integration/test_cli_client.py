@@ -226,3 +226,22 @@ def test_prune_removes_old_finished_jobs_for_admins_only(cli, live_server: LiveS
     code, out, _ = cli("prune", "--older-than-days", "30")
     assert code == 0 and out.strip() == "removed 1 job(s) that finished more than 30 days ago"
     assert [line.split()[0] for line in cli("list")[1].splitlines()[1:-1]] == [kept]
+
+
+def test_submit_with_set_and_sweep_queues_one_named_job_per_point(cli, spec_file: Path) -> None:
+    code, out, _ = cli("submit", str(spec_file), "--set", "measurement.repeats=5", "--sweep", "batch_size=4,auto",
+                       "--set", "probe.cpu_memory_budget_bytes=1000000000", "--sweep", "dtype=fp32,bf16")
+    assert code == 0, out
+    lines = out.splitlines()
+    assert [line.split(maxsplit=3)[3] for line in lines] == [
+        "batch_size=4,dtype=fp32", "batch_size=4,dtype=bf16",
+        "batch_size=auto,dtype=fp32", "batch_size=auto,dtype=bf16"]
+    code, status, _ = cli("status", lines[2].split()[1])
+    assert "cli-test[batch_size=auto,dtype=fp32]" in status
+
+
+def test_submit_refuses_an_unknown_override_key_and_queues_nothing(cli, spec_file: Path) -> None:
+    code, out, err = cli("submit", str(spec_file), "--sweep", "batch_size=4,8", "--set", "measurement.repeat=5")
+    assert code == 2 and out == ""
+    assert "--set measurement.repeat: no key 'repeat' in measurement" in err and "'measurement.repeats'" in err
+    assert "(0 shown" in cli("list")[1]

@@ -26,7 +26,8 @@ PACKAGE_FOLDERS = {"padbench": "padbench", "server": "padbench.server", "worker"
 # Layer name -> module prefixes in it; a module belongs to the layer with the longest matching prefix.
 LAYERS: dict[str, tuple[str, ...]] = {
     "contract": ("padbench.contract",),
-    "shared": ("padbench.http", "padbench.specfile", "padbench.report", "padbench.tokens", "padbench.machine"),
+    "shared": ("padbench.http", "padbench.specfile", "padbench.spec_overrides", "padbench.report", "padbench.tokens",
+               "padbench.machine"),
     "server": ("padbench.server",),
     "client": ("padbench.client",),
     "runtime": ("padbench.worker.runtime",),

@@ -7,11 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from padbench.cli import main
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.results import PaddingResult
 from padbench.worker.cli.run import ProgressPrinter
+from tests.acceptance.specs import QUICK
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CPU_DEMO = REPO_ROOT / "examples" / "cpu-demo.yaml"
@@ -86,3 +88,27 @@ def test_run_progress_on_a_terminal_is_a_rich_bar_and_plain_lines_elsewhere() ->
         printer.finish()
     assert "elapsed" in terminal.getvalue() and "ETA" in terminal.getvalue() and "50%" in terminal.getvalue()
     assert pipe.getvalue() == "[ 50%] packed: batch 3/6\n"
+
+
+@pytest.mark.slow
+def test_run_with_set_and_sweep_runs_each_point_and_writes_a_json_file_per_point(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "quick.yaml"
+    spec.write_text(yaml.safe_dump(QUICK | {"strategies": ["static", "packed", "dynamic"]}))
+    out = tmp_path / "out.json"
+    code = main(["run", str(spec), "--set", "strategies=[static]", "--sweep", "batch_size=2,4", "--json", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    results = [JOB_RESULT_ADAPTER.validate_python(json.loads((tmp_path / f"out-{i}.json").read_text())) for i in (1, 2)]
+    assert [(r.spec.name, r.spec.batch_size) for r in results] == [
+        ("acceptance-quick[batch_size=2]", 2), ("acceptance-quick[batch_size=4]", 4)]
+    assert all([row.strategy for row in r.strategies] == ["static"] for r in results)
+    assert "job 1 of 2: batch_size=2" in captured.err and "job 2 of 2: batch_size=4" in captured.err
+    assert captured.out.count("padding benchmark ·") == 2 and "acceptance-quick[batch_size=4]" in captured.out
+
+
+def test_run_refuses_a_key_the_spec_has_not(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = write(tmp_path, "dtype: fp32\nattention: sdpa\n")
+    assert main(["run", str(spec), "--set", "batchsize=4"]) == 2
+    assert capsys.readouterr().err == ("padbench run: --set batchsize: no key 'batchsize' in a padding spec "
+                                       "(did you mean 'batch_size'?)\n")

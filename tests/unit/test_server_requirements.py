@@ -6,7 +6,7 @@ from padbench.contract.api import Capabilities
 from padbench.contract.kinds import parse_job_spec
 from padbench.server.api.errors import clean_location
 from padbench.server.paths import path_errors
-from padbench.server.requirements import job_requirements, offered_capabilities
+from padbench.server.requirements import gpu_capabilities, job_requirements, offered_capabilities
 
 
 def test_a_worker_offers_the_families_it_lists_never_one_read_from_a_kernel_name() -> None:
@@ -50,3 +50,12 @@ def test_error_locations_drop_body_union_tags_and_validator_labels() -> None:
     assert clean_location(("body", "spec", "padding", "attention")) == ["spec", "attention"]
     assert clean_location(("query", "limit")) == ["query", "limit"]
     assert clean_location(("body", "result", "attention", "cells", 0, "kernel")) == ["result", "cells", 0, "kernel"]
+
+
+def test_a_gpu_job_requires_its_gpu_text_and_a_worker_offers_what_its_gpu_name_contains() -> None:
+    spec = parse_job_spec({"kind": "attention", "gpu": "H100"})
+    assert job_requirements(spec) == {"kind:attention", "gpu:h100"}
+    wanted = ["gpu:h100", "gpu:a100", "gpu:nvidia h100 80gb", "kind:padding"]
+    h100 = Capabilities(device="cuda", gpu_name="NVIDIA H100 80GB HBM3")
+    assert gpu_capabilities(h100, wanted) == {"gpu:h100", "gpu:nvidia h100 80gb"}
+    assert gpu_capabilities(Capabilities(device="cpu"), wanted) == set()

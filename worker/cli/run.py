@@ -1,8 +1,8 @@
-"""`padbench run SPEC.yaml [--json PATH]`: run a job spec locally, without any server.
+"""`padbench run SPEC.yaml [--set K=V] [--sweep K=A,B] [--json PATH]`: run job specs locally, without any server.
 
 The job runs in a spawned child, exactly as a worker runs it, so an out-of-memory error, a sticky CUDA
 error or a crash ends with a message instead of taking this process down; Ctrl-C kills the child.
-Progress goes to stderr while it runs; the table goes to stdout.
+Progress goes to stderr while it runs; the table goes to stdout. A sweep runs its points one after another.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.report import render_json, render_table
 from padbench.report.progress import RemainingTime, TerminalProgress, eta_text
 from padbench.report.terminal import write_table
-from padbench.specfile import SpecError, load_spec
+from padbench.spec_overrides import SpecPoint, add_override_options, load_points
+from padbench.specfile import SpecError
 from padbench.worker.cli.sizing import gpu_sizing_warning
 from padbench.worker.runtime.isolation import ChildReport, run_in_child
 
@@ -31,7 +32,9 @@ def add_run_command(subparsers: argparse._SubParsersAction) -> None:
                     "Exit status: 0 with a result (failed strategies are rows of the table), "
                     "1 when the job produced no result, 2 for an invalid spec.")
     parser.add_argument("spec", metavar="SPEC.yaml", help="a job spec (YAML or JSON)")
-    parser.add_argument("--json", metavar="PATH", type=Path, help="also write the full result as JSON to PATH")
+    parser.add_argument("--json", metavar="PATH", type=Path,
+                        help="also write the full result as JSON to PATH (a sweep: PATH-1.json, PATH-2.json, …)")
+    add_override_options(parser)
     parser.add_argument("--timeout", metavar="SECONDS", type=float, default=None,
                         help="stop the job after this many seconds (default: no limit)")
     parser.add_argument("--traceback", action="store_true", help="print the job's traceback when it fails")
@@ -70,15 +73,31 @@ def describe_failure(report: ChildReport, show_traceback: bool) -> str:
     return "\n".join(lines)
 
 
+def json_path(path: Path, index: int, points: int) -> Path:
+    """Where point `index` (from 1) of `points` writes its --json file: PATH itself for a single job."""
+    return path if points == 1 else path.with_name(f"{path.stem}-{index}{path.suffix}")
+
+
 def run_spec_command(args: argparse.Namespace) -> int:
     try:
-        spec = load_spec(args.spec)
+        points = load_points(args.spec, args.sets, args.sweeps)
     except SpecError as error:
         print(f"padbench run: {error}", file=sys.stderr)
         return EXIT_BAD_SPEC
     if args.timeout is not None and args.timeout <= 0:
         print("padbench run: --timeout must be a positive number of seconds", file=sys.stderr)
         return EXIT_BAD_SPEC
+    exit_code = 0
+    for index, point in enumerate(points, start=1):
+        if len(points) > 1:
+            print(f"padbench run: job {index} of {len(points)}: {point.label}", file=sys.stderr)
+        json_file = json_path(args.json, index, len(points)) if args.json is not None else None
+        exit_code = max(exit_code, run_point(point, args, json_file))
+    return exit_code
+
+
+def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None) -> int:
+    spec = point.spec
     warning = gpu_sizing_warning(spec, str(args.spec))
     if warning is not None:
         print(f"padbench run: {warning}", file=sys.stderr)
@@ -92,12 +111,14 @@ def run_spec_command(args: argparse.Namespace) -> int:
         print(describe_failure(report, args.traceback), file=sys.stderr)
         return EXIT_FAILED
     result = JOB_RESULT_ADAPTER.validate_python(report.value)
-    if args.json is not None:
+    if json_file is not None:
         try:
-            args.json.write_text(render_json(result) + "\n", encoding="utf-8")
+            json_file.write_text(render_json(result) + "\n", encoding="utf-8")
         except OSError as error:
-            print(f"padbench run: cannot write --json {args.json}: {error.strerror}", file=sys.stderr)
+            print(f"padbench run: cannot write --json {json_file}: {error.strerror}", file=sys.stderr)
             print(render_table(result))
             return EXIT_FAILED
+    if point.label:  # a sweep's tables, one after another on stdout, each under its job's name
+        print(f"\n{spec.name}", flush=True)
     write_table(result, sys.stdout)
     return 0

@@ -43,7 +43,7 @@ from padbench.server.core.security import Principal
 from padbench.server.db import reads
 from padbench.server.db.models import Worker
 from padbench.server.db.workers import record_contact, record_lease_holder_contact
-from padbench.server.requirements import offered_capabilities
+from padbench.server.requirements import gpu_capabilities, offered_capabilities
 
 router = APIRouter(prefix="/leases", tags=["leases"], route_class=UnitOfWorkRoute)
 
@@ -91,7 +91,9 @@ def claim(body: LeaseRequest, session: SessionDep, settings: SettingsDep, princi
     worker = owned_worker(session, body.worker_id, principal)
     record_contact(session, worker.id)  # an idle worker polling for work is alive
     queue.requeue_expired_leases(session)  # expired leases first, so their jobs can be claimed right now
-    offered = offered_capabilities(Capabilities.model_validate(worker.capabilities))
+    capabilities = Capabilities.model_validate(worker.capabilities)
+    offered = offered_capabilities(capabilities) | gpu_capabilities(capabilities,
+                                                                     queue.queued_gpu_requirements(session))
     job = queue.claim_next_job(session, worker_id=worker.id, offered=offered, lease_seconds=settings.lease_seconds)
     if job is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
