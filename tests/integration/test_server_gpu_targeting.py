@@ -15,8 +15,8 @@ A100 = Capabilities(device="cuda", gpu_name="NVIDIA A100-SXM4-80GB", kernels=["s
 ON_H100: dict[str, Any] = SPEC | {"gpu": "h100", "name": "on-h100"}
 
 
-def test_a_gpu_job_waits_for_a_worker_with_that_gpu_and_goes_to_it(live_server: LiveServer) -> None:
-    with live_server.client("submitter") as alice, live_server.client("worker") as fleet:
+def test_a_gpu_job_waits_for_a_worker_with_that_gpu_and_goes_to_it(any_live_server: LiveServer) -> None:
+    with any_live_server.client("submitter") as alice, any_live_server.client("worker") as fleet:
         job_id = submit(alice, ON_H100)
         cpu, a100 = register(fleet, "cpu-box", CPU), register(fleet, "a100-box", A100)
         assert claim(fleet, cpu) is None and claim(fleet, a100) is None
@@ -27,8 +27,8 @@ def test_a_gpu_job_waits_for_a_worker_with_that_gpu_and_goes_to_it(live_server: 
         assert lease is not None and lease.job.id == job_id and lease.job.worker == "h100-box"
 
 
-def test_other_workers_still_take_jobs_that_name_no_gpu(live_server: LiveServer) -> None:
-    with live_server.client("submitter") as alice, live_server.client("worker") as fleet:
+def test_other_workers_still_take_jobs_that_name_no_gpu(any_live_server: LiveServer) -> None:
+    with any_live_server.client("submitter") as alice, any_live_server.client("worker") as fleet:
         targeted, anywhere = submit(alice, ON_H100), submit(alice, SPEC)
         lease = claim(fleet, register(fleet, "a100-box", A100))
         assert lease is not None and lease.job.id == anywhere != targeted
