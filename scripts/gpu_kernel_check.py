@@ -24,6 +24,7 @@ import torch
 
 from padbench.contract.spec import ModelSpec, StrategySpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel
+from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch
 from padbench.worker.engine.correctness import compare, gate_sample, logits_by_sequence, reference_logits
 from padbench.worker.engine.flops import ModelShape, batch_flops
@@ -151,7 +152,8 @@ def check_kernel(kernel: AttentionKernel, model: torch.nn.Module, batches: list[
         return row
     try:
         started = time.perf_counter()
-        prepared = [kernel.prepare(batch) for batch in batches]
+        windows = AttentionFeatures.of(model.config).layer_windows
+        prepared = [kernel.prepare(batch, windows) for batch in batches]
         error = check_correctness(kernel, model, prepared, sequences, args.dtype, device)
         row.note = f"first calls {time.perf_counter() - started:.1f}s"
         if error is None:

@@ -12,6 +12,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.attention import resolve_kernel
+from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.batches import PackedBatch
 from padbench.worker.engine.model import build_model
 
@@ -38,7 +39,8 @@ def main() -> None:
     device = torch.device("cuda")
     model = build_model(ModelSpec(preset=args.preset), torch.bfloat16, device, seed=0)
     kernel = resolve_kernel(args.kernel, PackedBatch, device, torch.bfloat16)
-    batch = kernel.prepare(packed_batch(args.tokens, model.config.vocab_size).to(device))
+    batch = kernel.prepare(packed_batch(args.tokens, model.config.vocab_size).to(device),
+                           AttentionFeatures.of(model.config).layer_windows)
     with torch.inference_mode():
         for _ in range(3):
             kernel.forward(model, batch)

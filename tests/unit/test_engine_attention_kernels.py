@@ -82,11 +82,20 @@ def test_kernel_matches_one_sequence_reference(kernel_name: str, model_and_refer
 
 def reference_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
                      cu_seqlens_k: torch.Tensor, max_q: int, max_k: int, *, causal: bool,
-                     scale: float | None = None) -> torch.Tensor:
-    """The varlen contract computed one sequence at a time (test only: it loops and reads the device)."""
+                     scale: float | None = None, window: int | None = None) -> torch.Tensor:
+    """The varlen contract computed one sequence at a time (test only: it loops and reads the device).
+
+    A window is read as flash kernels read their (left, right) `window_size`: the query attends to itself and
+    the `left` keys before it.
+    """
+    left, _ = attention.ops.flash_window(window)
     bounds = cu_seqlens_q.tolist()
-    pieces = [attention.ops.naive_dense(query[None, a:b], key[None, a:b], value[None, a:b], causal=causal,
-                                        scale=scale)[0] for a, b in itertools.pairwise(bounds)]
+    pieces = []
+    for a, b in itertools.pairwise(bounds):
+        positions = torch.arange(b - a)
+        near = positions[:, None] - positions[None, :] <= (left if left >= 0 else b - a)
+        pieces.append(attention.ops.naive_dense(query[None, a:b], key[None, a:b], value[None, a:b], causal=causal,
+                                                scale=scale, mask=near)[0])
     return torch.cat(pieces)
 
 

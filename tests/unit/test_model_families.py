@@ -159,12 +159,13 @@ def test_kernels_without_soft_capping_are_refused_for_gemma_with_the_reason() ->
         kernel.forward(model, batch)  # the call-time guard: never silently dropped
 
 
-def test_a_sliding_window_shorter_than_the_sequences_refuses_every_kernel() -> None:
+def test_a_sliding_window_shorter_than_the_sequences_refuses_only_kernels_without_windows() -> None:
     features = AttentionFeatures(query_heads=4, kv_heads=2, softcap=None, sliding_window=16)
-    for kernel in cpu_kernels():
+    for _, kernel in ATTENTION_KERNELS.items():
         reason = kernel.unsupported_reason(features, longest=48)
-        assert reason is not None and "sliding window of 16" in reason
+        assert (reason is None) == kernel.applies_window, kernel.name
         assert kernel.unsupported_reason(features, longest=16) is None
+    assert [name for name, kernel in ATTENTION_KERNELS.items() if not kernel.applies_window] == ["torch-flash"]
 
 
 def test_grouped_query_attention_is_recorded_as_native_or_expanded() -> None:

@@ -130,10 +130,10 @@ class PositionsRunOn(AttentionKernel):
         self.inner = inner
         self.name = inner.name  # type: ignore[misc]
 
-    def prepare(self, batch: Batch) -> Batch:
+    def prepare(self, batch: Batch, windows: tuple[int | None, ...] = (None,)) -> Batch:
         assert isinstance(batch, PackedBatch)
         positions = torch.arange(batch.computed_tokens, device=batch.input_ids.device)[None] % MODEL_POSITIONS
-        return self.inner.prepare(replace(batch, position_ids=positions))
+        return self.inner.prepare(replace(batch, position_ids=positions), windows)
 
     def forward(self, model: torch.nn.Module, batch: Batch) -> torch.Tensor:
         return self.inner.forward(model, batch)

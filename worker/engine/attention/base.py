@@ -24,8 +24,15 @@ from torch.nn.attention.flex_attention import BlockMask
 from transformers import AttentionInterface
 
 from padbench.contract.registry import Registry
-from padbench.worker.engine.attention import ops
-from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling, window_reason
+from padbench.worker.engine.attention import masks, ops
+from padbench.worker.engine.attention.features import (
+    AttentionFeatures,
+    GqaHandling,
+    batch_windows,
+    mask_for,
+    window_bites,
+    window_reason,
+)
 from padbench.worker.engine.attention.ops import KernelUnavailable
 from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.model import config_of
@@ -52,6 +59,9 @@ class AttentionKernel(ABC):
     compiles_per_shape: ClassVar[bool] = False
     # Logit soft-capping (Gemma 2): only kernels that apply it may run a model that uses it.
     applies_softcap: ClassVar[bool] = False
+    # Sliding windows (Mistral; Gemma 2/3 and gpt-oss on their local layers): only kernels that band each
+    # layer's attention by the window it is called with may run a model whose window sequences outgrow.
+    applies_window: ClassVar[bool] = False
     # Kernels that materialise a (tokens × tokens) mask over a whole pack: their memory grows with the square
     # of the batch size, not in proportion to it, and the OOM probe fits its curve accordingly.
     quadratic_memory: ClassVar[bool] = False
@@ -104,24 +114,27 @@ class AttentionKernel(ABC):
         if features.softcap is not None and not self.applies_softcap:
             return (f"{self.name} does not apply attention logit soft-capping (the model caps at "
                     f"{features.softcap:g}); the eager kernels do")
-        return window_reason(features.sliding_window, longest)
+        return None if self.applies_window else window_reason(self.name, features.sliding_window, longest)
 
     # --- per batch ------------------------------------------------------------------------------------------
 
-    def prepare(self, batch: Batch) -> Batch:
+    # `windows` is `AttentionFeatures.layer_windows` of the model: the windows its layers attend within (None
+    # for full attention). Kernels that mask per batch build one mask for each window a layer may call with.
+    def prepare(self, batch: Batch, windows: tuple[int | None, ...] = (None,)) -> Batch:
         """Precompute, once per device-resident batch and before timing, what the forward needs."""
         return batch
 
-    def per_forward(self, batch: Batch) -> Batch:
+    def per_forward(self, batch: Batch, windows: tuple[int | None, ...] = (None,)) -> Batch:
         """What is built inside every forward, timed with it: state too large to keep for every batch."""
         return batch
 
     def forward(self, model: torch.nn.Module, batch: Batch) -> torch.Tensor:
         """Logits of the whole batch: (rows, width, vocab) padded, (1, total_tokens, vocab) packed.
 
-        Call under `torch.inference_mode()` for inference; the batch must have been `prepare`d.
+        Call under `torch.inference_mode()` for inference; the batch must have been `prepare`d with the
+        model's `AttentionFeatures.layer_windows`.
         """
-        batch = self.per_forward(batch)
+        batch = self.per_forward(batch, AttentionFeatures.of(config_of(model)).layer_windows)
         with self.runtime_context(), attention_implementation(model, self.hf_name):
             return model(**self.model_inputs(batch)).logits
 
@@ -150,10 +163,12 @@ class AttentionKernel(ABC):
         if dropout:
             raise ValueError(f"attention kernel {self.name!r} runs without dropout (got p={dropout})")
         inputs = kernel_inputs(kwargs)
-        self._refuse_dropped_features(softcap, sliding_window, kwargs, longest=inputs.get(
-            "padbench_max_seqlen", query.shape[2]))
+        longest = inputs.get("padbench_max_seqlen", query.shape[2])
+        self._refuse_dropped_features(softcap, sliding_window, kwargs, longest=longest)
         if softcap:
             inputs["padbench_softcap"] = softcap
+        if window_bites(sliding_window, longest):  # this layer's window: None on full-attention layers
+            inputs["padbench_window"] = sliding_window
         output = self.attend(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2),
                              scaling if scaling is not None else query.shape[-1] ** -0.5, **inputs)
         return output, None
@@ -190,6 +205,11 @@ def tiny_batch(layout: type[PaddedBatch] | type[PackedBatch], device: torch.devi
         lengths=lengths, sequence_ids=(0, 1), token_budget=8)
 
 
+def longest_sequence(batch: Batch) -> int:
+    """The longest sequence a batch's attention spans: what `_transformers_attention` compares windows with."""
+    return batch.max_seqlen if isinstance(batch, PackedBatch) else batch.width
+
+
 class MaskedKernel(AttentionKernel):
     """Attention through a boolean mask (True = attend), materialised inside every forward.
 
@@ -200,40 +220,52 @@ class MaskedKernel(AttentionKernel):
     """
 
     masked_op: ClassVar[Callable[..., torch.Tensor]]  # ops.sdpa_dense or ops.naive_dense
+    applies_window = True
 
     @abstractmethod
-    def build_mask(self, batch: Batch) -> torch.Tensor:
+    def build_mask(self, batch: Batch, window: int | None) -> torch.Tensor:
         """The mask for the whole batch, broadcastable to (rows, heads, width, width)."""
 
-    def per_forward(self, batch: Batch) -> Batch:
-        return replace(batch, extras={**batch.extras, "padbench_mask": self.build_mask(batch)})
+    def per_forward(self, batch: Batch, windows: tuple[int | None, ...] = (None,)) -> Batch:
+        # The mask is built per batch, not per layer: one for each window the layers use, as transformers
+        # builds a full and a sliding mask per forward for models with both kinds of layer.
+        built = {window: self.build_mask(batch, window) for window in batch_windows(windows, longest_sequence(batch))}
+        return replace(batch, extras={**batch.extras, "padbench_masks": built})
 
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
-               padbench_mask: torch.Tensor, **inputs: Any) -> torch.Tensor:
+               padbench_masks: dict[int | None, torch.Tensor], padbench_window: int | None = None,
+               **inputs: Any) -> torch.Tensor:
         capping = {"softcap": inputs["padbench_softcap"]} if "padbench_softcap" in inputs else {}
-        return self.masked_op(query, key, value, causal=False, scale=scale, mask=padbench_mask, **capping)
+        return self.masked_op(query, key, value, causal=False, scale=scale,
+                              mask=mask_for(padbench_masks, padbench_window, self.name), **capping)
 
 
 class FlexKernel(AttentionKernel):
     """FlexAttention with a block mask built once per batch in `prepare`: fully masked tiles are skipped."""
 
+    applies_window = True
+
     @abstractmethod
-    def build_block_mask(self, batch: Batch) -> BlockMask: ...
+    def build_block_mask(self, batch: Batch, window: int | None) -> BlockMask: ...
 
     def probe(self, device: torch.device, dtype: torch.dtype) -> None:
         # The op itself, uncompiled: compiling flex on CUDA takes tens of seconds, too long for a capability
         # probe; the first real batch compiles it (outside timing, in the warm-up).
         query = torch.randn(1, 2, 128, 64, device=device, dtype=dtype)
-        ops.flex_reference(query, query, query, ops.causal_block_mask(128, device))
+        ops.flex_reference(query, query, query, masks.causal_block_mask(128, device))
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
-    def prepare(self, batch: Batch) -> Batch:
-        return replace(batch, extras={**batch.extras, "padbench_block_mask": self.build_block_mask(batch)})
+    def prepare(self, batch: Batch, windows: tuple[int | None, ...] = (None,)) -> Batch:
+        built = {window: self.build_block_mask(batch, window)
+                 for window in batch_windows(windows, longest_sequence(batch))}
+        return replace(batch, extras={**batch.extras, "padbench_block_masks": built})
 
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
-               padbench_block_mask: BlockMask, **inputs: Any) -> torch.Tensor:
-        return ops.flex_dense(query, key, value, padbench_block_mask, scale=scale)
+               padbench_block_masks: dict[int | None, BlockMask], padbench_window: int | None = None,
+               **inputs: Any) -> torch.Tensor:
+        return ops.flex_dense(query, key, value, mask_for(padbench_block_masks, padbench_window, self.name),
+                              scale=scale)
 
 
 @contextlib.contextmanager

@@ -9,7 +9,9 @@ attention bridge refuses the same features again at call time, so a feature is n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+from padbench.worker.engine.attention.ops import KernelUnavailable
 
 GqaHandling = Literal["native", "expanded"]
 
@@ -20,6 +22,9 @@ class AttentionFeatures:
     kv_heads: int
     softcap: float | None  # tanh soft-capping of attention logits, as Gemma 2 does
     sliding_window: int | None  # keys further back than this many tokens are not attended to
+    # Whether some layer attends to every earlier token: all of them without a window; with one, the layers
+    # `layer_types` names full (Gemma 2/3, gpt-oss) and none where it names none (Mistral names none at all).
+    full_layers: bool = True
 
     @classmethod
     def of(cls, config: Any) -> AttentionFeatures:
@@ -32,18 +37,46 @@ class AttentionFeatures:
         if getattr(config, "use_sliding_window", True) is False:
             window = None
         softcap = getattr(config, "attn_logit_softcapping", None)
+        full_layers = not window or (layer_types is not None and "full_attention" in layer_types)
         return cls(query_heads=heads, kv_heads=kv_heads, softcap=float(softcap) if softcap else None,
-                   sliding_window=int(window) if window else None)
+                   sliding_window=int(window) if window else None, full_layers=full_layers)
 
     @property
     def grouped(self) -> bool:
         return self.kv_heads < self.query_heads
 
+    @property
+    def layer_windows(self) -> tuple[int | None, ...]:
+        """The windows the model's layers attend within, None for full attention: what a kernel prepares."""
+        return ((None,) if self.full_layers else ()) + ((self.sliding_window,) if self.sliding_window else ())
 
-def window_reason(sliding_window: int | None, longest: int) -> str | None:
+
+def window_reason(kernel: str, sliding_window: int | None, longest: int) -> str | None:
     """Why a window-less kernel would compute a different function, or None when the window never bites."""
-    if sliding_window is None or longest <= sliding_window:
+    if not window_bites(sliding_window, longest):
         return None
-    return (f"the model attends within a sliding window of {sliding_window} tokens and sequences reach {longest}; "
-            "padbench's kernels attend to every earlier token, so they would measure a different model "
-            f"(use data.max_length ≤ {sliding_window})")
+    return (f"{kernel} does not apply a sliding window; the model attends within one of {sliding_window} tokens and "
+            f"sequences reach {longest}, so it would measure a different model (use a kernel that applies the "
+            f"window, or data.max_length ≤ {sliding_window})")
+
+
+def window_bites(sliding_window: int | None, longest: int) -> bool:
+    """Whether a window changes anything for sequences up to `longest` tokens."""
+    return sliding_window is not None and longest > sliding_window
+
+
+def batch_windows(windows: tuple[int | None, ...], longest: int) -> tuple[int | None, ...]:
+    """The masks one batch needs: a window no sequence of it outgrows is full attention there."""
+    return tuple(dict.fromkeys(window if window_bites(window, longest) else None for window in windows))
+
+
+Mask = TypeVar("Mask")
+
+
+def mask_for(masks: dict[int | None, Mask], window: int | None, kernel: str) -> Mask:
+    """The mask prepared for a layer's window (None: full attention); an error when none was prepared."""
+    if window not in masks:
+        prepared = ", ".join("full" if key is None else f"window {key}" for key in masks)
+        raise KernelUnavailable(kernel, f"a layer attends within a sliding window of {window} tokens but the batch "
+                                        f"was prepared for {prepared} only (prepare it with the model's windows)")
+    return masks[window]

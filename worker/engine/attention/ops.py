@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
+from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
 
 class KernelUnavailable(RuntimeError):
@@ -66,16 +66,27 @@ def flash_attn_cute_module() -> ModuleType:
 
 
 @functools.cache
-def _torch_varlen_call() -> tuple[Callable[..., Any], dict[str, Any], bool]:
-    """torch's varlen_attn, the keyword arguments that make it causal, and whether it takes enable_gqa."""
+def _torch_varlen_call() -> tuple[Callable[..., Any], bool, bool]:
+    """torch's varlen_attn, whether it takes a (left, right) `window_size`, and whether it takes enable_gqa."""
     module = optional_module("torch.nn.attention.varlen")
     function = getattr(module, "varlen_attn", None)
     if function is None:
         raise KernelUnavailable("torch-flash-varlen", f"torch {torch.__version__} has no varlen_attn (needs 2.10+)")
     parameters = inspect.signature(function).parameters
     # 2.10 spells causality `is_causal`; 2.11+ replaced it with a (left, right) window where (-1, 0) is causal.
-    causal = {"window_size": (-1, 0)} if "window_size" in parameters else {"is_causal": True}
-    return function, causal, "enable_gqa" in parameters
+    return function, "window_size" in parameters, "enable_gqa" in parameters
+
+
+def flash_window(window: int | None) -> tuple[int, int]:
+    """A sliding window of `window` keys as flash kernels' causal (left, right) `window_size`.
+
+    transformers' window (masking_utils.sliding_window_overlay: `kv_idx > q_idx - sliding_window`, on top of
+    the causal `kv_idx <= q_idx`) covers the query itself and the `window - 1` keys before it; flash-attn's
+    left size counts the keys before the query only, so it is `window - 1` (transformers' own flash path
+    passes the same; torch's varlen_attn docstring writes "(W, 0)" for a window of W keys before the query).
+    -1 on the left is unbounded: plain causal attention.
+    """
+    return (window - 1 if window is not None else -1, 0)
 
 
 def _first(result: torch.Tensor | tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -100,6 +111,10 @@ def expand_kv_heads(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor)
 
 def torch_varlen_takes_gqa() -> bool:
     return _torch_varlen_call()[2]
+
+
+def torch_varlen_takes_window() -> bool:
+    return _torch_varlen_call()[1]
 
 
 # --- dense (batch, seq, heads, head_dim) ----------------------------------------------------------------
@@ -146,23 +161,35 @@ def naive_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, 
     return torch.matmul(weights, v).transpose(1, 2)
 
 
+def _window_kwargs(window: int | None) -> dict[str, Any]:
+    # Only when there is a window: flash-attn's default (-1, -1) and flash-attn-4's (None, None) differ.
+    return {} if window is None else {"window_size": flash_window(window)}
+
+
 def flash_attn_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
-                     scale: float | None = None) -> torch.Tensor:
-    return _first(flash_attn_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal))
+                     scale: float | None = None, window: int | None = None) -> torch.Tensor:
+    return _first(flash_attn_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal,
+                                                      **_window_kwargs(window)))
 
 
 def flash_attn_cute_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
-                          scale: float | None = None) -> torch.Tensor:
-    return _first(flash_attn_cute_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal))
+                          scale: float | None = None, window: int | None = None) -> torch.Tensor:
+    return _first(flash_attn_cute_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal,
+                                                           **_window_kwargs(window)))
 
 
 # --- varlen (total_tokens, heads, head_dim) --------------------------------------------------------------
 
 def torch_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
                  cu_seqlens_k: torch.Tensor, max_q: int, max_k: int, *, causal: bool,
-                 scale: float | None = None) -> torch.Tensor:
-    function, causal_kwargs, takes_gqa = _torch_varlen_call()
-    kwargs: dict[str, Any] = dict(causal_kwargs) if causal else {}
+                 scale: float | None = None, window: int | None = None) -> torch.Tensor:
+    function, takes_window, takes_gqa = _torch_varlen_call()
+    if window is not None and not (causal and takes_window):
+        raise KernelUnavailable("torch-flash-varlen", f"torch {torch.__version__}'s varlen_attn takes no sliding window"
+                                if not takes_window else "a sliding window applies to causal attention only")
+    kwargs: dict[str, Any] = {}
+    if causal:
+        kwargs = {"window_size": flash_window(window)} if takes_window else {"is_causal": True}
     if _is_gqa(query, key):
         if takes_gqa:
             kwargs["enable_gqa"] = True
@@ -173,17 +200,18 @@ def torch_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu
 
 def flash_attn_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
                       cu_seqlens_k: torch.Tensor, max_q: int, max_k: int, *, causal: bool,
-                      scale: float | None = None) -> torch.Tensor:
+                      scale: float | None = None, window: int | None = None) -> torch.Tensor:
     return _first(flash_attn_module().flash_attn_varlen_func(
-        query, key, value, cu_seqlens_q, cu_seqlens_k, max_q, max_k, softmax_scale=scale, causal=causal))
+        query, key, value, cu_seqlens_q, cu_seqlens_k, max_q, max_k, softmax_scale=scale, causal=causal,
+        **_window_kwargs(window)))
 
 
 def flash_attn_cute_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
                            cu_seqlens_k: torch.Tensor, max_q: int, max_k: int, *, causal: bool,
-                           scale: float | None = None) -> torch.Tensor:
+                           scale: float | None = None, window: int | None = None) -> torch.Tensor:
     return _first(flash_attn_cute_module().flash_attn_varlen_func(
         query, key, value, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_q,
-        max_seqlen_k=max_k, softmax_scale=scale, causal=causal))
+        max_seqlen_k=max_k, softmax_scale=scale, causal=causal, **_window_kwargs(window)))
 
 
 # --- FlexAttention -------------------------------------------------------------------------------------------
@@ -215,60 +243,8 @@ def flex_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
     return _first(output)
 
 
-def causal_block_mask(length: int, device: torch.device) -> BlockMask:
-    def causal(batch: Any, head: Any, q_index: Any, kv_index: Any) -> Any:
-        return q_index >= kv_index
-
-    return create_block_mask(causal, None, None, length, length, device=device)
-
-
-def document_causal_block_mask(document_ids: torch.Tensor) -> BlockMask:
-    """Causal attention within each document of one packed row; `document_ids` is (total_tokens,)."""
-
-    def same_document_causal(batch: Any, head: Any, q_index: Any, kv_index: Any) -> Any:
-        return (document_ids[q_index] == document_ids[kv_index]) & (q_index >= kv_index)
-
-    total = document_ids.shape[0]
-    return create_block_mask(same_document_causal, None, None, total, total, device=document_ids.device,
-                             _compile=document_ids.is_cuda)
-
-
-def padding_causal_block_mask(lengths: torch.Tensor, width: int) -> BlockMask:
-    """Causal attention over each right-padded row's real tokens; `lengths` is (rows,) on the device."""
-
-    def causal_over_real_keys(batch: Any, head: Any, q_index: Any, kv_index: Any) -> Any:
-        return (kv_index < lengths[batch]) & (q_index >= kv_index)
-
-    return create_block_mask(causal_over_real_keys, lengths.shape[0], None, width, width, device=lengths.device,
-                             _compile=lengths.is_cuda)
-
-
 # --- materialised masks ------------------------------------------------------------------------------------
 
 def causal_allowed(q_len: int, kv_len: int, device: torch.device) -> torch.Tensor:
     """(q_len, kv_len) bool, aligned bottom-right as flash kernels do when q_len < kv_len."""
     return torch.ones(q_len, kv_len, dtype=torch.bool, device=device).tril_(kv_len - q_len)
-
-
-def document_ids_from_cu_seqlens(cu_seqlens: torch.Tensor, total: int) -> torch.Tensor:
-    """(total,) int32: the index of the document each packed token belongs to."""
-    counts = (cu_seqlens[1:] - cu_seqlens[:-1]).long()
-    return torch.repeat_interleave(torch.arange(counts.numel(), device=cu_seqlens.device, dtype=torch.int32),
-                                   counts, output_size=total)
-
-
-def block_diagonal_causal(document_ids: torch.Tensor) -> torch.Tensor:
-    """(total, total) bool: token i attends to token j iff same document and j ≤ i. O(total²) memory."""
-    same_document = document_ids[:, None] == document_ids[None, :]
-    return same_document.tril_()
-
-
-def padding_causal(lengths: torch.Tensor, width: int) -> torch.Tensor:
-    """(rows, 1, width, width) bool: causal attention over each right-padded row's real keys.
-
-    Pad queries still see their row's real keys, so no row of the mask is empty (no NaN from softmax).
-    """
-    positions = torch.arange(width, device=lengths.device)
-    real_keys = positions[None, :] < lengths[:, None]
-    causal = positions[:, None] >= positions[None, :]
-    return (causal[None, :, :] & real_keys[:, None, :]).unsqueeze(1)

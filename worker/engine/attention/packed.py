@@ -14,9 +14,9 @@ from typing import Any, ClassVar
 import torch
 from torch.nn.attention.flex_attention import BlockMask
 
-from padbench.worker.engine.attention import ops
+from padbench.worker.engine.attention import masks, ops
 from padbench.worker.engine.attention.base import AttentionKernel, FlexKernel, MaskedKernel, register_kernel
-from padbench.worker.engine.attention.features import GqaHandling
+from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling, window_bites
 from padbench.worker.engine.batches import Batch, PackedBatch
 
 
@@ -35,6 +35,7 @@ class VarlenKernel(PackedKernel):
     """Flash varlen: attention over (total_tokens, heads, head_dim) bounded by cu_seqlens, no mask at all."""
 
     half_precision_only = True
+    applies_window = True  # each varlen call takes the layer's window as a flash (left, right) window_size
     varlen: ClassVar[Callable[..., torch.Tensor]]  # the ops-level call: (q, k, v, cu_q, cu_k, max_q, max_k, …)
 
     def model_inputs(self, batch: Batch) -> dict[str, Any]:
@@ -42,10 +43,13 @@ class VarlenKernel(PackedKernel):
         return {**super().model_inputs(batch), "padbench_cu_seqlens": batch.cu_seqlens}
 
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
-               padbench_cu_seqlens: torch.Tensor, padbench_max_seqlen: int, **inputs: Any) -> torch.Tensor:
-        # Dropping the batch dimension of 1 is a view: the head dimension stays contiguous, no copy.
+               padbench_cu_seqlens: torch.Tensor, padbench_max_seqlen: int, padbench_window: int | None = None,
+               **inputs: Any) -> torch.Tensor:
+        # Dropping the batch dimension of 1 is a view: the head dimension stays contiguous, no copy. The
+        # window applies within each sequence: flash varlen kernels count positions from each cu_seqlens start.
         output = self.varlen(query[0], key[0], value[0], padbench_cu_seqlens, padbench_cu_seqlens,
-                             padbench_max_seqlen, padbench_max_seqlen, causal=True, scale=scale)
+                             padbench_max_seqlen, padbench_max_seqlen, causal=True, scale=scale,
+                             window=padbench_window)
         return output.unsqueeze(0)
 
 
@@ -58,6 +62,20 @@ class TorchFlashVarlen(VarlenKernel):
             return "native" if ops.torch_varlen_takes_gqa() else "expanded"
         except ops.KernelUnavailable:  # no varlen_attn at all: the kernel never runs, nothing to record
             return "native"
+
+    def unsupported_reason(self, features: AttentionFeatures, longest: int) -> str | None:
+        reason = super().unsupported_reason(features, longest)
+        if reason is None and window_bites(features.sliding_window, longest) and not _varlen_takes_window():
+            return (f"torch {torch.__version__}'s varlen_attn takes no window_size (2.11+ does), and the model "
+                    f"attends within a sliding window of {features.sliding_window} tokens")
+        return reason
+
+
+def _varlen_takes_window() -> bool:
+    try:
+        return ops.torch_varlen_takes_window()
+    except ops.KernelUnavailable:  # no varlen_attn at all: availability refuses the kernel with its own reason
+        return True
 
 
 class FlashAttnVarlen(VarlenKernel):
@@ -73,14 +91,14 @@ class FlashAttnCuteVarlen(VarlenKernel):
 
 def _document_ids(batch: Batch) -> torch.Tensor:
     assert isinstance(batch, PackedBatch)
-    return ops.document_ids_from_cu_seqlens(batch.cu_seqlens, batch.computed_tokens)
+    return masks.document_ids_from_cu_seqlens(batch.cu_seqlens, batch.computed_tokens)
 
 
 class BlockDiagonalMaskKernel(PackedKernel, MaskedKernel):
     quadratic_memory = True
 
-    def build_mask(self, batch: Batch) -> torch.Tensor:
-        return ops.block_diagonal_causal(_document_ids(batch))[None, None]  # (1, 1, total, total)
+    def build_mask(self, batch: Batch, window: int | None) -> torch.Tensor:
+        return masks.block_diagonal_causal(_document_ids(batch), window)[None, None]  # (1, 1, total, total)
 
 
 class SdpaBlockMask(BlockDiagonalMaskKernel):
@@ -102,8 +120,8 @@ class FlexDocumentMask(PackedKernel, FlexKernel):
 
     name, family = "flex-document-mask", "flex"
 
-    def build_block_mask(self, batch: Batch) -> BlockMask:
-        return ops.document_causal_block_mask(_document_ids(batch))
+    def build_block_mask(self, batch: Batch, window: int | None) -> BlockMask:
+        return masks.document_causal_block_mask(_document_ids(batch), window)
 
 
 for _kernel in (TorchFlashVarlen(), FlashAttnVarlen(), FlashAttnCuteVarlen(), SdpaBlockMask(), EagerBlockMask(),

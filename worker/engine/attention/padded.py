@@ -15,7 +15,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.flex_attention import BlockMask
 
-from padbench.worker.engine.attention import ops
+from padbench.worker.engine.attention import masks, ops
 from padbench.worker.engine.attention.base import AttentionKernel, FlexKernel, MaskedKernel, register_kernel
 from padbench.worker.engine.attention.features import GqaHandling
 from padbench.worker.engine.batches import Batch, PaddedBatch
@@ -34,7 +34,8 @@ class TorchFlashPadded(PaddedKernel):
     """torch's SDPA pinned to its flash backend (`sdpa_kernel(SDPBackend.FLASH_ATTENTION)`).
 
     With only that backend allowed, SDPA raises on inputs the flash kernel cannot take instead of silently
-    falling back to another backend, so a result labelled torch-flash really ran the flash kernel.
+    falling back to another backend, so a result labelled torch-flash really ran the flash kernel. It takes
+    no mask and no window (only `is_causal`), so it is refused for a model whose window sequences outgrow.
     """
 
     name = family = "torch-flash"
@@ -72,20 +73,22 @@ def _flash_sdpa_takes_gqa(device: torch.device, dtype: torch.dtype) -> bool:
 class FlashAttnPadded(PaddedKernel):
     name = family = "flash-attn"
     half_precision_only = True
+    applies_window = True
 
-    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float,
-               **inputs: Any) -> torch.Tensor:
-        return ops.flash_attn_dense(query, key, value, causal=True, scale=scale)
+    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
+               padbench_window: int | None = None, **inputs: Any) -> torch.Tensor:
+        return ops.flash_attn_dense(query, key, value, causal=True, scale=scale, window=padbench_window)
 
 
 class FlashAttnCutePadded(PaddedKernel):
     name = family = "flash-attn-cute"
     half_precision_only = True
     compiles_per_shape = True
+    applies_window = True
 
-    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float,
-               **inputs: Any) -> torch.Tensor:
-        return ops.flash_attn_cute_dense(query, key, value, causal=True, scale=scale)
+    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
+               padbench_window: int | None = None, **inputs: Any) -> torch.Tensor:
+        return ops.flash_attn_cute_dense(query, key, value, causal=True, scale=scale, window=padbench_window)
 
 
 def _device_lengths(batch: Batch) -> torch.Tensor:
@@ -95,8 +98,8 @@ def _device_lengths(batch: Batch) -> torch.Tensor:
 
 
 class PaddingMaskKernel(PaddedKernel, MaskedKernel):
-    def build_mask(self, batch: Batch) -> torch.Tensor:
-        return ops.padding_causal(_device_lengths(batch), batch.input_ids.shape[1])
+    def build_mask(self, batch: Batch, window: int | None) -> torch.Tensor:
+        return masks.padding_causal(_device_lengths(batch), batch.input_ids.shape[1], window)
 
 
 class SdpaPadded(PaddingMaskKernel):
@@ -122,8 +125,8 @@ class FlexPadded(PaddedKernel, FlexKernel):
 
     name, family = "flex-padding-mask", "flex"
 
-    def build_block_mask(self, batch: Batch) -> BlockMask:
-        return ops.padding_causal_block_mask(_device_lengths(batch), batch.input_ids.shape[1])
+    def build_block_mask(self, batch: Batch, window: int | None) -> BlockMask:
+        return masks.padding_causal_block_mask(_device_lengths(batch), batch.input_ids.shape[1], window)
 
 
 for _kernel in (TorchFlashPadded(), FlashAttnPadded(), FlashAttnCutePadded(), SdpaPadded(), EagerPadded(),

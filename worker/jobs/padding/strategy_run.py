@@ -165,7 +165,7 @@ class StrategyRun:
         return batches
 
     def _to_device(self, kernel: AttentionKernel, batch: Batch) -> Batch:
-        return kernel.prepare(batch.to(self.job.device))
+        return kernel.prepare(batch.to(self.job.device), AttentionFeatures.of(self.job.model.config).layer_windows)
 
     def _warmup(self, kernel: AttentionKernel, host_batches: list[Batch], settings: MeasurementSpec) -> list[int]:
         # A kernel that compiles per batch shape compiles once for each; all of that must land in the warm-up,

@@ -31,6 +31,7 @@ import torch
 
 from padbench.contract.spec import AttentionName, Dtype, StrategyName
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, resolve_kernel
+from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.batches import STRATEGIES, Batch
 from padbench.worker.engine.model import build_model, config_of
 from padbench.worker.engine.steps import (
@@ -74,7 +75,7 @@ def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
     # activations, and in training the gradients and optimizer state.
     layout = STRATEGIES.get(request.strategy).layout
     batch = kernel.prepare(worst_case_batch(layout, request.size, request.max_length, config_of(model).vocab_size)
-                           .to(device))
+                           .to(device), AttentionFeatures.of(config_of(model)).layer_windows)
     step = _step(request, model, kernel, batch)
     for number in range(request.passes):
         step(0)
