@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import secrets
 import signal
 import socket
 import subprocess
@@ -33,7 +32,7 @@ from padbench.contract.api import JobOut, JobStatus, WorkerOut
 from padbench.http import ApiError
 from padbench.report.terminal import write_table
 from padbench.specfile import SpecError, load_spec
-from padbench.tokens import token_digest
+from padbench.tokens import random_token, token_digest
 
 # The example specs ship inside the package (padbench.examples), so the demo runs from any install.
 EXAMPLES_PACKAGE = "padbench.examples"
@@ -69,7 +68,7 @@ class Tokens:
 
     @classmethod
     def generate(cls) -> Tokens:
-        return cls(*(secrets.token_urlsafe(32) for _ in range(4)))
+        return cls(*(random_token() for _ in range(4)))
 
     def write(self, path: Path) -> None:
         # Digests only: the tokens themselves live in this process and its children's environment.

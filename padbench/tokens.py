@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = re.compile(r"sha256:[0-9a-f]{64}")
@@ -16,3 +17,12 @@ DIGEST_PATTERN = re.compile(r"sha256:[0-9a-f]{64}")
 def token_digest(token: str) -> str:
     """What the tokens file stores for `token`: `sha256:` and the hex digest."""
     return DIGEST_PREFIX + hashlib.sha256(token.encode()).hexdigest()
+
+
+def random_token() -> str:
+    """32 random bytes, URL-safe, never starting with `-`: a token is passed as `--token TOKEN`, and argparse
+    (like most option parsers) takes an argument that starts with `-` for an option of its own."""
+    while True:
+        token = secrets.token_urlsafe(32)
+        if not token.startswith("-"):
+            return token

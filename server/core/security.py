@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from padbench.tokens import DIGEST_PATTERN, DIGEST_PREFIX, token_digest
+from padbench.tokens import DIGEST_PATTERN, DIGEST_PREFIX, random_token, token_digest
 
 log = logging.getLogger("padbench.server")
 MIN_TOKEN_LENGTH = 24
@@ -143,7 +143,7 @@ def read_token_file(path: Path) -> TokenStore:
 def new_token() -> str:
     """A random token that passes our own checks (a random string may, very rarely, contain a listed word)."""
     while True:
-        token = secrets.token_urlsafe(32)
+        token = random_token()
         if token_weakness(token) is None:
             return token
 

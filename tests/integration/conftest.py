@@ -40,6 +40,7 @@ from padbench.server.db.models import Job
 from padbench.server.db.workers import register_worker
 from padbench.server.main import create_app
 from padbench.server.requirements import job_requirements, offered_capabilities
+from padbench.tokens import random_token
 
 POSTGRES_ADMIN_URL = os.environ.get("PADBENCH_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 # Principal key → (role, name). Two of each ordinary role, to test ownership.
@@ -131,7 +132,7 @@ class LiveServer:
 
 
 def write_tokens_file(path: Path) -> dict[str, str]:
-    tokens = {key: secrets.token_urlsafe(32) for key in PRINCIPALS}
+    tokens = {key: random_token() for key in PRINCIPALS}
     lines = [token_file_line(Role(role), name, tokens[key]) for key, (role, name) in PRINCIPALS.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return tokens

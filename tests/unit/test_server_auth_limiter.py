@@ -83,3 +83,12 @@ def test_a_credential_is_a_short_hash_of_the_first_characters_and_holds_nothing_
     assert tag == credential_tag(token[:8] + "different-tail") and len(tag) == 8
     assert tag != credential_tag(secrets.token_urlsafe(32))
     assert token[:4] not in tag and credential_tag(None) == MISSING_CREDENTIAL
+
+
+def test_random_tokens_never_start_like_an_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--token -abc…` would be parsed as an option: a token starting with `-` is drawn again."""
+    from padbench import tokens
+
+    draws = iter(["-starts-like-an-option", "fine-token"])
+    monkeypatch.setattr(tokens.secrets, "token_urlsafe", lambda size: next(draws))
+    assert tokens.random_token() == "fine-token"
