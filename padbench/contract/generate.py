@@ -38,6 +38,7 @@ from padbench.contract.spec import (
     ProbeSpec,
     SeqLen,
     StrictModel,
+    check_tokenizer_named,
     model_and_probe_problems,
 )
 
@@ -121,10 +122,7 @@ class GenerateJobSpec(JobSpecBase):
 
     @model_validator(mode="after")
     def _consistent(self) -> GenerateJobSpec:
-        if self.data.source != "synthetic" and self.data.tokenizer is None and self.model.path is None \
-                and self.model.hub is None:
-            raise ValueError(f"data.tokenizer is required for source {self.data.source!r} (or a model.path "
-                             "whose directory holds the model's tokenizer, or a model.hub)")
+        check_tokenizer_named(self.data, self.model)
         if self.attention in FLASH_KERNELS and self.dtype == "fp32":
             raise ValueError(f"attention {self.attention!r} needs dtype bf16 or fp16, not fp32")
         if len(set(self.strategies)) != len(self.strategies):

@@ -137,6 +137,13 @@ class DataSpec(StrictModel):
     distribution: Label = "wikitext103-bert"
 
 
+def check_tokenizer_named(data: DataSpec, model: ModelSpec) -> None:
+    """Text needs a tokenizer: named, or the model directory's own, or the Hub model's."""
+    if data.source != "synthetic" and data.tokenizer is None and model.path is None and model.hub is None:
+        raise ValueError(f"data.tokenizer is required for source {data.source!r} (or a model.path whose directory "
+                         "holds the model's tokenizer, or a model.hub)")
+
+
 # --- strategies ---------------------------------------------------------------------------------------
 
 DEFAULT_N_BINS = 16
@@ -261,10 +268,7 @@ class PaddingJobSpec(JobSpecBase):
 
     @model_validator(mode="after")
     def _consistent(self) -> PaddingJobSpec:
-        if self.data.source != "synthetic" and self.data.tokenizer is None and self.model.path is None \
-                and self.model.hub is None:
-            raise ValueError(f"data.tokenizer is required for source {self.data.source!r} (or a model.path "
-                             "whose directory holds the model's tokenizer, or a model.hub)")
+        check_tokenizer_named(self.data, self.model)
         positions = self.model.max_positions()
         if positions is not None and self.data.max_length > positions:
             raise ValueError(f"data.max_length ({self.data.max_length}) exceeds the model's positions ({positions})")

@@ -29,11 +29,11 @@ import torch.nn.functional as F
 from transformers import AttentionInterface
 
 from padbench.contract.registry import Registry
+from padbench.worker.engine.attention.base import HALF_PRECISION
 from padbench.worker.engine.attention.ops import KernelUnavailable
 from padbench.worker.engine.decoding.cache import StepInputs
 
 HF_NAME_PREFIX = "padbench-decode-"
-HALF_PRECISION = (torch.float16, torch.bfloat16)
 
 
 class DecodeKernel(ABC):
