@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
+from padbench.contract.parallel import ParallelRun, RankShares
 from padbench.contract.spec import AttentionJobSpec, JobSpecBase, PaddingJobSpec, strategy_label
 
 
@@ -172,6 +173,7 @@ class StrategyResult(ResultModel):
     logit_tolerance: float | None = None
     correctness_passed: bool | None = None
     probe: ProbeReport | None = None
+    per_rank: RankShares | None = None  # jobs on several GPUs: each rank's share of this row
 
     @property
     def label(self) -> str:
@@ -230,6 +232,7 @@ class PaddingResult(JobResultBase):
     matmul_tflops: float | None = None  # the device's GEMM rate in the job's dtype, measured in the same job
     num_sequences: int
     real_tokens_total: int
+    parallel: ParallelRun | None = None  # jobs on several GPUs (or processes): how they spread the work
     strategies: list[StrategyResult]
     partial: PartialResult | None = None
 

@@ -6,7 +6,7 @@ Every field a user can write is declared here with its bounds, so a bad spec fai
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -22,6 +22,7 @@ from pydantic import (
 
 from padbench.contract.bounds import GpuName, Label, Name, PathName, Seed, refusing_urls
 from padbench.contract.model_spec import ModelSpec
+from padbench.contract.parallel import DistributedSpec, GpuCount, TrainingSpec
 
 # torch's own names are accepted too and stored as the short name, so `dtype: bfloat16` and `dtype: bf16` are
 # the same job (and the same row when results are compared).
@@ -230,6 +231,16 @@ class JobSpecBase(StrictModel):
     # Run only on a worker whose GPU's name contains this, in any case (`H100` takes "NVIDIA H100 80GB HBM3"):
     # a throughput is a property of one GPU, so a job meant for one must never run on another.
     gpu: GpuName | None = None
+    # GPUs the job runs on at once, one process (rank) each, or `all` of the worker's; on device cpu, the
+    # number of processes. Kinds that run on one GPU only leave SPANS_GPUS false and refuse more.
+    gpus: GpuCount = 1
+    SPANS_GPUS: ClassVar[bool] = False
+
+    @model_validator(mode="after")
+    def _one_gpu_unless_spanning(self) -> JobSpecBase:
+        if self.gpus != 1 and not self.SPANS_GPUS:
+            raise ValueError(f"gpus: {self.kind} jobs run on one GPU; only padding jobs span several")
+        return self
 
     def new_job_problems(self) -> list[NewJobProblem]:
         """What a new job may not ask, though a spec stored with an earlier result may hold it: checked at
@@ -265,6 +276,9 @@ class PaddingJobSpec(JobSpecBase):
     compile: bool = False  # torch.compile with dynamic shapes (never one graph per batch shape)
     measurement: MeasurementSpec = MeasurementSpec()
     probe: ProbeSpec = ProbeSpec()
+    training: TrainingSpec = TrainingSpec()
+    distributed: DistributedSpec = DistributedSpec()
+    SPANS_GPUS: ClassVar[bool] = True
 
     @model_validator(mode="after")
     def _consistent(self) -> PaddingJobSpec:
@@ -276,6 +290,11 @@ class PaddingJobSpec(JobSpecBase):
             kernel = self.attention_for(strategy)
             if kernel in FLASH_KERNELS and self.dtype == "fp32":
                 raise ValueError(f"attention {kernel!r} ({strategy.label}) needs dtype bf16 or fp16, not fp32")
+        if self.training.precision == "amp" and self.dtype == "fp32":
+            raise ValueError("training.precision amp computes in a half-precision dtype: set dtype bf16 or fp16")
+        if self.training.precision == "bf16" and self.dtype != "bf16":
+            raise ValueError(f"training.precision bf16 keeps everything in bf16, but dtype is {self.dtype}: "
+                             "set dtype bf16, or precision auto")
         labels = [s.label + ":" + self.attention_for(s) for s in self.strategies]
         if len(set(labels)) != len(labels):
             raise ValueError(f"strategies repeat a (strategy, attention) pair: {labels}")

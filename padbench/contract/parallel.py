@@ -1,0 +1,108 @@
+"""Jobs across several GPUs: how many a job asks for, how it spreads its work, and what it reports per rank.
+
+A job on `gpus: N` runs as N processes (ranks), one per GPU, started together by the worker's launcher;
+on `device: cpu` the ranks are processes talking over gloo, which is how the multi-GPU path is tested
+without a GPU. Training shards the model with FSDP2 (every decoder layer and the root); inference runs one
+replica per GPU (data parallel) when the model fits one GPU, and sharded when it does not. Every rank
+processes its share of the same sequences, so the layouts still compare on identical work.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+MAX_GPUS = 64  # more GPUs than any one host holds today (8 to 16)
+GpuCountNumber = Annotated[int, Field(ge=1, le=MAX_GPUS)]
+
+
+def _count_from_text(value: Any) -> Any:
+    """`--set gpus=2` gives the text "2"; a count is meant."""
+    return int(value) if isinstance(value, str) and value.isdigit() else value
+
+
+# A number of GPUs, or `all` of those the worker that takes the job owns.
+GpuCount = Annotated[GpuCountNumber | Literal["all"], BeforeValidator(_count_from_text)]
+
+# What runs in a training job: `amp` keeps fp32 master weights and optimizer state and computes in the job's
+# dtype (autocast on one GPU; FSDP2's mixed-precision policy, with fp32 gradient reduction, on several);
+# `bf16` keeps everything in the job's dtype (pure half precision); `auto` is amp on several GPUs (what
+# multi-GPU fine-tunes run) and the job's dtype on one (the single-GPU default since the first release).
+Precision = Literal["auto", "bf16", "amp"]
+# How inference spreads over several GPUs: `replicated` (data parallel, one full copy per GPU), `sharded`
+# (FSDP2, for a model one GPU cannot hold) or `auto`: replicated when the weights fit one GPU.
+InferenceParallelism = Literal["auto", "replicated", "sharded"]
+# What a training job kept its weights in: `amp` (fp32 master weights, compute in the job's dtype) or the dtype.
+RunPrecision = Literal["bf16", "fp16", "fp32", "amp"]
+# What ran, as the result states it.
+Parallelism = Literal["single", "replicated", "sharded"]
+
+
+class StrictSection(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class DistributedSpec(StrictSection):
+    inference: InferenceParallelism = "auto"
+    # How long a rank waits in one collective before the job fails as hung (a rank that died or stalled).
+    collective_timeout_s: Annotated[float, Field(ge=10, le=3600)] = 600.0
+
+
+class TrainingSpec(StrictSection):
+    precision: Precision = "auto"
+
+
+def gpus_needed(gpus: int | Literal["all"], owned: int) -> int:
+    """How many GPUs a job asks of a worker that owns `owned` (at least one: a GPU job needs a GPU)."""
+    return max(owned, 1) if gpus == "all" else gpus
+
+
+# --- results ------------------------------------------------------------------------------------------------
+
+class ResultSection(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=100_000)
+
+
+class RankFigures(ResultSection):
+    """One rank's share of a strategy row."""
+
+    rank: Annotated[int, Field(ge=0, lt=MAX_GPUS)]
+    device: Annotated[str, Field(max_length=200)]  # e.g. "cuda:1 NVIDIA H100 80GB HBM3" or "cpu"
+    real_tokens: Annotated[int, Field(ge=0)]
+    batches: Annotated[int, Field(ge=0)]
+    measured_seconds: Annotated[float, Field(ge=0)]
+    peak_allocated_bytes: Annotated[int, Field(ge=0)] | None = None  # CUDA allocator; None on CPU
+    # Seconds per step inside collectives (all-gather, reduce-scatter, all-reduce), from the profiler over a
+    # few steps after the measurement: on GPUs the NCCL kernels' time, which includes waiting for the other
+    # ranks; FSDP2 overlaps much of it with compute, so it is an upper bound on what the step waits.
+    collective_seconds_per_step: Annotated[float, Field(ge=0)] | None = None
+
+
+class RankShares(ResultSection):
+    """A strategy row's figures per rank (the row's own figures are summed over its ranks)."""
+
+    ranks: Annotated[list[RankFigures], Field(min_length=1, max_length=MAX_GPUS)]
+    tokens_per_s_per_gpu: Annotated[float, Field(ge=0)] | None = None
+    # Batches left unmeasured so that every rank runs the same number of steps (ranks step together, and a
+    # layout's batches rarely divide evenly between them); their tokens are not counted.
+    batches_left_out: Annotated[int, Field(ge=0)] = 0
+
+
+class ParallelRun(ResultSection):
+    """How a job on several GPUs ran: the same for each of its rows."""
+
+    gpus: GpuCountNumber
+    parallelism: Parallelism
+    precision: RunPrecision
+    backend: Literal["nccl", "gloo"] | None = None
+    devices: Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=MAX_GPUS)] = []
+    # How the GPUs connect (`nvidia-smi topo -m`), as the driver prints it; None where it could not be read.
+    topology: Annotated[str, Field(max_length=20_000)] | None = None
+
+
+def precision_run(precision: Precision, dtype: Literal["bf16", "fp16", "fp32"], ranks: int) -> RunPrecision:
+    """What a training job keeps its weights in: `amp` (fp32 master weights, compute in `dtype`) or `dtype`."""
+    if precision == "amp" or (precision == "auto" and ranks > 1 and dtype != "fp32"):
+        return "amp"
+    return dtype
