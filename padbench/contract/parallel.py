@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 MAX_GPUS = 64  # more GPUs than any one host holds today (8 to 16)
 GpuCountNumber = Annotated[int, Field(ge=1, le=MAX_GPUS)]
@@ -22,8 +22,12 @@ def _count_from_text(value: Any) -> Any:
     return int(value) if isinstance(value, str) and value.isdigit() else value
 
 
-# A number of GPUs, or `all` of those the worker that takes the job owns.
-GpuCount = Annotated[GpuCountNumber | Literal["all"], BeforeValidator(_count_from_text)]
+# A number of GPUs, or `all` of those the worker that takes the job owns. Published with `enum` rather than
+# pydantic's `const` for the same reason as a batch size (client generators turn `const` into a check that
+# refuses every number).
+GpuCount = Annotated[GpuCountNumber | Literal["all"], BeforeValidator(_count_from_text), WithJsonSchema({
+    "oneOf": [{"type": "integer", "minimum": 1, "maximum": MAX_GPUS}, {"type": "string", "enum": ["all"]}],
+    "description": "GPUs the job runs on, one process each, or `all` of the worker's"})]
 
 # What runs in a training job: `amp` keeps fp32 master weights and optimizer state and computes in the job's
 # dtype (autocast on one GPU; FSDP2's mixed-precision policy, with fp32 gradient reduction, on several);
