@@ -31,3 +31,14 @@ def cuda_gpu_present() -> bool:
         return True
     return shutil.which("nvidia-smi") is not None  # WSL and unusual layouts keep the tool, not the nodes
 
+
+
+def visible_gpu_count() -> int:
+    """How many GPUs jobs started from this process see (CUDA_VISIBLE_DEVICES first, else the driver's list)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([gpu for gpu in visible.split(",") if gpu.strip() not in ("", "-1")])
+    try:
+        return sum(1 for _ in DRIVER_GPUS.iterdir())
+    except OSError:
+        return len(list(DEVICE_NODES.glob("nvidia[0-9]*")))

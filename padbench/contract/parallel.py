@@ -62,6 +62,14 @@ def gpus_needed(gpus: int | Literal["all"], owned: int) -> int:
     return max(owned, 1) if gpus == "all" else gpus
 
 
+def ranks_for(gpus: int | Literal["all"], device: str, available: int) -> int:
+    """How many processes a job runs as: one per GPU it asks of `available`; on device cpu, `gpus` processes
+    (`all` is one: a CPU has no GPUs to count)."""
+    if device == "cpu":
+        return gpus if isinstance(gpus, int) else 1
+    return gpus_needed(gpus, available)
+
+
 # --- results ------------------------------------------------------------------------------------------------
 
 class ResultSection(BaseModel):

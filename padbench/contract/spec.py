@@ -302,7 +302,11 @@ class PaddingJobSpec(JobSpecBase):
 
     def new_job_problems(self) -> list[NewJobProblem]:
         probed = any("auto" in self.batch_sizes_for(strategy) for strategy in self.strategies)
-        return model_and_probe_problems(self.model, probed, self.device, self.probe)
+        problems = model_and_probe_problems(self.model, probed, self.device, self.probe)
+        if self.gpus != 1 and self.compile:
+            problems.append((("compile",), "torch.compile of a model spread over several GPUs is not measured "
+                                           "here yet: set compile false, or gpus 1"))
+        return problems
 
     def attention_for(self, strategy: StrategySpec) -> AttentionName:
         return strategy.attention or self.attention

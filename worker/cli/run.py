@@ -13,13 +13,16 @@ from pathlib import Path
 from typing import TextIO
 
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.parallel import ranks_for
+from padbench.machine import visible_gpu_count
 from padbench.report import render_json, render_table
 from padbench.report.progress import RemainingTime, TerminalProgress, eta_text
 from padbench.report.terminal import write_table
 from padbench.spec_overrides import SpecPoint, add_override_options, load_points
 from padbench.specfile import SpecError
 from padbench.worker.cli.sizing import gpu_sizing_warning
-from padbench.worker.runtime.isolation import ChildReport, run_in_child
+from padbench.worker.runtime.isolation import ChildReport
+from padbench.worker.runtime.launcher import launch_job
 
 EXIT_FAILED, EXIT_BAD_SPEC = 1, 2
 JOB_ENTRY_POINT = "padbench.worker.jobs:run_job"
@@ -103,8 +106,9 @@ def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None
         print(f"padbench run: {warning}", file=sys.stderr)
     printer = ProgressPrinter(sys.stderr)
     try:
-        report = run_in_child(JOB_ENTRY_POINT, spec.model_dump(mode="json"), timeout_s=args.timeout,
-                              on_progress=printer)
+        ranks = ranks_for(spec.gpus, getattr(spec, "device", "auto"), visible_gpu_count())
+        report = launch_job(JOB_ENTRY_POINT, spec.model_dump(mode="json"), ranks=ranks, timeout_s=args.timeout,
+                            on_progress=printer)
     finally:
         printer.finish()
     if report.outcome != "ok":

@@ -40,6 +40,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from padbench.contract.spec import Dtype
 from padbench.worker.engine.batches import Batch, PackedBatch
 from padbench.worker.engine.model import config_of
+from padbench.worker.engine.steps import without_autograd
 
 RELATIVE_TOLERANCE: dict[str, float] = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 4e-2}
 NOISE_MARGIN = 2.0  # the tolerance is at least this multiple of the reference's own noise floor
@@ -90,7 +91,7 @@ def reference_logits(model: torch.nn.Module, sequences: Sequence[Sequence[int]],
                      device: torch.device, eager: bool = False) -> list[torch.Tensor]:
     """Logits of each sequence alone (no padding, no packing), on the host in the model's dtype."""
     references = []
-    with torch.inference_mode(), plain_attention(model, eager):
+    with without_autograd(model), plain_attention(model, eager):
         for sequence in sequences:
             input_ids = torch.tensor([list(sequence)], dtype=torch.long, device=device)
             references.append(model(input_ids=input_ids).logits[0].cpu())
@@ -155,7 +156,8 @@ def check_layout(forward: BatchLogitsFn, batches: Iterable[Batch], references: S
     The batches' sequence ids index `references` (the strategy was given exactly the sample).
     """
     candidates: dict[int, torch.Tensor] = {}
-    with torch.inference_mode():
+    # no_grad, not inference_mode: the forward may be a sharded model's, whose weights must stay trainable
+    with torch.no_grad():
         for batch in batches:
             for sequence_id, logits in logits_by_sequence(batch, forward(batch)).items():
                 candidates[sequence_id] = logits.cpu()

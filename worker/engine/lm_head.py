@@ -12,7 +12,7 @@ transformers' head untouched.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import torch
 import torch.nn.functional as F
@@ -30,12 +30,15 @@ class AlignedLMHead(nn.Module):
     # The FLOP counter counts this head like the linear layer it replaces.
     counts_as_linear = True
 
-    def __init__(self, head: nn.Linear, tied: bool) -> None:
+    def __init__(self, head: nn.Linear, tied_to: nn.Module | None) -> None:
         super().__init__()
-        # Held in a list so a weight tied to the embedding is not registered twice (state_dict, .to() stay
-        # as before); an untied head's parameters are registered here, as they were on the linear layer.
-        self._head = [head]
-        if not tied:
+        # A weight tied to the input embedding is read from the embedding module each call (held in a list so
+        # it is not registered twice: state_dict and .to() stay as before); an untied head's parameters are
+        # registered here, as they were on the linear layer. Either way the weight is looked up on a module the
+        # model owns at every call, so whatever swaps a module's parameters (FSDP2 gathering its shards, cast
+        # to the compute dtype) is seen here too.
+        self._tied_to = [tied_to] if tied_to is not None else []
+        if tied_to is None:
             self.head_weight = head.weight
         if head.bias is not None:
             self.head_bias = head.bias
@@ -44,11 +47,11 @@ class AlignedLMHead(nn.Module):
 
     @property
     def weight(self) -> torch.Tensor:
-        return self._head[0].weight
+        return cast(torch.Tensor, self._tied_to[0].weight if self._tied_to else self.head_weight)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         padded_weight = F.pad(self.weight, (0, 0, 0, self.padding_rows))
-        bias = self._head[0].bias
+        bias = getattr(self, "head_bias", None)
         padded_bias = None if bias is None else F.pad(bias, (0, self.padding_rows))
         return F.linear(hidden_states, padded_weight, padded_bias)[..., : self.vocab_size]
 
@@ -58,6 +61,7 @@ def align_lm_head(model: ModelT) -> ModelT:
     head = model.get_output_embeddings()
     if not isinstance(head, nn.Linear) or head.out_features % ALIGNMENT == 0:
         return model
-    tied = head.weight is getattr(model.get_input_embeddings(), "weight", None)
-    model.set_output_embeddings(AlignedLMHead(head, tied))
+    embedding = model.get_input_embeddings()
+    tied = head.weight is getattr(embedding, "weight", None)
+    model.set_output_embeddings(AlignedLMHead(head, embedding if tied else None))
     return model

@@ -129,8 +129,17 @@ def run_warmup(step: Callable[[int], None], indices: Sequence[int], clock: Batch
     return sum(clock.collect())
 
 
+# Whether every rank of a job agrees to a proposal (one process: it agrees with itself). Ranks that step
+# together must end a repeat after the same pass, however long each one's pass took.
+AgreeFn = Callable[[bool], bool]
+
+
+def _alone(proposal: bool) -> bool:
+    return proposal
+
+
 def run_repeat(step: Callable[[int], None], n_batches: int, settings: MeasurementSpec,
-               clock: BatchClock) -> RepeatTiming:
+               clock: BatchClock, agree: AgreeFn = _alone) -> RepeatTiming:
     indices: list[int] = []
     seconds: list[float] = []
     capped = False
@@ -145,12 +154,13 @@ def run_repeat(step: Callable[[int], None], n_batches: int, settings: Measuremen
             indices.append(index)
         seconds.extend(clock.collect())
         long_enough = sum(seconds) >= settings.min_seconds and len(indices) >= settings.min_batches
-        if capped or long_enough:
+        if capped or agree(long_enough):  # a cap falls on the same batch in every rank
             return RepeatTiming(tuple(indices), tuple(seconds))
 
 
 def measure(step: Callable[[int], None], n_batches: int, settings: MeasurementSpec, clock: BatchClock,
-            on_repeat: Callable[[int], None] | None = None, warmup: Sequence[int] | None = None) -> Measurement:
+            on_repeat: Callable[[int], None] | None = None, warmup: Sequence[int] | None = None,
+            agree: AgreeFn = _alone) -> Measurement:
     """Warm up (on `warmup`'s batches, by default the first `settings.warmup_batches`), then
     `settings.repeats` measured runs of `step(batch_index)` over whole passes."""
     if n_batches <= 0:
@@ -161,7 +171,7 @@ def measure(step: Callable[[int], None], n_batches: int, settings: MeasurementSp
     for repeat in range(settings.repeats):
         if on_repeat is not None:
             on_repeat(repeat)
-        repeats.append(run_repeat(step, n_batches, settings, clock))
+        repeats.append(run_repeat(step, n_batches, settings, clock, agree))
     return Measurement(len(warmup), warmup_seconds, tuple(repeats))
 
 

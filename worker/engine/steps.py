@@ -6,10 +6,12 @@ timing, so the timed region holds only device work and its launches.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
+from torch.distributed.fsdp import FSDPModule
 
 from padbench.worker.engine.batches import Batch, PackedBatch
 
@@ -54,9 +56,16 @@ def compiled_graph_count() -> int:
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
 
+def without_autograd(model: torch.nn.Module) -> contextlib.AbstractContextManager[object]:
+    """inference_mode, the cheapest way to run a forward, except on a model sharded by FSDP2: its forward
+    re-creates views of the weight shards, and views made under inference_mode can never be updated again
+    outside it, so a later training step (or a restore of the weights) would fail; no_grad keeps them normal."""
+    return torch.no_grad() if isinstance(model, FSDPModule) else torch.inference_mode()
+
+
 def inference_step(model: torch.nn.Module, forward: KernelForwardFn, batches: Sequence[Batch]) -> StepFn:
     def step(index: int) -> None:
-        with torch.inference_mode():
+        with without_autograd(model):
             forward(model, batches[index])
 
     return step

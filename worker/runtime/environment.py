@@ -10,7 +10,9 @@ import contextlib
 import importlib.metadata
 import importlib.util
 import platform
+import shutil
 import socket
+import subprocess
 from collections.abc import Mapping
 from datetime import datetime, timezone
 
@@ -84,3 +86,21 @@ def collect_environment(device: torch.device, *, dataset_digest: str | None, see
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **_gpu_fields(device),  # type: ignore[arg-type]
     )
+
+
+TOPOLOGY_TIMEOUT_S = 20.0
+TOPOLOGY_LIMIT = 20_000  # characters: an 8-GPU matrix with its legend is ~3,000
+
+
+def gpu_topology() -> str | None:
+    """How the GPUs connect (NVLink, PCIe switches, NUMA nodes), as `nvidia-smi topo -m` prints it for the
+    GPUs this process sees; None where the tool is missing or fails (the figure is then unknown)."""
+    tool = shutil.which("nvidia-smi")
+    if tool is None:
+        return None
+    try:
+        printed = subprocess.run([tool, "topo", "-m"], capture_output=True, text=True, timeout=TOPOLOGY_TIMEOUT_S,
+                                 check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return printed.strip()[:TOPOLOGY_LIMIT] or None

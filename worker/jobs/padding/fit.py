@@ -40,3 +40,19 @@ def check_model_fits(spec: PaddingJobSpec, device: torch.device) -> None:
         raise ModelDoesNotFit(f"model {spec.model.label!r} does not fit: its {state} in {spec.dtype} need "
                               f"{needed / 2**30:.1f} GiB, and the GPU has {free / 2**30:.1f} GiB free of "
                               f"{total / 2**30:.1f} GiB, before any batch")
+
+
+# Room left beside one replica's weights for activations and the allocator (a fraction of the GPU).
+REPLICA_HEADROOM = 0.3
+
+
+def weights_fit_one_device(spec: PaddingJobSpec, device: torch.device) -> bool:
+    """Whether one full copy of the weights, with room to compute, fits this GPU: inference then replicates
+    the model on every GPU instead of sharding it. Always on a CPU (nothing to run out of but the host)."""
+    if device.type != "cuda":
+        return True
+    memory = device_free_bytes(device)
+    if memory is None:
+        return True
+    free, _ = memory
+    return count_parameters(spec.model) * torch_dtype(spec.dtype).itemsize <= free * (1 - REPLICA_HEADROOM)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from padbench.contract.parallel import Parallelism, ParallelRun, precision_run
 from padbench.contract.results import Environment, PaddingResult, PartialResult, ProbeReport, StrategyResult
 from padbench.contract.spec import DataSpec, PaddingJobSpec
 from padbench.worker.engine import flops
@@ -21,6 +22,9 @@ from padbench.worker.engine.correctness import gate_sample, reference_logits, re
 from padbench.worker.engine.data import SYNTHETIC, load_sequences
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.engine.model import build_model
+from padbench.worker.engine.ranks import ONE_RANK, Backend, Ranks, share_of
+from padbench.worker.engine.sharding import autocast_if, shard_model, snapshot_weights
+from padbench.worker.engine.sharding import restore_weights as restore_model_weights
 from padbench.worker.jobs.padding.auto_batch import (
     attach_probe_reports,
     expand_batch_sizes,
@@ -28,10 +32,11 @@ from padbench.worker.jobs.padding.auto_batch import (
     probe_auto_batch_sizes,
     unprobed_result,
 )
-from padbench.worker.jobs.padding.fit import check_model_fits
+from padbench.worker.jobs.padding.fit import check_model_fits, weights_fit_one_device
+from padbench.worker.jobs.padding.rank_steps import rank_device
 from padbench.worker.jobs.padding.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
 from padbench.worker.runtime.device import resolve_device, torch_dtype
-from padbench.worker.runtime.environment import collect_environment
+from padbench.worker.runtime.environment import collect_environment, gpu_topology
 from padbench.worker.runtime.gpu_activity import read_gpu_clocks
 from padbench.worker.runtime.peaks import peak_flops
 from padbench.worker.runtime.progress import ProgressFn, progress_span
@@ -44,10 +49,15 @@ MODEL_SHARE, DATA_SHARE, REFERENCE_SHARE = 0.02, 0.10, 0.03
 PROBE_SHARE = 0.3
 
 
-def prepare_job(spec: PaddingJobSpec, progress: ProgressFn) -> JobSetup:
-    device, dtype = resolve_device(spec.device), torch_dtype(spec.dtype)
+def prepare_job(spec: PaddingJobSpec, progress: ProgressFn, ranks: Ranks = ONE_RANK) -> JobSetup:
+    device, dtype = ranks.device(resolve_device(spec.device)), torch_dtype(spec.dtype)
+    precision = precision_run(spec.training.precision, spec.dtype, ranks.world) if spec.mode == "training" \
+        else spec.dtype
+    parallelism = choose_parallelism(spec, ranks, device)
     progress(0.0, f"building the model on {device}")
-    model = build_model(spec.model, dtype, device, seed=spec.data.seed)
+    model = build_model(spec.model, torch.float32 if precision == "amp" else dtype, device, seed=spec.data.seed)
+    if parallelism == "sharded":
+        shard_model(model, ranks, device, compute_dtype=dtype if precision == "amp" else None)
     progress(MODEL_SHARE, f"loading data from {spec.data.source}")
     data = load_sequences(data_with_tokenizer(spec), model.config.vocab_size,
                           progress=progress_span(progress, MODEL_SHARE, MODEL_SHARE + DATA_SHARE))
@@ -56,18 +66,30 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn) -> JobSetup:
     chosen = gate_sample([len(s) for s in data.sequences], spec.measurement.correctness_samples)
     sample = tuple(data.sequences[index] for index in chosen)
     progress(MODEL_SHARE + DATA_SHARE, f"reference logits for {len(sample)} sequences, one at a time")
-    references = tuple(reference_logits(model, sample, device))
-    noise_floor = reference_noise_floor(model, sample, device, references)
+    with autocast_if(precision == "amp" and parallelism == "single", device, dtype):
+        references = tuple(reference_logits(model, sample, device))
+        noise_floor = reference_noise_floor(model, sample, device, references)
     peak, peak_source = peak_flops(device, dtype)
     matmul_flops = None
     if device.type == "cuda":  # a CPU has no MFU worth stating: no datasheet peak, and GEMM rates vary with size
         progress(MODEL_SHARE + DATA_SHARE, "timing the device's matmul rate")
         matmul_flops = measure_matmul_tflops(device, dtype) * 1e12
-    initial_state = None
-    if spec.mode == "training":
-        initial_state = {name: tensor.detach().to("cpu", copy=True) for name, tensor in model.state_dict().items()}
+    initial_state = snapshot_weights(model) if spec.mode == "training" else None
     return JobSetup(spec, device, dtype, model, data, sample, references, noise_floor, peak, peak_source, matmul_flops,
-                    initial_state)
+                    initial_state, ranks=ranks, share=tuple(share_of(data.sequences, ranks)), precision=precision,
+                    parallelism=parallelism)
+
+
+def choose_parallelism(spec: PaddingJobSpec, ranks: Ranks, device: torch.device) -> Parallelism:
+    """Training on several ranks shards the model; inference replicates it unless asked to shard, or unless
+    its weights would not fit one GPU."""
+    if not ranks.spread:
+        return "single"
+    if spec.mode == "training" or spec.distributed.inference == "sharded":
+        return "sharded"
+    if spec.distributed.inference == "replicated":
+        return "replicated"
+    return "replicated" if weights_fit_one_device(spec, device) else "sharded"
 
 
 def data_with_tokenizer(spec: PaddingJobSpec) -> DataSpec:
@@ -87,7 +109,7 @@ def data_with_tokenizer(spec: PaddingJobSpec) -> DataSpec:
 def restore_weights(job: JobSetup) -> None:
     """Training steps move the weights; every strategy starts from the same ones the reference used."""
     if job.initial_state is not None:
-        job.model.load_state_dict(job.initial_state)
+        restore_model_weights(job.model, job.initial_state)
 
 
 def release_device_memory(device: torch.device) -> None:
@@ -131,14 +153,18 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     # A list of batch sizes becomes one strategy per size. `batch_size: auto` is probed first, in child
     # processes, before this job's model is on the device; `sizes.spec` has the probed sizes; reports go
     # beside their results, failed probes fail their row only. A model that cannot fit fails before all that.
-    check_model_fits(spec, resolve_device(spec.device))
+    ranks = Ranks.of_environment()
+    device = ranks.device(resolve_device(spec.device))
+    backend = ranks.join(device, spec.distributed.collective_timeout_s)
+    check_model_fits(spec, device)
     expanded = expand_batch_sizes(spec)
     probe_end = PROBE_SHARE if needs_probe(expanded) else 0.0
-    sizes = probe_auto_batch_sizes(expanded, resolve_device(spec.device), progress_span(progress, 0.0, probe_end))
+    sizes = probe_auto_batch_sizes(expanded, device, progress_span(progress, 0.0, probe_end))
     measured = sizes.spec
     progress = progress_span(progress, probe_end, 1.0)
     setup_end = MODEL_SHARE + DATA_SHARE + REFERENCE_SHARE
-    job = prepare_job(measured, progress)
+    job = prepare_job(measured, progress, ranks)
+    parallel = parallel_run(job, backend)
     clocks_at_start = read_gpu_clocks(job.device)
     environment = collect_environment(
         job.device, dataset_digest=job.data.digest, peak_flops=job.peak_flops, peak_source=job.peak_source,
@@ -157,13 +183,23 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
             release_device_memory(job.device)
         if on_partial is not None:
             partial = PartialResult(rows_finished=len(results), rows_planned=planned)
-            on_partial(assemble_result(spec, environment, job, results, sizes.reports, partial))
+            on_partial(assemble_result(spec, environment, job, results, sizes.reports, partial, parallel))
     progress(1.0, "done")
-    return assemble_result(spec, environment, job, results, sizes.reports, None)
+    return assemble_result(spec, environment, job, results, sizes.reports, None, parallel)
+
+
+def parallel_run(job: JobSetup, backend: Backend | None) -> ParallelRun | None:
+    """How a job on several ranks spread its work (every rank takes part: the devices are gathered)."""
+    devices = job.ranks.gather(rank_device(job.device))
+    if not job.ranks.spread:
+        return None
+    return ParallelRun(gpus=job.ranks.world, parallelism=job.parallelism, precision=job.precision, backend=backend,
+                       devices=devices, topology=gpu_topology() if job.device.type == "cuda" else None)
 
 
 def assemble_result(spec: PaddingJobSpec, environment: Environment, job: JobSetup, rows: Sequence[StrategyResult],
-                    probe_reports: dict[int, ProbeReport], partial: PartialResult | None) -> PaddingResult:
+                    probe_reports: dict[int, ProbeReport], partial: PartialResult | None,
+                    parallel: ParallelRun | None = None) -> PaddingResult:
     """The result document for the strategy rows finished so far (all of them unless `partial` says not)."""
     lengths = [len(sequence) for sequence in job.data.sequences]
     return PaddingResult(
@@ -171,5 +207,5 @@ def assemble_result(spec: PaddingJobSpec, environment: Environment, job: JobSetu
         model_parameters=sum(parameter.numel() for parameter in job.model.parameters()),
         flops_per_token=flops_per_token(job.model, spec.mode),
         matmul_tflops=job.matmul_flops / 1e12 if job.matmul_flops else None,
-        num_sequences=len(lengths), real_tokens_total=sum(lengths),
+        num_sequences=len(lengths), real_tokens_total=sum(lengths), parallel=parallel,
         strategies=attach_probe_reports(with_speedups(rows), probe_reports), partial=partial)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
+from padbench.contract.parallel import Parallelism, RunPrecision
 from padbench.contract.results import GpuActivity, MemoryStats, StrategyResult
 from padbench.contract.spec import MeasurementSpec, PaddingJobSpec, StrategySpec
 from padbench.worker.engine import flops
@@ -22,6 +23,7 @@ from padbench.worker.engine.correctness import GateResult, check_layout
 from padbench.worker.engine.data import TokenizedData
 from padbench.worker.engine.measure import (
     Measurement,
+    Throughput,
     batch_sanity_error,
     clock_for,
     invalid_reason,
@@ -29,8 +31,12 @@ from padbench.worker.engine.measure import (
     summarize,
     warmup_order,
 )
+from padbench.worker.engine.rank_measure import RankRun
+from padbench.worker.engine.ranks import ONE_RANK, Ranks
+from padbench.worker.engine.sharding import autocast_forward
 from padbench.worker.engine.spread import repeat_spread
 from padbench.worker.engine.steps import (
+    KernelForwardFn,
     StepFn,
     compiled,
     compiled_graph_count,
@@ -38,6 +44,15 @@ from padbench.worker.engine.steps import (
     make_optimizer,
     next_token_labels,
     training_step,
+)
+from padbench.worker.jobs.padding.rank_steps import (
+    StrategyFailed,
+    agreed_preparation,
+    collective_time,
+    equal_steps,
+    equal_warmup,
+    group_figures,
+    rank_device,
 )
 from padbench.worker.runtime.gpu_activity import sample_gpu_activity
 from padbench.worker.runtime.memory import track_peak_memory
@@ -64,13 +79,19 @@ class JobSetup:
     peak_source: str | None
     matmul_flops: float | None  # the device's GEMM rate in the job's dtype, measured in this job (FLOP/s)
     initial_state: dict[str, torch.Tensor] | None  # host copy of the weights, restored between training runs
+    ranks: Ranks = ONE_RANK  # this process's place among the job's ranks (one, unless the job spans GPUs)
+    share: tuple[list[int], ...] = ()  # the sequences this rank measures (all of them on one rank)
+    precision: RunPrecision = "bf16"  # what the weights are kept in: the dtype, or `amp` over fp32 weights
+    parallelism: Parallelism = "single"
+
+    @property
+    def autocast(self) -> bool:
+        """One process under `amp`: fp32 weights, each forward computing in the job's dtype (sharded models
+        are cast by FSDP's own policy)."""
+        return self.precision == "amp" and self.parallelism == "single"
 
 
 FAILURE_LIMIT = 500  # characters of a failed row's error
-
-
-class StrategyFailed(Exception):
-    """A reason this strategy cannot be measured; the job goes on with the next one."""
 
 
 class StrategyRun:
@@ -85,6 +106,7 @@ class StrategyRun:
         self.gate: GateResult | None = None
         self.gqa: GqaHandling | None = None  # set once the kernel is known, for models with fewer K/V heads
         self.graphs_after_warmup: int | None = None
+        self.batches_left_out = 0  # this rank's batches beyond the number every rank has (see equal_steps)
 
     def say(self, fraction: float, message: str) -> None:
         self.progress(fraction, f"{self.strategy.label} / {self.kernel_name}: {message}")
@@ -92,7 +114,11 @@ class StrategyRun:
     def run(self) -> StrategyResult:
         try:
             return self._measure_strategy()
-        except Exception as error:  # OOM, an unavailable kernel, a failed gate: this strategy only
+        except StrategyFailed as error:  # every rank decided it alike (see rank_steps): this strategy only
+            message = str(error)
+        except Exception as error:  # OOM, an unavailable kernel: this strategy only, on one process
+            if self.job.ranks.spread:  # the other ranks wait in a collective: the whole job ends, naming the rank
+                raise
             described = f"{type(error).__name__}: {first_line(error, FAILURE_LIMIT)}"[:FAILURE_LIMIT]
             message = str(error) if isinstance(error, StrategyFailed) else described
         self.job.model.eval()
@@ -101,32 +127,39 @@ class StrategyRun:
     # --- the steps, in order ---------------------------------------------------------------------------------
 
     def _measure_strategy(self) -> StrategyResult:
-        plugin = STRATEGIES.get(self.strategy.name)
-        kernel = resolve_kernel(self.attention, plugin.layout, self.job.device, self.job.dtype)
-        self.kernel_name = kernel.name
-        self._check_model_features(kernel)
-        self.say(0.0, f"correctness gate on {len(self.job.sample)} sequences")
-        self.gate = self._check_correctness(plugin, kernel)
-        if not self.gate.passed:
-            raise StrategyFailed(f"correctness gate: {self.gate.reason}")
-        self.say(0.1, "building batches")
-        host_batches = self._build_batches(plugin, self.job.data.sequences)
+        kernel, host_batches, warmup = agreed_preparation(self.job.ranks, self._prepare)
         settings = self._settings()
-        warmup = self._warmup(kernel, host_batches, settings)
         with track_peak_memory(self.job.device) as memory:
             device_batches = [self._to_device(kernel, batch) for batch in host_batches]
             step = self._step(kernel, host_batches, device_batches)
             self.say(0.2, f"warm-up ({len(warmup)} batches)")
             with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
                 measurement = measure(step, len(device_batches), settings, clock_for(self.job.device),
-                                      on_repeat=self._on_repeat, warmup=warmup)
+                                      on_repeat=self._on_repeat, warmup=warmup, agree=self.job.ranks.all_agree)
+            collectives = collective_time(self.job.ranks, step, len(device_batches), self.job.device)
             del device_batches, step
         self.job.model.eval()
-        return self._measured_result(measurement, host_batches, memory[0], activity[0] if activity else None)
+        return self._measured_result(measurement, host_batches, memory[0], activity[0] if activity else None,
+                                     collectives)
+
+    def _prepare(self) -> tuple[AttentionKernel, list[Batch], list[int]]:
+        """Everything before the first timed step: the kernel, the gate, this rank's batches, the warm-up."""
+        plugin = STRATEGIES.get(self.strategy.name)
+        kernel = resolve_kernel(self.attention, plugin.layout, self.job.device, self.job.dtype)
+        self.kernel_name = kernel.name
+        self._check_model_features(kernel)
+        self.say(0.0, f"correctness gate on {len(self.job.sample)} sequences")
+        self.gate = self._check_correctness(plugin, kernel)
+        if not self.job.ranks.all_agree(self.gate.passed):
+            raise StrategyFailed(f"correctness gate: {self.gate.reason or 'failed on another rank'}")
+        self.say(0.1, "building batches")
+        host_batches = self._build_batches(plugin, list(self.job.share))
+        host_batches, self.batches_left_out = equal_steps(self.job.ranks, host_batches)
+        return kernel, host_batches, self._warmup(kernel, host_batches, self._settings())
 
     def _check_model_features(self, kernel: AttentionKernel) -> None:
         features = AttentionFeatures.of(self.job.model.config)
-        longest = max(map(len, self.job.data.sequences))
+        longest = max(map(len, self.job.data.sequences))  # every rank alike: the whole data's longest
         reason = kernel.unsupported_reason(features, longest)
         if reason is not None:
             raise StrategyFailed(f"kernel {kernel.name} cannot run this model: {reason}")
@@ -149,8 +182,14 @@ class StrategyRun:
 
     def _check_correctness(self, plugin: Strategy, kernel: AttentionKernel) -> GateResult:
         batches = [self._to_device(kernel, batch) for batch in self._build_batches(plugin, list(self.job.sample))]
-        return check_layout(lambda batch: kernel.forward(self.job.model, batch), batches, self.job.references,
+        forward = self._forward(kernel)
+        return check_layout(lambda batch: forward(self.job.model, batch), batches, self.job.references,
                             self.job.spec.dtype, self.job.reference_noise)
+
+    def _forward(self, kernel: AttentionKernel) -> KernelForwardFn:
+        if self.job.autocast:
+            return autocast_forward(kernel.forward, self.job.device, self.job.dtype)
+        return kernel.forward
 
     def _build_batches(self, plugin: Strategy, sequences: list[list[int]]) -> list[Batch]:
         max_length = self.job.spec.data.max_length
@@ -171,7 +210,7 @@ class StrategyRun:
         # A kernel that compiles per batch shape compiles once for each; all of that must land in the warm-up,
         # never in the measurement, so the warm-up also runs the first batch of every shape.
         per_shape = first_of_each_shape(host_batches) if kernel.compiles_per_shape else []
-        return warmup_order(len(host_batches), settings.warmup_batches, per_shape)
+        return equal_warmup(self.job.ranks, warmup_order(len(host_batches), settings.warmup_batches, per_shape))
 
     def _settings(self) -> MeasurementSpec:
         settings = self.job.spec.measurement
@@ -186,10 +225,10 @@ class StrategyRun:
             torch._dynamo.reset()  # a fresh graph per strategy: never hit the recompile limit across kernels
             model = compiled(model)
         if self.job.spec.mode == "inference":
-            return inference_step(model, kernel.forward, device_batches)
+            return inference_step(model, self._forward(kernel), device_batches)
         labels = [next_token_labels(batch).to(self.job.device) for batch in host_batches]
         self.job.model.train()  # the benchmark model has no dropout; train() only enables autograd paths
-        return training_step(model, kernel.forward, device_batches, labels, make_optimizer(self.job.model))
+        return training_step(model, self._forward(kernel), device_batches, labels, make_optimizer(self.job.model))
 
     # --- results -------------------------------------------------------------------------------------------
 
@@ -202,26 +241,30 @@ class StrategyRun:
             correctness_passed=gate.passed if gate else None, **fields)  # type: ignore[arg-type]
 
     def _measured_result(self, measurement: Measurement, batches: list[Batch], memory: MemoryStats,
-                         activity: GpuActivity | None) -> StrategyResult:
+                         activity: GpuActivity | None, collectives: float | None) -> StrategyResult:
         shape = flops.ModelShape.of(self.job.model)
         passes = TRAINING_FLOP_FACTOR if self.job.spec.mode == "training" else 1
         counted = [float(passes * flops.batch_flops(shape, batch).total) for batch in batches]
-        totals = summarize(measurement, [b.real_tokens for b in batches], [b.computed_tokens for b in batches],
-                           counted)
+        mine = RankRun(measurement, tuple(b.real_tokens for b in batches), tuple(b.computed_tokens for b in batches),
+                       tuple(counted), memory.peak_allocated_bytes, collectives, rank_device(self.job.device),
+                       self.batches_left_out, self.job.matmul_flops)
+        group = group_figures(self.job.ranks, mine)
+        totals: Throughput = summarize(group.measurement, group.real_tokens, group.computed_tokens, group.flops)
         common = {
             "real_tokens": totals.real_tokens, "computed_tokens": totals.computed_tokens,
             "padding_efficiency": totals.real_tokens / totals.computed_tokens, "batches": totals.batches,
-            "measured_seconds": totals.seconds, "warmup_seconds": measurement.warmup_seconds, "memory": memory,
-            "gpu_activity": activity,
+            "measured_seconds": totals.seconds, "warmup_seconds": group.measurement.warmup_seconds,
+            "memory": memory, "gpu_activity": activity, "per_rank": group.shares(totals),
         }
-        reason = invalid_reason(measurement, self.job.spec.measurement) or self._recompile_reason()
+        reason = invalid_reason(group.measurement, self.job.spec.measurement) or self._recompile_reason()
         if reason is not None:
             return self._result(status="invalid", invalid_reason=reason, **common)
         mfu = mfu_vs_matmul = None
         if totals.flops is not None and totals.seconds > 0:
             achieved = totals.flops / totals.seconds
-            mfu = achieved / self.job.peak_flops if self.job.peak_flops else None
-            mfu_vs_matmul = achieved / self.job.matmul_flops if self.job.matmul_flops else None
+            world = self.job.ranks.world
+            mfu = achieved / (self.job.peak_flops * world) if self.job.peak_flops else None
+            mfu_vs_matmul = achieved / group.matmul_flops if group.matmul_flops else None
         rates = [rate for rate in totals.repeat_tokens_per_s if rate is not None]
         return self._result(
             status="ok", tokens_per_s=totals.tokens_per_s, median_batch_tokens_per_s=totals.median_batch_tokens_per_s,

@@ -1,0 +1,77 @@
+"""A padding job on two ranks (gloo, CPU processes) against the same job in one process.
+
+The ranks split the same sequences, so every layout's two ranks together process exactly the tokens one
+process does, and the group's row carries each rank's share; training shards the model with FSDP2, whose
+first loss must be the loss one process computes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from padbench.contract.results import PaddingResult
+from padbench.worker.runtime.launcher import launch_job
+
+pytestmark = pytest.mark.slow  # each job starts Python processes that import torch and transformers
+
+CPU_ONLY = {"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+STRATEGIES = ["static", "dynamic", {"name": "binned", "n_bins": 2}, "packed"]
+
+
+def spec(mode: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "kind": "padding", "mode": mode, "model": {"preset": "tiny-llama"},
+        # 32 sequences in batches of 4 and packs of 4 × 64 tokens: every layout's batches split evenly
+        "data": {"source": "synthetic", "max_length": 64, "num_samples": 32, "seed": 5},
+        "strategies": STRATEGIES, "attention": "sdpa", "batch_size": 4, "dtype": "fp32", "device": "cpu",
+        # one pass over the batches: every sequence once
+        "measurement": {"warmup_batches": 1, "min_seconds": 0.0, "min_batches": 1, "correctness_samples": 2,
+                        "repeats": 1},
+        **extra,
+    }
+
+
+def run(document: dict[str, Any], ranks: int, tmp_path: Path) -> PaddingResult:
+    report = launch_job("padbench.worker.jobs:run_job", document, ranks=ranks, timeout_s=400, env=CPU_ONLY,
+                        workdir=str(tmp_path))
+    assert report.outcome == "ok", report.error
+    return PaddingResult.model_validate(report.value)
+
+
+@pytest.mark.parametrize(("mode", "parallelism"), [("inference", "replicated"), ("training", "sharded")])
+def test_two_ranks_process_the_tokens_of_one_process(tmp_path: Path, mode: str, parallelism: str) -> None:
+    alone = run(spec(mode), 1, tmp_path)
+    pair = run(spec(mode, gpus=2), 2, tmp_path)
+    assert alone.parallel is None
+    assert pair.parallel is not None and pair.parallel.gpus == 2 and pair.parallel.backend == "gloo"
+    assert pair.parallel.parallelism == parallelism and pair.parallel.devices == ["cpu", "cpu"]
+    for single, group in zip(alone.strategies, pair.strategies, strict=True):
+        assert (single.status, group.status) == ("ok", "ok"), (group.label, group.error)
+        assert group.per_rank is not None
+        ranks = group.per_rank.ranks
+        assert [rank.rank for rank in ranks] == [0, 1]
+        assert group.real_tokens == sum(rank.real_tokens for rank in ranks)
+        if group.strategy == "packed":  # each rank packs its own half: one may hold a pack more, left out
+            assert group.per_rank.batches_left_out <= 1 and group.real_tokens <= single.real_tokens
+        else:  # 16 sequences a rank, in batches of 4: the two ranks process exactly what one process does
+            assert group.per_rank.batches_left_out == 0 and group.real_tokens == single.real_tokens
+        assert all(rank.collective_seconds_per_step is not None for rank in ranks)
+        assert group.per_rank.tokens_per_s_per_gpu == pytest.approx(group.tokens_per_s / 2)
+
+
+@pytest.mark.parametrize(("precision", "tolerance"), [("auto", 1e-5), ("amp", 2e-2)])
+def test_a_sharded_model_starts_from_the_loss_of_one_process(tmp_path: Path, precision: str,
+                                                             tolerance: float) -> None:
+    document = spec("training", training={"precision": precision},
+                    dtype="fp32" if precision == "auto" else "bf16", attention="eager")
+    tokens = [[(7 * row + 3 * column) % 500 + 1 for column in range(48)] for row in range(3)]
+    target = "tests.integration.rank_jobs:first_training_loss"
+    alone = launch_job(target, {**document, "training": {"precision": "amp"}} if precision == "amp" else document,
+                       tokens, ranks=1, timeout_s=300, env=CPU_ONLY, workdir=str(tmp_path))
+    pair = launch_job(target, {**document, "gpus": 2}, tokens, ranks=2, timeout_s=300, env=CPU_ONLY,
+                      workdir=str(tmp_path))
+    assert alone.outcome == "ok" and pair.outcome == "ok", (alone.error, pair.error)
+    assert pair.value == pytest.approx(alone.value, rel=tolerance)

@@ -1,0 +1,94 @@
+"""Spreading one model over a job's ranks with FSDP2, and the precision its weights are kept in.
+
+FSDP2 (`torch.distributed.fsdp.fully_shard`) is what PyTorch's own trainers (torchtitan) and most
+multi-GPU fine-tunes use: each decoder layer and then the root are sharded, so a layer's full weights exist
+only while it computes (all-gathered just before, freed just after), and gradients are reduce-scattered
+back to their shards. Under `amp` the shards are fp32 master weights, cast to the compute dtype for the
+forward and backward, with gradients reduced in fp32 (FSDP2's `MixedPrecisionPolicy`); AdamW then steps
+fp32 shards. Pure half precision keeps everything, the reduction included, in the compute dtype.
+
+The decoder layers are found through transformers' own `_no_split_modules`, the list of blocks its
+device-map code never splits: for a causal LM, its decoder layer classes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+import torch
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
+from torch.distributed.tensor import DTensor
+
+from padbench.worker.engine.ranks import Ranks
+
+
+class CannotShard(ValueError):
+    """The model has no decoder layers FSDP can wrap one by one."""
+
+
+def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    names = set(getattr(model, "_no_split_modules", None) or ())
+    layers = [module for module in model.modules() if type(module).__name__ in names]
+    if not layers:
+        raise CannotShard(f"{type(model).__name__} names no decoder layer classes (_no_split_modules) to shard "
+                          "one by one")
+    return layers
+
+
+def shard_model(model: torch.nn.Module, ranks: Ranks, device: torch.device, *,
+                compute_dtype: torch.dtype | None) -> None:
+    """`fully_shard` every decoder layer, then the root, over all ranks. With `compute_dtype`, the weights as
+    they are (fp32 master weights) are cast to it for compute and gradients reduced in fp32."""
+    mesh = init_device_mesh(device.type, (ranks.world,))
+    policy = MixedPrecisionPolicy() if compute_dtype is None else MixedPrecisionPolicy(
+        param_dtype=compute_dtype, reduce_dtype=torch.float32)
+    for layer in decoder_layers(model):
+        fully_shard(layer, mesh=mesh, mp_policy=policy)
+    fully_shard(model, mesh=mesh, mp_policy=policy)
+
+
+def _local(tensor: torch.Tensor) -> torch.Tensor:
+    """The part of a tensor this rank holds: its shard of a sharded weight, all of an ordinary one."""
+    return tensor.to_local() if isinstance(tensor, DTensor) else tensor
+
+
+def reshard(model: torch.nn.Module) -> None:
+    """Back to shards everywhere: after a forward without backward, the root keeps its weights gathered (FSDP2
+    expects the backward to need them at once), and its parameters are then the full tensors."""
+    for module in model.modules():
+        if isinstance(module, FSDPModule):
+            module.reshard()
+
+
+def snapshot_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A host copy of this rank's weights (its shards, when sharded), to start every strategy from."""
+    reshard(model)
+    return {name: _local(parameter).detach().to("cpu", copy=True) for name, parameter in model.named_parameters()}
+
+
+def restore_weights(model: torch.nn.Module, snapshot: dict[str, torch.Tensor]) -> None:
+    reshard(model)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            _local(parameter).copy_(snapshot[name])
+
+
+ForwardFn = Callable[..., torch.Tensor]
+
+
+def autocast_forward(forward: ForwardFn, device: torch.device, dtype: torch.dtype) -> ForwardFn:
+    """`forward` computing in `dtype` over fp32 weights: one GPU's `amp` (FSDP2 casts by itself)."""
+
+    def cast(*args: object, **kwargs: object) -> torch.Tensor:
+        with torch.autocast(device.type, dtype=dtype):
+            return forward(*args, **kwargs)
+
+    return cast
+
+
+@contextlib.contextmanager
+def autocast_if(enabled: bool, device: torch.device, dtype: torch.dtype) -> Iterator[None]:
+    with torch.autocast(device.type, dtype=dtype) if enabled else contextlib.nullcontext():
+        yield
