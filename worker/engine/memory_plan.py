@@ -152,6 +152,12 @@ def replica_fits(footprint: ModelFootprint, dtype: Dtype, free_bytes: int) -> bo
     return footprint.parameters * DTYPE_BYTES[dtype] + replica_headroom(free_bytes) <= free_bytes
 
 
+def replica_needs(footprint: ModelFootprint, dtype: Dtype) -> int:
+    """The free memory per GPU from which `auto` inference runs replicated (to a byte or so)."""
+    weights = footprint.parameters * DTYPE_BYTES[dtype]
+    return max(weights + REPLICA_HEADROOM_MIN_BYTES, math.ceil(weights / (1 - REPLICA_HEADROOM_SHARE)))
+
+
 def resolve_inference(choice: InferenceParallelism, footprint: ModelFootprint, dtype: Dtype, ranks: int,
                       free_bytes: int | None) -> Parallelism:
     """What inference runs as: `single` on one rank; `auto` is replicated when a full copy of the weights and
