@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 import torch
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -118,7 +119,7 @@ def run_description(plan: MemoryPlan) -> str:
 
 def parts_table(plan: MemoryPlan, footprint: ModelFootprint, drawn: bool) -> Table:
     """The parts per rank; ruled on a terminal, plain columns for a pipe or a file (what scripts read)."""
-    table = Table(show_edge=False, header_style="bold", pad_edge=False, **({} if drawn else {"box": None}))
+    table = Table(show_edge=False, header_style="bold", pad_edge=False, box=box.HEAVY_HEAD if drawn else None)
     table.add_column("per rank", no_wrap=True)
     table.add_column("GiB", justify="right", no_wrap=True)
     table.add_column("bytes", justify="right", no_wrap=True)
