@@ -16,7 +16,8 @@ from typing import Any, Literal, get_args
 
 PresetName = Literal[
     "tiny", "gpt2", "gpt2-seed",
-    "llama-3.2-1b", "llama-3.1-8b", "qwen2.5-0.5b", "mistral-7b", "gemma-2-2b",
+    "llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "llama-2-7b", "llama-2-13b",
+    "qwen2.5-0.5b", "mistral-7b", "gemma-2-2b",
     "qwen3-1.7b", "qwen3-8b", "gemma-2-9b", "gemma-3-4b",
     "tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-gemma2", "tiny-phi3", "tiny-qwen3",
     "tiny-gemma3",
@@ -47,6 +48,22 @@ MODEL_PRESETS: dict[str, dict[str, Any]] = {
                      "head_dim": 128, "vocab_size": 128256, "max_position_embeddings": 131072,
                      "rms_norm_eps": 1e-5, "tie_word_embeddings": False,
                      "rope_parameters": {**_LLAMA3_ROPE, "factor": 8.0}},
+    # 70B: grouped-query attention with 8 key/value heads for 64 query heads; too large for one 80 GB GPU
+    # in bf16 (141 GB of weights), so it runs sharded over several.
+    "llama-3.1-70b": {"model_type": "llama", "hidden_size": 8192, "intermediate_size": 28672,
+                      "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
+                      "head_dim": 128, "vocab_size": 128256, "max_position_embeddings": 131072,
+                      "rms_norm_eps": 1e-5, "tie_word_embeddings": False,
+                      "rope_parameters": {**_LLAMA3_ROPE, "factor": 8.0}},
+    # Llama 2 has full multi-head attention (as many key/value heads as query heads) and plain rotary positions.
+    "llama-2-7b": {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
+                   "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+                   "vocab_size": 32000, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5,
+                   "tie_word_embeddings": False, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},
+    "llama-2-13b": {"model_type": "llama", "hidden_size": 5120, "intermediate_size": 13824,
+                    "num_hidden_layers": 40, "num_attention_heads": 40, "num_key_value_heads": 40,
+                    "vocab_size": 32000, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5,
+                    "tie_word_embeddings": False, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},
     "qwen2.5-0.5b": {"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864,
                      "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
                      "vocab_size": 151936, "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,

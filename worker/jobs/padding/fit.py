@@ -1,58 +1,55 @@
-"""Fail fast when the model itself cannot fit: weights, and in training their gradients and AdamW state.
+"""Fail fast when the model itself cannot fit: its weights, and in training their gradients and optimizer
+state, per rank, as `memory_plan` counts them for the job's precision and number of ranks.
 
 Without this check a model larger than the GPU spends minutes in the OOM probe and the strategies, each
-failing at batch 1 with an allocator message; with it the job fails at once, saying how many bytes the
-model needs and how many the device has free.
+failing at batch 1 with an allocator message; with it the job fails at once, saying how many bytes each rank
+needs, of what, and how many the device has free.
 """
 
 from __future__ import annotations
 
 import torch
 
+from padbench.contract.parallel import Parallelism
 from padbench.contract.spec import PaddingJobSpec
-from padbench.worker.engine.model import count_parameters
-from padbench.worker.runtime.device import torch_dtype
+from padbench.worker.engine.memory_plan import MemoryPlan, gib, job_plan, model_footprint, resolve_inference
 from padbench.worker.runtime.memory import device_free_bytes
-
-# Training keeps, per parameter, the weight, its gradient and AdamW's two moments, all in the model dtype.
-TRAINING_COPIES = 4
 
 
 class ModelDoesNotFit(RuntimeError):
     """The model's resident state exceeds the device's free memory before any batch is run."""
 
 
-def model_state_bytes(spec: PaddingJobSpec) -> int:
-    copies = TRAINING_COPIES if spec.mode == "training" else 1
-    return count_parameters(spec.model) * torch_dtype(spec.dtype).itemsize * copies
+def model_state_bytes(spec: PaddingJobSpec, ranks: int = 1, free_bytes: int | None = None) -> int:
+    """Bytes of model state on each rank (`free_bytes` decides what `auto` inference runs as)."""
+    return job_plan(spec, model_footprint(spec.model), ranks, free_bytes).total
 
 
-def check_model_fits(spec: PaddingJobSpec, device: torch.device) -> None:
+def check_model_fits(spec: PaddingJobSpec, device: torch.device, ranks: int = 1) -> None:
+    """Raise ModelDoesNotFit when a rank's model state exceeds `device`'s free memory (a GPU only)."""
     if device.type != "cuda":
         return
     memory = device_free_bytes(device)
     if memory is None:  # no NVML: the allocator will say it instead
         return
     free, total = memory
-    needed = model_state_bytes(spec)
-    if needed > free:
-        state = "weights, gradients and AdamW state" if spec.mode == "training" else "weights"
-        raise ModelDoesNotFit(f"model {spec.model.label!r} does not fit: its {state} in {spec.dtype} need "
-                              f"{needed / 2**30:.1f} GiB, and the GPU has {free / 2**30:.1f} GiB free of "
-                              f"{total / 2**30:.1f} GiB, before any batch")
+    plan = job_plan(spec, model_footprint(spec.model), ranks, free)
+    if plan.total > free:
+        raise ModelDoesNotFit(does_not_fit_message(spec, plan, free, total))
 
 
-# Room left beside one replica's weights for activations and the allocator (a fraction of the GPU).
-REPLICA_HEADROOM = 0.3
+def does_not_fit_message(spec: PaddingJobSpec, plan: MemoryPlan, free: int, total: int) -> str:
+    state = "weights, gradients and optimizer state" if plan.mode == "training" else "weights"
+    held = f"in {plan.precision}" if plan.precision != "amp" else f"in amp (fp32, computing in {plan.compute_dtype})"
+    per_rank = "" if plan.ranks == 1 else f" per rank ({plan.parallelism} over {plan.ranks} GPUs)"
+    parts = f" ({plan.breakdown()})" if len(plan.parts()) > 1 else ""
+    return (f"model {spec.model.label!r} does not fit: its {state} {held}{parts} need {gib(plan.total)}{per_rank}, "
+            f"and the GPU has {gib(free)} free of {gib(total)}, before any batch")
 
 
-def weights_fit_one_device(spec: PaddingJobSpec, device: torch.device) -> bool:
-    """Whether one full copy of the weights, with room to compute, fits this GPU: inference then replicates
-    the model on every GPU instead of sharding it. Always on a CPU (nothing to run out of but the host)."""
-    if device.type != "cuda":
-        return True
-    memory = device_free_bytes(device)
-    if memory is None:
-        return True
-    free, _ = memory
-    return count_parameters(spec.model) * torch_dtype(spec.dtype).itemsize <= free * (1 - REPLICA_HEADROOM)
+def inference_parallelism(spec: PaddingJobSpec, device: torch.device, ranks: int) -> Parallelism:
+    """What inference on `ranks` ranks runs as, decided as `padbench plan` decides it: replicated when a full
+    copy of the weights fits this rank's GPU, sharded when not."""
+    memory = device_free_bytes(device) if device.type == "cuda" else None
+    free = None if memory is None else memory[0]
+    return resolve_inference(spec.distributed.inference, model_footprint(spec.model), spec.dtype, ranks, free)

@@ -32,7 +32,7 @@ from padbench.worker.jobs.padding.auto_batch import (
     probe_auto_batch_sizes,
     unprobed_result,
 )
-from padbench.worker.jobs.padding.fit import check_model_fits, weights_fit_one_device
+from padbench.worker.jobs.padding.fit import check_model_fits, inference_parallelism
 from padbench.worker.jobs.padding.rank_steps import rank_device
 from padbench.worker.jobs.padding.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
 from padbench.worker.runtime.device import resolve_device, torch_dtype
@@ -85,11 +85,7 @@ def choose_parallelism(spec: PaddingJobSpec, ranks: Ranks, device: torch.device)
     its weights would not fit one GPU."""
     if not ranks.spread:
         return "single"
-    if spec.mode == "training" or spec.distributed.inference == "sharded":
-        return "sharded"
-    if spec.distributed.inference == "replicated":
-        return "replicated"
-    return "replicated" if weights_fit_one_device(spec, device) else "sharded"
+    return "sharded" if spec.mode == "training" else inference_parallelism(spec, device, ranks.world)
 
 
 def data_with_tokenizer(spec: PaddingJobSpec) -> DataSpec:
@@ -156,7 +152,7 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     ranks = Ranks.of_environment()
     device = ranks.device(resolve_device(spec.device))
     backend = ranks.join(device, spec.distributed.collective_timeout_s)
-    check_model_fits(spec, device)
+    check_model_fits(spec, device, ranks.world)
     expanded = expand_batch_sizes(spec)
     probe_end = PROBE_SHARE if needs_probe(expanded) else 0.0
     sizes = probe_auto_batch_sizes(expanded, device, progress_span(progress, 0.0, probe_end))

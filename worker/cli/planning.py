@@ -1,0 +1,165 @@
+"""What `padbench plan` prints: the model's parameters, how the job would run, and its model state per rank.
+
+Imported only when the command runs: building the CLI's parser must never load torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TextIO
+
+import torch
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from padbench.contract.spec import JobSpecBase, PaddingJobSpec
+from padbench.machine import cuda_gpu_present
+from padbench.report.terminal import console_for
+from padbench.worker.engine.memory_plan import (
+    GATHERED_DECODER_LAYERS,
+    MemoryPlan,
+    ModelFootprint,
+    gib,
+    job_plan,
+    model_footprint,
+    replica_needs,
+)
+from padbench.worker.runtime.memory import device_free_bytes
+from padbench.worker.runtime.messages import first_line
+
+EXIT_FITS, EXIT_DOES_NOT_FIT = 0, 1
+
+
+class PlanInputError(ValueError):
+    """A spec or option the plan cannot work from; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class GpuMemory:
+    """The free memory of each of the job's GPUs, where it is known, and where it comes from."""
+
+    free_bytes: int | None
+    source: str
+    visible_gpus: int | None = None  # GPUs this machine shows, when the figure was read here
+
+
+def report(spec: JobSpecBase, gpus: int | None, gpu_memory: int | None, out: TextIO) -> int:
+    if not isinstance(spec, PaddingJobSpec):
+        raise PlanInputError(f"plans padding jobs (the kind that spans GPUs); this spec is a {spec.kind} job")
+    ranks, ranks_source = ranks_for(spec, gpus)
+    memory = memory_for(spec, ranks, gpu_memory)
+    try:
+        footprint = model_footprint(spec.model)
+    except Exception as error:  # a refusal of the model (its type, its fields, its files): say it as it is
+        raise PlanInputError(f"model: {first_line(error)}") from None
+    plan = job_plan(spec, footprint, ranks, memory.free_bytes)
+    console = console_for(out)
+    for line in header_lines(spec, footprint, plan, ranks_source):
+        console.print(Text(line))
+    console.print(parts_table(plan, footprint, drawn=console.is_terminal))
+    fine = True
+    for fits, line in fit_lines(spec, footprint, plan, memory):
+        console.print(Text(line, style="" if fits else "bold red"))
+        fine = fine and fits
+    return EXIT_FITS if fine else EXIT_DOES_NOT_FIT
+
+
+def visible_gpu_count() -> int:
+    return torch.cuda.device_count() if cuda_gpu_present() else 0
+
+
+def ranks_for(spec: PaddingJobSpec, gpus: int | None) -> tuple[int, str]:
+    """The ranks to plan for and where the number comes from."""
+    if gpus is not None:
+        return gpus, "--gpus"
+    if spec.gpus != "all":
+        return spec.gpus, "the spec's gpus"
+    visible = visible_gpu_count()
+    if visible == 0:
+        raise PlanInputError("gpus: all runs on every GPU of the worker that takes the job, and this machine has "
+                             "none to count: give --gpus N")
+    return visible, f"gpus: all, which depends on the worker that takes the job; here, the {visible} GPUs visible"
+
+
+def memory_for(spec: PaddingJobSpec, ranks: int, gpu_memory: int | None) -> GpuMemory:
+    """The free memory per GPU to plan against: given, else the least free of this machine's first `ranks`."""
+    if gpu_memory is not None:
+        return GpuMemory(gpu_memory, "--gpu-memory")
+    if spec.device == "cpu":
+        return GpuMemory(None, "device cpu: its ranks share the host's memory")
+    if visible_gpu_count() == 0:
+        return GpuMemory(None, "no GPU here")
+    visible = visible_gpu_count()
+    readings = [device_free_bytes(torch.device("cuda", index)) for index in range(min(ranks, visible))]
+    free = [reading[0] for reading in readings if reading is not None]
+    if len(free) < len(readings):
+        return GpuMemory(None, "NVML cannot read the GPUs' memory here", visible)
+    name = torch.cuda.get_device_name(0)
+    return GpuMemory(min(free), f"the least free of this machine's {len(free)} × {name}", visible)
+
+
+def header_lines(spec: PaddingJobSpec, footprint: ModelFootprint, plan: MemoryPlan, ranks_source: str) -> list[str]:
+    return [
+        f"model: {spec.model.label}, {footprint.parameters:,} parameters ({footprint.parameters / 1e9:.2f} B): "
+        f"{footprint.decoder_layers} decoder layers of up to {footprint.largest_layer_parameters:,}, "
+        f"{footprint.root_parameters:,} outside them (embeddings, final norm, LM head)",
+        f"gpus: {plan.ranks} ({ranks_source})",
+        f"runs: {spec.mode}, {run_description(plan)}",
+    ]
+
+
+def run_description(plan: MemoryPlan) -> str:
+    where = {"single": "on one GPU", "replicated": f"replicated on {plan.ranks} GPUs (a full copy on each)",
+             "sharded": f"sharded over {plan.ranks} GPUs (FSDP2)"}[plan.parallelism]
+    if plan.precision == "amp":
+        return f"{where}, precision amp: fp32 weights, gradients and AdamW state, computing in {plan.compute_dtype}"
+    return f"{where}, everything in {plan.precision}"
+
+
+def parts_table(plan: MemoryPlan, footprint: ModelFootprint, drawn: bool) -> Table:
+    """The parts per rank; ruled on a terminal, plain columns for a pipe or a file (what scripts read)."""
+    table = Table(show_edge=False, header_style="bold", pad_edge=False, box=box.HEAVY_HEAD if drawn else None)
+    table.add_column("per rank", no_wrap=True)
+    table.add_column("GiB", justify="right", no_wrap=True)
+    table.add_column("bytes", justify="right", no_wrap=True)
+    table.add_column("what")
+    for name, count in plan.parts():
+        table.add_row(name, f"{count / 2**30:.1f}", f"{count:,}", part_description(name, plan, footprint))
+    table.add_row("total", f"{plan.total / 2**30:.1f}", f"{plan.total:,}", "model state; activations come on top",
+                  style="bold")
+    return table
+
+
+def part_description(name: str, plan: MemoryPlan, footprint: ModelFootprint) -> str:
+    kept = "fp32" if plan.precision == "amp" else plan.precision
+    share = f"1/{plan.ranks} of the parameters" if plan.parallelism == "sharded" else "every parameter"
+    if name == "gathered layers":
+        layers = min(GATHERED_DECODER_LAYERS, footprint.decoder_layers)
+        return (f"{plan.compute_dtype} copies FSDP2 all-gathers: the root's {footprint.root_parameters:,} "
+                f"parameters and {layers} decoder layers of {footprint.largest_layer_parameters:,}")
+    what = {"weights": f"{kept} weights", "gradients": f"{kept} gradients",
+            "optimizer state": f"AdamW's two moments in {kept}"}[name]
+    return f"{what}, {share}"
+
+
+def fit_lines(spec: PaddingJobSpec, footprint: ModelFootprint, plan: MemoryPlan,
+              memory: GpuMemory) -> list[tuple[bool, str]]:
+    """(fine, line) for each thing said about the fit."""
+    lines: list[tuple[bool, str]] = []
+    if spec.mode == "inference" and spec.distributed.inference == "auto" and plan.ranks > 1:
+        needs = gib(replica_needs(footprint, spec.dtype))
+        planned = "" if memory.free_bytes is not None else "; planned as replicated, the GPUs' memory not known"
+        lines.append((True, f"distributed.inference auto: replicated when each GPU has {needs} free "
+                            f"(the weights and headroom), sharded otherwise{planned}"))
+    if memory.visible_gpus is not None and memory.visible_gpus < plan.ranks:
+        lines.append((False, f"this machine has {memory.visible_gpus} GPUs visible; the job needs {plan.ranks}"))
+    if memory.free_bytes is None:
+        lines.append((True, f"fit: not checked ({memory.source}; give --gpu-memory SIZE to compare)"))
+    elif plan.total <= memory.free_bytes:
+        lines.append((True, f"fits: {gib(plan.total)} per rank of {gib(memory.free_bytes)} free ({memory.source}), "
+                            f"{gib(memory.free_bytes - plan.total)} left for activations"))
+    else:
+        lines.append((False, f"does not fit: {gib(plan.total)} per rank needed, {gib(memory.free_bytes)} free "
+                             f"({memory.source})"))
+    return lines
