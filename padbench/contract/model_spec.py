@@ -68,9 +68,20 @@ EXAMPLE_MODEL_TYPES = "llama, qwen2, mistral, gemma2, phi3, gpt2"
 
 
 def nearest(typed: str, choices: Any) -> str | None:
-    """The choice a mistyped name most likely meant, or None when none is close."""
-    close = difflib.get_close_matches(typed, sorted(choices), n=1, cutoff=0.6)
+    """The choice a mistyped name most likely meant, or None when none is close. A name the typed text begins
+    and covers at least half of (ignoring `-`, `.` and `_`, as `llama3` begins `llama-3.2-1b`) comes first: a
+    ratio alone prefers whatever name is shortest, such as `llama-2-13b` for `llama3`."""
+    names = sorted(choices)
+    bare = _without_separators(typed)
+    begun = [name for name in names
+             if bare and _without_separators(name).startswith(bare) and 2 * len(bare) >= len(_without_separators(name))]
+    close = difflib.get_close_matches(typed, begun, n=1, cutoff=0.0) if begun else []
+    close = close or difflib.get_close_matches(typed, names, n=1, cutoff=0.6)
     return close[0] if close else None
+
+
+def _without_separators(name: str) -> str:
+    return name.casefold().replace("-", "").replace(".", "").replace("_", "")
 
 
 def model_from_string(value: str) -> dict[str, str]:

@@ -16,7 +16,7 @@ from tests.integration.conftest import LiveServer
 REFUSALS: list[tuple[dict[str, Any], str, str]] = [
     ({"model": {"preset": "llama3"}}, "spec.model.preset", "'llama3' is not one of 'tiny', 'gpt2', 'gpt2-seed', "
                                                            "'llama-3.2-1b', "),
-    ({"model": "llama3"}, "spec.model", "'llama3' is not a preset (did you mean 'llama-2-13b'?); write a local "
+    ({"model": "llama3"}, "spec.model", "'llama3' is not a preset (did you mean 'llama-3.2-1b'?); write a local "
                                         "model directory as a path (./llama3) and a Hugging Face Hub model as "
                                         "org/name or hub:llama3"),
     ({"model": {"config": {"model_type": "lama", "hidden_size": 64}}}, "spec.model.config",
@@ -40,7 +40,7 @@ def test_a_mistake_is_422_in_the_users_words(spec: dict[str, Any], location: str
         [error] = response.json()["detail"]
         assert ".".join(map(str, error["loc"])) == location
         assert message in error["msg"] and (location != "spec.model.preset" or
-                                            error["msg"].endswith("(did you mean 'llama-2-13b'?)"))
+                                            error["msg"].endswith("(did you mean 'llama-3.2-1b'?)"))
         assert not any(words in error["msg"] for words in NOT_THE_USERS_WORDS), error["msg"]
         assert user.get("/v1/jobs").json()["total"] == 0
 

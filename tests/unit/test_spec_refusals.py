@@ -17,9 +17,9 @@ from tests.unit.test_report_padding import sample_result
 # (spec document, the message the CLI prints for it)
 REFUSALS: list[tuple[dict[str, Any], str]] = [
     ({"model": {"preset": "llama3"}}, "model.preset: 'llama3' is not one of 'tiny', 'gpt2', "),
-    ({"model": {"preset": "llama3"}}, "or 'tiny-gemma3' (did you mean 'llama-2-13b'?)"),
+    ({"model": {"preset": "llama3"}}, "or 'tiny-gemma3' (did you mean 'llama-3.2-1b'?)"),
     ({"attention": "flash_attn"}, "attention: 'flash_attn' is not one of 'flash', "),
-    ({"model": "llama3"}, "model: 'llama3' is not a preset (did you mean 'llama-2-13b'?); write a local model "
+    ({"model": "llama3"}, "model: 'llama3' is not a preset (did you mean 'llama-3.2-1b'?); write a local model "
                           "directory as a path (./llama3) and a Hugging Face Hub model as org/name or hub:llama3"),
     ({"model": "gpt-2"}, "model: 'gpt-2' is not a preset (did you mean 'gpt2'?)"),
     ({"model": {"config": {"model_type": "lama", "hidden_size": 64}}},
@@ -66,7 +66,7 @@ def test_the_run_command_prints_the_same_words(tmp_path: Path, capsys: pytest.Ca
     assert main(["run", str(spec)]) == 2
     err = capsys.readouterr().err
     assert "repeats: unknown key (did you mean 'measurement.repeats'?)" in err
-    assert "model: 'llama3' is not a preset (did you mean 'llama-2-13b'?)" in err
+    assert "model: 'llama3' is not a preset (did you mean 'llama-3.2-1b'?)" in err
 
 
 @pytest.mark.parametrize(("written", "meaning"), [
