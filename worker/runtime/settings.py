@@ -31,6 +31,8 @@ GPU_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}")
 def gpu_list(text: str) -> tuple[str, ...]:
     """`0,1,3` as ("0", "1", "3"); ValueError naming what is wrong (a blank entry, a repeat, a bad name)."""
     entries = tuple(entry.strip() for entry in text.split(","))
+    if "" in entries:
+        raise ValueError(f"{text!r} has an empty entry; list GPU indices or UUIDs between commas (e.g. 0,1,2,3)")
     bad = [entry for entry in entries if not GPU_NAME.fullmatch(entry)]
     if bad:
         raise ValueError(f"{text!r} is not a comma-separated list of GPU indices or UUIDs (e.g. 0,1,2,3): "

@@ -140,8 +140,7 @@ class Supervisor:
                 self._stop.wait(idle.next())
                 continue
             idle.reset()
-            self._start(lease)
-            if self.config.once:
+            if self._start(lease) and self.config.once:
                 return
 
     def _has_room(self) -> bool:
@@ -150,22 +149,23 @@ class Supervisor:
         with self._jobs_lock:
             return not self._jobs
 
-    def _start(self, lease: LeaseOut) -> None:
-        """Run the job in a thread of its own on as many free GPUs as it needs."""
+    def _start(self, lease: LeaseOut) -> bool:
+        """Run the job in a thread of its own on as many free GPUs as it needs; False when it cannot start."""
         job = lease.job
         try:
             ranks = ranks_for(job.spec, len(self.gpus.owned))
         except ValueError as error:
             self._refuse(lease, str(error))
-            return
+            return False
         held = self.gpus.take(ranks) if self.gpus.owned else ()
         if held is None:  # the server thought more were free than are: give the job back for now
             self._refuse(lease, None)
-            return
+            return False
         thread = threading.Thread(target=self._run_and_free, args=(lease, held, ranks), name=f"job-{job.id}")
         with self._jobs_lock:
             self._jobs[job.id] = thread
         thread.start()
+        return True
 
     def _refuse(self, lease: LeaseOut, error: str | None) -> None:
         """A claimed job this worker cannot start: failed with `error`, or (None) released for another claim."""
