@@ -110,7 +110,8 @@ def list_workers(session: Session) -> list[WorkerRow]:
     jobs = session.execute(select(Job.worker_id, Job.id, Job.gpus)
                            .where(Job.status == JobStatus.running.value, Job.worker_id.is_not(None)).order_by(Job.id))
     for worker_id, job_id, gpus in jobs:
-        running.setdefault(worker_id, []).append(RunningJob(job_id, gpus))
+        if worker_id is not None:  # always, by the filter; the column itself may hold NULL
+            running.setdefault(worker_id, []).append(RunningJob(job_id, gpus))
     workers = session.scalars(select(Worker).order_by(Worker.id))
     return [WorkerRow(worker, tuple(running.get(worker.id, ()))) for worker in workers]
 

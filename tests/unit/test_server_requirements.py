@@ -5,8 +5,8 @@ from __future__ import annotations
 from padbench.contract.api import Capabilities, GpuInfo
 from padbench.contract.kinds import parse_job_spec
 from padbench.server.api.errors import clean_location
-from padbench.server.paths import path_errors
 from padbench.server.db.models import ALL_GPUS
+from padbench.server.paths import path_errors
 from padbench.server.requirements import gpu_capabilities, job_requirements, offered_capabilities, stored_gpus
 from padbench.server.waiting import waiting_reason
 

@@ -21,7 +21,10 @@ def test_gpus_from_the_option_or_the_variables_the_option_winning(monkeypatch: p
     assert load_settings(worker_args(gpu="1")).gpu_list == ("1",)
 
 
-@pytest.mark.parametrize(("given", "reason"), [("0,,1", "has an empty entry"), ("0,0", "names a GPU twice"), ("0;1", "'0;1'")])
+REFUSED = [("0,,1", "has an empty entry"), ("0,0", "names a GPU twice"), ("0;1", "'0;1'")]
+
+
+@pytest.mark.parametrize(("given", "reason"), REFUSED)
 def test_a_bad_gpu_list_is_refused_at_start_up(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                                                given: str, reason: str) -> None:
     monkeypatch.delenv("PADBENCH_GPU", raising=False)
