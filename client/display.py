@@ -40,6 +40,8 @@ def format_status(job: JobOut) -> str:
     if job.status is JobStatus.queued and gpu:
         # The server leases such a job only to a worker with that GPU: say why it may wait while others run.
         lines.append(("needs", f"a worker whose GPU name contains {gpu!r}"))
+    if job.waiting_reason:  # the server found no live worker that could ever take it
+        lines.append(("waits", job.waiting_reason))
     if job.error:
         lines.append(("error", job.error))
     return "\n".join(f"{label:<10} {value}" for label, value in lines)
@@ -76,7 +78,7 @@ def _plain_rows(columns: Sequence[str], rows: list[tuple[str, ...]]) -> list[str
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in table]
 
 
-WORKER_COLUMNS = ("NAME", "DEVICE", "GPU", "LAST CONTACT", "RUNNING JOB")
+WORKER_COLUMNS = ("NAME", "DEVICE", "GPU", "GPUS BUSY", "LAST CONTACT", "RUNNING JOBS")
 AGE_UNITS = (("d", 86_400), ("h", 3600), ("min", 60))
 
 
@@ -91,18 +93,35 @@ def format_age(moment: datetime | None, now: datetime) -> str:
     return f"{seconds} s ago"
 
 
+def _gpu_model(name: str, memory_bytes: int | None) -> str:
+    return name if memory_bytes is None else f"{name} ({memory_bytes / 2**30:.0f} GiB)"
+
+
 def _gpu(worker: WorkerOut) -> str:
+    """The worker's GPUs: `NVIDIA H100 80GB HBM3 (79 GiB)`, `4 × …` for four alike, each listed when they differ."""
     capabilities = worker.capabilities
-    if capabilities.gpu_name is None:
-        return "-"
-    if capabilities.gpu_memory_bytes is None:
-        return capabilities.gpu_name
-    return f"{capabilities.gpu_name} ({capabilities.gpu_memory_bytes / 2**30:.0f} GiB)"
+    if not capabilities.gpus:  # one GPU or none, as workers registered before they listed their GPUs
+        return "-" if capabilities.gpu_name is None else _gpu_model(capabilities.gpu_name,
+                                                                   capabilities.gpu_memory_bytes)
+    models = [_gpu_model(gpu.name, gpu.memory_bytes) for gpu in capabilities.gpus]
+    if len(set(models)) == 1:
+        return models[0] if len(models) == 1 else f"{len(models)} × {models[0]}"
+    return "; ".join(f"{gpu.index}: {model}" for gpu, model in zip(capabilities.gpus, models, strict=True))
+
+
+def _busy(worker: WorkerOut) -> str:
+    owned = worker.capabilities.owned_gpus
+    return "-" if worker.gpus_busy is None or owned == 0 else f"{worker.gpus_busy} of {owned}"
+
+
+def _running(worker: WorkerOut) -> str:
+    ids = worker.running_job_ids or ([worker.running_job_id] if worker.running_job_id is not None else [])
+    return ", ".join(str(job_id) for job_id in ids) or "-"
 
 
 def _worker_row(worker: WorkerOut, now: datetime) -> tuple[str, ...]:
-    running = str(worker.running_job_id) if worker.running_job_id is not None else "-"
-    return (worker.name, worker.capabilities.device, _gpu(worker), format_age(worker.last_contact_at, now), running)
+    return (worker.name, worker.capabilities.device, _gpu(worker), _busy(worker),
+            format_age(worker.last_contact_at, now), _running(worker))
 
 
 def workers_table(workers: list[WorkerOut], now: datetime) -> Table:

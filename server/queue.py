@@ -6,6 +6,9 @@ Rules the statements keep (after procrastinate and Oban):
   attempts are counted at claim time, so a job that crashes its worker every time runs out of attempts.
   Each claim's lease is recorded in `job_attempts` in the same transaction; a released lease gives its
   attempt back and its record with it, so `jobs.attempts` counts exactly the recorded attempts.
+  A worker that owns GPUs claims while some are free, saying how many: it gets only a job that needs no
+  more than that (`jobs.gpus`, `all` being every GPU it owns); a worker without GPUs runs one job at a time
+  and is offered any job its capabilities allow (multi-rank jobs not on `device: cpu` need `device:cuda`).
 - A result is a GPU run's worth of measurement, so it is accepted from ANY recorded attempt of the job,
   even one whose lease expired or went to another worker, as long as the job has no result yet and has
   not ended otherwise (a job failed only because its last lease expired still takes it). One fenced UPDATE
@@ -40,6 +43,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    true,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -47,7 +51,7 @@ from sqlalchemy.orm import Session, aliased
 
 from padbench.contract.api import JobStatus
 from padbench.server.db.clock import db_now
-from padbench.server.db.models import Job, JobAttempt, JobRequirement, JobResult
+from padbench.server.db.models import ALL_GPUS, Job, JobAttempt, JobRequirement, JobResult
 
 QUEUED, RUNNING = JobStatus.queued.value, JobStatus.running.value
 SUCCEEDED, FAILED, CANCELLED = JobStatus.succeeded.value, JobStatus.failed.value, JobStatus.cancelled.value
@@ -101,9 +105,11 @@ def insert_job(
     submitter: str,
     max_attempts: int,
     requirements: Collection[str],
+    gpus: int = 1,
     idempotency_key: str | None = None,
 ) -> int | None:
-    """A new queued job and the capabilities a worker needs to claim it.
+    """A new queued job and the capabilities a worker needs to claim it; `gpus` is how many it runs on
+    (ALL_GPUS: all of the worker's).
 
     None (nothing inserted) when the submitter already used `idempotency_key`: the caller reads that job.
     Without a key the job is always new.
@@ -113,7 +119,7 @@ def insert_job(
     job_id: int | None = session.execute(
         insert_unless_known(Job)
         .values(kind=kind, name=name, spec=spec, status=QUEUED, submitter=submitter, attempts=0,
-                max_attempts=max_attempts, cancel_requested=False, created_at=db_now(),
+                max_attempts=max_attempts, cancel_requested=False, created_at=db_now(), gpus=gpus,
                 idempotency_key=idempotency_key)
         .on_conflict_do_nothing(index_elements=[Job.submitter, Job.idempotency_key])
         .returning(Job.id)
@@ -132,15 +138,28 @@ def queued_gpu_requirements(session: Session) -> list[str]:
     ))
 
 
-def claim_next_job(session: Session, *, worker_id: int, offered: Collection[str], lease_seconds: float) -> Job | None:
-    """Lease the oldest queued job none of whose requirements the worker lacks; None when there is none."""
+def _fits_free_gpus(candidate: type[Job], owned: int, free: int) -> ColumnElement[bool]:
+    """The job needs no more GPUs than the worker has free; any job fits a worker without GPUs (it runs one
+    job at a time, and the requirements keep multi-GPU jobs off it unless their ranks run on its CPU)."""
+    if owned == 0:
+        return true()
+    needed = case((candidate.gpus == ALL_GPUS, owned), else_=candidate.gpus)
+    return needed <= free
+
+
+def claim_next_job(
+    session: Session, *, worker_id: int, offered: Collection[str], lease_seconds: float,
+    gpus_owned: int = 0, gpus_free: int = 0,
+) -> Job | None:
+    """Lease the oldest queued job none of whose requirements the worker lacks and that fits the worker's
+    `gpus_free` GPUs (of `gpus_owned`); None when there is none."""
     candidate = aliased(Job, name="candidate")
     lacks_requirement = exists().where(
         JobRequirement.job_id == candidate.id, JobRequirement.capability.not_in(sorted(offered))
     )
     next_job_id = (
         select(candidate.id)
-        .where(candidate.status == QUEUED, ~lacks_requirement)
+        .where(candidate.status == QUEUED, ~lacks_requirement, _fits_free_gpus(candidate, gpus_owned, gpus_free))
         .order_by(candidate.id)
         .limit(1)
         .with_for_update(skip_locked=True)  # PostgreSQL: concurrent claimers skip each other's row

@@ -1,13 +1,19 @@
 """Which workers may run which jobs, as plain capability strings matched in SQL.
 
 A job requires `kind:<kind>` and what its kind's policy adds (`server.kinds`): `device:cuda` when its spec
-pins the GPU, and — for padding jobs — `attention:<family>` for every attention family its strategies name
-(`flash`, `sdpa`, `flex`, …). A spec's `gpu: H100` adds `gpu:h100` (its text in lower case).
+pins the GPU (or asks for several GPUs, or `all`, without `device: cpu`: its ranks need GPUs), and — for
+padding jobs — `attention:<family>` for every attention family its strategies name (`flash`, `sdpa`,
+`flex`, …). A spec's `gpu: H100` adds `gpu:h100` (its text in lower case).
 A worker offers `kind:` for each job kind it runs, `device:<device>`, and `attention:` for every attention
 family it lists: a worker names, beside each kernel that runs on it (`torch-flash-varlen`), the family that
 kernel implements (`torch-flash`), as the kernel itself declares it, so no family is read out of a kernel's
 name here. A worker offers `gpu:<text>` for every such requirement of a queued job whose text its GPU's name
-contains (in any case): containment is no exact match, so the claim asks which texts queued jobs name.
+contains (in any case): containment is no exact match, so the claim asks which texts queued jobs name. A
+worker with several GPUs offers it only when every one of them matches: a throughput measured on one GPU
+model must never be taken on another.
+
+How many GPUs a job takes is no capability string: the claim matches `jobs.gpus` against the worker's free
+GPUs (see `server.queue.claim_next_job`).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import get_args
 
 from padbench.contract.api import Capabilities
 from padbench.contract.spec import FLASH_KERNELS, AttentionName, JobSpecBase
+from padbench.server.db.models import ALL_GPUS
 from padbench.server.kinds import policy_for
 
 # `flash` means "the best flash implementation present", so any specific flash family satisfies it.
@@ -31,13 +38,34 @@ def gpu_requirement(gpu: str) -> str:
 
 def job_requirements(spec: JobSpecBase) -> set[str]:
     gpu = {gpu_requirement(spec.gpu)} if spec.gpu is not None else set()
-    return {f"kind:{spec.kind}"} | policy_for(spec).requirements(spec) | gpu
+    return {f"kind:{spec.kind}"} | policy_for(spec).requirements(spec) | gpu | ranks_requirements(spec)
+
+
+def stored_gpus(spec: JobSpecBase) -> int:
+    """The job's GPU count as the jobs.gpus column holds it: `all` is ALL_GPUS."""
+    return ALL_GPUS if spec.gpus == "all" else spec.gpus
+
+
+def ranks_requirements(spec: JobSpecBase) -> set[str]:
+    """A job on several GPUs (or `all`) needs a worker with GPUs, unless its ranks are CPU processes."""
+    on_cpu = getattr(spec, "device", None) == "cpu"
+    return {"device:cuda"} if spec.gpus != 1 and not on_cpu else set()
+
+
+def gpu_names(capabilities: Capabilities) -> list[str]:
+    """The model names of the worker's GPUs, in lower case (a CPU worker: none)."""
+    if capabilities.device != "cuda":
+        return []
+    if capabilities.gpus:
+        return [gpu.name.casefold() for gpu in capabilities.gpus]
+    return [capabilities.gpu_name.casefold()] if capabilities.gpu_name else []
 
 
 def gpu_capabilities(capabilities: Capabilities, wanted: Iterable[str]) -> set[str]:
-    """The `gpu:` requirements among `wanted` that this worker's GPU name satisfies (a CPU worker: none)."""
-    name = (capabilities.gpu_name or "").casefold() if capabilities.device == "cuda" else ""
-    return {need for need in wanted if need.startswith(GPU_PREFIX) and name and need[len(GPU_PREFIX):] in name}
+    """The `gpu:` requirements among `wanted` that every one of this worker's GPU names satisfies."""
+    names = gpu_names(capabilities)
+    return {need for need in wanted
+            if need.startswith(GPU_PREFIX) and names and all(need[len(GPU_PREFIX):] in name for name in names)}
 
 
 def offered_capabilities(capabilities: Capabilities) -> set[str]:

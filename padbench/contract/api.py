@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from padbench.contract.bounds import MAX_RETENTION_DAYS, DbId, Label, LeaseToken, Message, Name, NoNul
 from padbench.contract.kinds import DEFAULT_KIND, JOB_KINDS, JobResult, JobSpec
+from padbench.contract.parallel import MAX_GPUS
 from padbench.contract.results import MAX_RESULT_ROWS, JobResultBase
 
 API_PREFIX = "/v1"
@@ -86,6 +87,9 @@ class JobSummary(Body):
 
 class JobOut(JobSummary):
     spec: dict[str, Any]
+    # Why a queued job cannot start on any worker in contact now (e.g. it needs more GPUs than any of them
+    # owns), worked out when the job is read; None when some live worker could take it.
+    waiting_reason: Message | None = None
 
 
 class JobPage(Body):
@@ -112,13 +116,43 @@ class VerdictOut(Body):
     doubtful: Annotated[list[RowIndex], Field(max_length=MAX_RESULT_ROWS)] = []  # rows not to rank by (dimmed)
 
 
+MAX_GPU_MEMORY_BYTES = 2**53
+# How `CUDA_VISIBLE_DEVICES` names a GPU: its index (`0`) or its UUID (`GPU-…`, `MIG-…`).
+GpuId = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$")]
+
+
+class GpuInfo(Body):
+    """One GPU a worker owns."""
+
+    index: GpuId  # as CUDA_VISIBLE_DEVICES names it; the worker's jobs see it under this name
+    name: Label  # the model, e.g. "NVIDIA H100 80GB HBM3"
+    memory_bytes: Annotated[int, Field(ge=0, le=MAX_GPU_MEMORY_BYTES)]
+
+
 class Capabilities(Body):
     device: Label  # "cuda" or "cpu"
+    # The first GPU's model and memory (every GPU's is in `gpus`).
     gpu_name: Label | None = None
-    gpu_memory_bytes: Annotated[int, Field(ge=0, le=2**53)] | None = None
+    gpu_memory_bytes: Annotated[int, Field(ge=0, le=MAX_GPU_MEMORY_BYTES)] | None = None
+    # Every GPU the worker owns and runs jobs on (none on a CPU worker): a job on N GPUs needs N of them free.
+    gpus: Annotated[list[GpuInfo], Field(max_length=MAX_GPUS)] = []
     # the attention kernels runnable on this worker, and the attention family each implements (`sdpa`, …)
     kernels: Annotated[list[Label], Field(max_length=64)] = []
     job_kinds: Annotated[list[Label], Field(max_length=16)] = list(JOB_KINDS)
+
+    @field_validator("gpus")
+    @classmethod
+    def _each_gpu_once(cls, gpus: list[GpuInfo]) -> list[GpuInfo]:
+        indices = [gpu.index for gpu in gpus]
+        if len(set(indices)) != len(indices):
+            raise ValueError(f"each GPU is listed once; got indices {indices}")
+        return gpus
+
+    @property
+    def owned_gpus(self) -> int:
+        """How many GPUs the worker owns. A CUDA worker that lists none (registered before workers listed
+        their GPUs) owns its one GPU."""
+        return len(self.gpus) if self.gpus else int(self.device == "cuda")
 
 
 class WorkerRegister(Body):
@@ -133,11 +167,17 @@ class WorkerOut(Body):
     registered_at: datetime
     # Its latest registration, claim (even one that found no job) or heartbeat, by the database's clock.
     last_contact_at: datetime | None = None
-    running_job_id: DbId | None = None
+    running_job_id: DbId | None = None  # the newest of `running_job_ids`
+    running_job_ids: Annotated[list[DbId], Field(max_length=MAX_GPUS)] = []
+    # How many of its GPUs its running jobs hold (None for a worker that owns none).
+    gpus_busy: Annotated[int, Field(ge=0, le=MAX_GPUS)] | None = None
 
 
 class LeaseRequest(Body):
     worker_id: DbId
+    # How many of the worker's GPUs no job of its holds now: the claim gives it only a job that fits them.
+    # Left out, all of them (a worker that runs one job at a time claims only when idle).
+    gpus_free: Annotated[int, Field(ge=0, le=MAX_GPUS)] | None = None
 
 
 class LeaseOut(Body):

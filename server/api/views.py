@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
 from padbench.contract.api import Capabilities, JobOut, JobStatus, JobSummary, VerdictOut, WorkerOut
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.parallel import MAX_GPUS
 from padbench.report.verdict import verdict_out
-from padbench.server.db.models import Job, Worker
+from padbench.server.db.models import ALL_GPUS, Job, Worker
+from padbench.server.db.reads import RunningJob
 
 # A result stored under an older contract that this server no longer reads still gets an answer, not a 500.
 UNREADABLE_VERDICT = ("verdict: not available — the stored result does not match this server's result contract "
@@ -45,8 +48,10 @@ def job_summary(job: Job, worker_name: str | None, worker_capabilities: dict[str
     )
 
 
-def job_out(job: Job, worker_name: str | None, worker_capabilities: dict[str, Any] | None = None) -> JobOut:
-    return JobOut(**dict(job_summary(job, worker_name, worker_capabilities)), spec=job.spec)
+def job_out(job: Job, worker_name: str | None, worker_capabilities: dict[str, Any] | None = None,
+            waiting_reason: str | None = None) -> JobOut:
+    return JobOut(**dict(job_summary(job, worker_name, worker_capabilities)), spec=job.spec,
+                  waiting_reason=waiting_reason)
 
 
 def finite_json(value: Any) -> Any:
@@ -68,12 +73,24 @@ def verdict_of(document: dict[str, Any]) -> VerdictOut:
         return VerdictOut(lines=[UNREADABLE_VERDICT])
 
 
-def worker_out(worker: Worker, running_job_id: int | None = None) -> WorkerOut:
+def gpus_busy(capabilities: Capabilities, running: Sequence[RunningJob]) -> int | None:
+    """How many of the worker's GPUs its running jobs hold; None for a worker without GPUs."""
+    owned = capabilities.owned_gpus
+    if owned == 0:
+        return None
+    return min(owned, sum(owned if job.gpus == ALL_GPUS else job.gpus for job in running))
+
+
+def worker_out(worker: Worker, running: Sequence[RunningJob] = ()) -> WorkerOut:
+    capabilities = Capabilities.model_validate(worker.capabilities)
+    shown = [job.id for job in running][-MAX_GPUS:]
     return WorkerOut(
         id=worker.id,
         name=worker.name,
-        capabilities=Capabilities.model_validate(worker.capabilities),
+        capabilities=capabilities,
         registered_at=worker.registered_at,
         last_contact_at=worker.last_contact_at,
-        running_job_id=running_job_id,
+        running_job_id=shown[-1] if shown else None,
+        running_job_ids=shown,
+        gpus_busy=gpus_busy(capabilities, running),
     )

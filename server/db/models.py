@@ -19,6 +19,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -33,6 +34,8 @@ NAMING_CONVENTION = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+# `gpus: all` in the jobs.gpus column: every GPU of the worker that takes the job.
+ALL_GPUS = 0
 STATUS_VALUES = ", ".join(f"'{status.value}'" for status in JobStatus)
 
 
@@ -58,6 +61,7 @@ class Job(Base):
     __table_args__ = (
         CheckConstraint(f"status IN ({STATUS_VALUES})", name="status_known"),
         CheckConstraint("attempts >= 0", name="attempts_not_negative"),
+        CheckConstraint("gpus >= 0", name="gpus_not_negative"),
         # The claim scans queued jobs in id order; the reaper scans running jobs by deadline.
         Index("ix_jobs_status_id", "status", "id"),
         Index("ix_jobs_status_lease_expires_at", "status", "lease_expires_at"),
@@ -76,6 +80,9 @@ class Job(Base):
     submitter: Mapped[str] = mapped_column(String(200))
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     max_attempts: Mapped[int] = mapped_column(Integer)
+    # GPUs the job runs on, matched in the claim against the worker's free ones; ALL_GPUS (0): all of the
+    # worker's. The spec holds the same (`gpus`); a column keeps the claim's match plain SQL.
+    gpus: Mapped[int] = mapped_column(Integer, server_default=text("1"))
     worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="SET NULL"))
     # The fencing token of the current lease: heartbeats and results must present it.
     lease_token: Mapped[str | None] = mapped_column(String(64))

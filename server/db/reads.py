@@ -8,7 +8,8 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session, defer
 
-from padbench.contract.api import JobStatus
+from padbench.contract.api import Capabilities, JobStatus
+from padbench.server.db.clock import db_now
 from padbench.server.db.models import Job, JobAttempt, JobResult, Worker
 
 
@@ -88,16 +89,34 @@ def find_worker_by_name(session: Session, name: str) -> Worker | None:
 
 
 @dataclass(frozen=True)
+class RunningJob:
+    id: int
+    gpus: int  # as jobs.gpus holds it (ALL_GPUS: all of the worker's)
+
+
+@dataclass(frozen=True)
 class WorkerRow:
     worker: Worker
-    running_job_id: int | None
+    running: tuple[RunningJob, ...] = ()  # oldest first
+
+    @property
+    def running_job_id(self) -> int | None:
+        return self.running[-1].id if self.running else None
 
 
 def list_workers(session: Session) -> list[WorkerRow]:
-    """Every registered worker, oldest first, with the job it runs now (the newest, should there be two)."""
-    running = (
-        select(func.max(Job.id)).where(Job.worker_id == Worker.id, Job.status == JobStatus.running.value)
-        .correlate(Worker).scalar_subquery()
-    )
-    rows = session.execute(select(Worker, running).order_by(Worker.id)).all()
-    return [WorkerRow(worker, job_id) for worker, job_id in rows]
+    """Every registered worker, oldest first, with the jobs it runs now."""
+    running: dict[int, list[RunningJob]] = {}
+    jobs = session.execute(select(Job.worker_id, Job.id, Job.gpus)
+                           .where(Job.status == JobStatus.running.value, Job.worker_id.is_not(None)).order_by(Job.id))
+    for worker_id, job_id, gpus in jobs:
+        if worker_id is not None:  # always, by the filter; the column itself may hold NULL
+            running.setdefault(worker_id, []).append(RunningJob(job_id, gpus))
+    workers = session.scalars(select(Worker).order_by(Worker.id))
+    return [WorkerRow(worker, tuple(running.get(worker.id, ()))) for worker in workers]
+
+
+def live_workers_owned_gpus(session: Session, *, within_seconds: float) -> list[int]:
+    """How many GPUs each worker owns that was in contact in the last `within_seconds` (by the database's clock)."""
+    documents = session.scalars(select(Worker.capabilities).where(Worker.last_contact_at >= db_now(-within_seconds)))
+    return [Capabilities.model_validate(document).owned_gpus for document in documents]

@@ -39,7 +39,7 @@ from padbench.server.db.migrate import upgrade_to_head
 from padbench.server.db.models import Job
 from padbench.server.db.workers import register_worker
 from padbench.server.main import create_app
-from padbench.server.requirements import job_requirements, offered_capabilities
+from padbench.server.requirements import job_requirements, offered_capabilities, stored_gpus
 from padbench.tokens import random_token
 
 POSTGRES_ADMIN_URL = os.environ.get("PADBENCH_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -67,7 +67,7 @@ def submit(database: Database, document: dict | None = None, submitter: str = "a
     with database.write.begin() as session:
         return queue.insert_job(session, kind=spec.kind, name=spec.name, submitter=submitter, max_attempts=3,
                                 spec=JOB_SPEC_ADAPTER.dump_python(spec, mode="json"),
-                                requirements=job_requirements(spec))
+                                requirements=job_requirements(spec), gpus=stored_gpus(spec))
 
 
 def add_worker(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -96,3 +97,13 @@ def write_in_cwd(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
     Path("made-dir").mkdir()
     return {"cwd": os.getcwd(), "file_mode": Path("made.txt").stat().st_mode & 0o777,
             "dir_mode": Path("made-dir").stat().st_mode & 0o777}
+
+
+def record_gpus_then_finish(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    """Records the GPUs it was given and when it ran (in `spec["record"]`), runs `spec["seconds"]`, then
+    returns a result."""
+    started = time.time()
+    time.sleep(spec["seconds"])
+    record = {"gpus": os.environ.get("CUDA_VISIBLE_DEVICES"), "started": started, "ended": time.time()}
+    Path(spec["record"]).write_text(json.dumps(record))
+    return padding_result([])

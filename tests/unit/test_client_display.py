@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -95,11 +96,31 @@ def test_the_worker_list_shows_device_gpu_last_contact_and_running_job() -> None
     workers = [worker("h100-0", capabilities=gpu, last_contact_at=CREATED - timedelta(seconds=3), running_job_id=12),
                worker("cpu-box")]
     lines = format_workers(workers, CREATED).splitlines()
-    assert lines[0].split() == ["NAME", "DEVICE", "GPU", "LAST", "CONTACT", "RUNNING", "JOB"]
-    assert lines[1].split() == ["h100-0", "cuda", "NVIDIA", "H100", "80GB", "HBM3", "(79", "GiB)", "3", "s", "ago",
-                                "12"]
-    assert lines[2].split() == ["cpu-box", "cpu", "-", "never", "-"]
+    assert lines[0].split() == ["NAME", "DEVICE", "GPU", "GPUS", "BUSY", "LAST", "CONTACT", "RUNNING", "JOBS"]
+    assert lines[1].split() == ["h100-0", "cuda", "NVIDIA", "H100", "80GB", "HBM3", "(79", "GiB)", "-", "3", "s",
+                                "ago", "12"]
+    assert lines[2].split() == ["cpu-box", "cpu", "-", "-", "never", "-"]
     assert lines[3] == "(2 registered)"
     drawn = io.StringIO()
     Console(file=drawn, width=120).print(workers_table(workers, CREATED))
     assert "NVIDIA H100 80GB HBM3 (79 GiB)" in drawn.getvalue() and "3 s ago" in drawn.getvalue()
+
+
+def test_a_worker_with_several_gpus_shows_them_how_many_are_busy_and_each_running_job() -> None:
+    h100 = {"name": "NVIDIA H100 80GB HBM3", "memory_bytes": 85_045_460_992}
+    alike = {"device": "cuda", "gpus": [h100 | {"index": str(index)} for index in range(4)]}
+    a100 = {"index": "1", "name": "NVIDIA A100", "memory_bytes": 0}
+    mixed = {"device": "cuda", "gpus": [h100 | {"index": "0"}, a100]}
+    workers = [worker("box", capabilities=alike, gpus_busy=3, running_job_ids=[7, 9], running_job_id=9),
+               worker("mixed", capabilities=mixed, gpus_busy=0)]
+    cells = [re.split(r"\s{2,}", line) for line in format_workers(workers, CREATED).splitlines()]
+    assert cells[1] == ["box", "cuda", "4 × NVIDIA H100 80GB HBM3 (79 GiB)", "3 of 4", "never", "7, 9"]
+    assert cells[2] == ["mixed", "cuda", "0: NVIDIA H100 80GB HBM3 (79 GiB); 1: NVIDIA A100 (0 GiB)", "0 of 2", "never",
+                        "-"]
+
+
+def test_a_job_no_live_worker_could_take_says_why_it_waits() -> None:
+    job = JobOut.model_validate({"id": 3, "kind": "padding", "status": "queued", "attempts": 0, "max_attempts": 3,
+                                 "submitter": "alice", "created_at": CREATED, "spec": {"gpus": 4},
+                                 "waiting_reason": "needs 4 GPUs; the most any live worker owns is 2"})
+    assert "waits      needs 4 GPUs; the most any live worker owns is 2" in format_status(job)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from padbench.contract.api import Capabilities
+from padbench.contract.api import Capabilities, GpuInfo
 from padbench.contract.kinds import parse_job_spec
 from padbench.server.api.errors import clean_location
+from padbench.server.db.models import ALL_GPUS
 from padbench.server.paths import path_errors
-from padbench.server.requirements import gpu_capabilities, job_requirements, offered_capabilities
+from padbench.server.requirements import gpu_capabilities, job_requirements, offered_capabilities, stored_gpus
+from padbench.server.waiting import waiting_reason
 
 
 def test_a_worker_offers_the_families_it_lists_never_one_read_from_a_kernel_name() -> None:
@@ -59,3 +61,32 @@ def test_a_gpu_job_requires_its_gpu_text_and_a_worker_offers_what_its_gpu_name_c
     h100 = Capabilities(device="cuda", gpu_name="NVIDIA H100 80GB HBM3")
     assert gpu_capabilities(h100, wanted) == {"gpu:h100", "gpu:nvidia h100 80gb"}
     assert gpu_capabilities(Capabilities(device="cpu"), wanted) == set()
+
+
+def test_several_gpus_or_all_need_a_gpu_worker_unless_the_ranks_run_on_the_cpu() -> None:
+    assert "device:cuda" in job_requirements(parse_job_spec({"gpus": 2, "attention": "sdpa"}))
+    assert "device:cuda" in job_requirements(parse_job_spec({"gpus": "all", "attention": "sdpa"}))
+    on_cpu = parse_job_spec({"gpus": 4, "device": "cpu", "dtype": "fp32", "attention": "sdpa"})
+    assert job_requirements(on_cpu) == {"kind:padding", "attention:sdpa"}
+    assert stored_gpus(on_cpu) == 4 and stored_gpus(parse_job_spec({"gpus": "all"})) == ALL_GPUS
+
+
+def test_a_worker_with_several_gpus_matches_a_gpu_text_only_when_every_gpu_does() -> None:
+    def worker(*names: str) -> Capabilities:
+        gpus = [GpuInfo(index=str(index), name=name, memory_bytes=0) for index, name in enumerate(names)]
+        return Capabilities(device="cuda", gpu_name=names[0], gpus=gpus)
+
+    assert gpu_capabilities(worker("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe"), ["gpu:h100"]) == {"gpu:h100"}
+    assert gpu_capabilities(worker("NVIDIA H100 80GB HBM3", "NVIDIA A100"), ["gpu:h100"]) == set()
+    assert worker("a", "b").owned_gpus == 2 and Capabilities(device="cuda").owned_gpus == 1  # listed none: one
+
+
+def test_a_queued_job_waits_with_a_reason_only_when_no_live_worker_owns_enough_gpus() -> None:
+    assert waiting_reason({"gpus": 4}, [2, 0]) == "needs 4 GPUs; the most any live worker owns is 2"
+    assert waiting_reason({"gpus": 4}, [4]) is None
+    assert waiting_reason({"gpus": "all"}, [0]) == "needs a worker with GPUs (gpus: all); no live worker owns a GPU"
+    assert waiting_reason({"gpus": 1, "device": "cuda"}, []) == "needs 1 GPU; no live worker owns a GPU"
+    assert waiting_reason({"gpus": 1}, []) is None  # one GPU or a CPU process: any worker that comes
+    assert waiting_reason({"gpus": 3, "device": "cpu"}, [0]) is None  # a CPU worker runs the three ranks
+    assert waiting_reason({"gpus": 3, "device": "cpu"}, [2]) == ("needs 3 GPUs or a CPU worker; the most any live "
+                                                                 "worker owns is 2")

@@ -1,4 +1,4 @@
-"""`padbench worker --server URL --token-file PATH [--gpu N] [--name NAME] [--once]`."""
+"""`padbench worker --server URL --token-file PATH [--gpus 0,1,…] [--name NAME] [--once]`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from types import FrameType
 
 from pydantic import ValidationError
 
+from padbench.contract.bounds import MAX_NAME_LENGTH
 from padbench.http import TokenFileUnreadable, token_from_file
 from padbench.specfile import format_validation_error
 from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S, WorkerSettings
@@ -27,7 +28,8 @@ def add_worker_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "worker",
         help="pull jobs from a padbench server and run them on this machine's GPU",
-        description="Register with the server, then claim, run and report jobs one at a time until SIGTERM.",
+        description="Register with the server, then claim, run and report jobs until SIGTERM: on a worker with "
+                    "GPUs, as many at once as its free GPUs allow; on a CPU worker, one at a time.",
     )
     # Defaults come from WorkerSettings (PADBENCH_* variables) when the command runs, not when it is parsed.
     parser.add_argument("--server", default=None, help="server base URL (default: $PADBENCH_SERVER)")
@@ -35,11 +37,16 @@ def add_worker_command(subparsers: argparse._SubParsersAction) -> None:
                         help="a worker-role token (default: $PADBENCH_TOKEN); it shows in `ps`: prefer --token-file")
     parser.add_argument("--token-file", default=None, metavar="PATH",
                         help="a file whose first line is the token (default: $PADBENCH_TOKEN_FILE)")
-    parser.add_argument("--gpu", default=None,
-                        help="GPU index (or UUID) this worker owns; jobs see only it via CUDA_VISIBLE_DEVICES "
-                             "(default: $PADBENCH_GPU)")
+    gpus = parser.add_mutually_exclusive_group()
+    gpus.add_argument("--gpus", default=None, metavar="LIST",
+                      help="the GPUs this worker owns, as indices or UUIDs separated by commas (0,1,2,3); it runs "
+                           "jobs at once while their GPUs do not overlap, each seeing only its own through "
+                           "CUDA_VISIBLE_DEVICES (default: $PADBENCH_GPUS, else every GPU visible to it)")
+    gpus.add_argument("--gpu", default=None, metavar="N",
+                      help="one GPU index or UUID: the same as --gpus N (default: $PADBENCH_GPU)")
     parser.add_argument("--name", default=None,
-                        help="worker name shown on jobs (default: $PADBENCH_WORKER_NAME, else HOST-gpuN)")
+                        help="worker name shown on jobs (default: $PADBENCH_WORKER_NAME, else HOST-gpuLIST for "
+                             "the GPUs given, or HOST)")
     parser.add_argument("--once", action="store_true", help="run one job, then exit")
     parser.add_argument("--job-timeout", type=float, default=None, metavar="SECONDS",
                         help="wall-clock limit for one job's child process "
@@ -50,7 +57,12 @@ def add_worker_command(subparsers: argparse._SubParsersAction) -> None:
 def load_settings(args: argparse.Namespace) -> WorkerSettings | None:
     """PADBENCH_* settings with the command line's options on top; None (after saying why) when refused."""
     overrides = {"server": args.server, "token": args.token, "token_file": args.token_file, "gpu": args.gpu,
-                 "worker_name": args.name, "job_timeout_s": args.job_timeout}
+                 "gpus": args.gpus, "worker_name": args.name, "job_timeout_s": args.job_timeout}
+    # A GPU option on the command line replaces the other one's variable, as any option replaces its own.
+    if args.gpus is not None:
+        overrides["gpu"] = ""
+    elif args.gpu is not None:
+        overrides["gpus"] = ""
     try:
         return WorkerSettings(**{key: value for key, value in overrides.items() if value is not None})
     except ValidationError as error:
@@ -65,14 +77,15 @@ def resolved_token(settings: WorkerSettings) -> str | None:
     return None if settings.token_file is None else token_from_file(settings.token_file)
 
 
-def default_name(gpu: str | None) -> str:
+def default_name(gpus: tuple[str, ...] | None) -> str:
+    """HOST-gpu0 (HOST-gpu0,1 for several): two workers on one host, given different GPUs, never share a name."""
     host = socket.gethostname()
-    return f"{host}-gpu{gpu}" if gpu is not None else host
+    return f"{host}-gpu{','.join(gpus)}"[:MAX_NAME_LENGTH] if gpus else host
 
 
 def install_stop_handlers(stop_event: threading.Event) -> None:
     def stop(signum: int, _frame: FrameType | None) -> None:
-        log.info("%s received: no new jobs; releasing the current one", signal.Signals(signum).name)
+        log.info("%s received: no new jobs; releasing the running ones", signal.Signals(signum).name)
         stop_event.set()
 
     signal.signal(signal.SIGTERM, stop)
@@ -97,15 +110,15 @@ def run_worker(args: argparse.Namespace) -> int:
     stop_event = threading.Event()
     install_stop_handlers(stop_event)
     try:
-        capabilities = detect_capabilities(settings.gpu, should_stop=stop_event.is_set)
+        capabilities = detect_capabilities(settings.gpu_list, should_stop=stop_event.is_set)
     except CapabilityError as error:
         if stop_event.is_set():
             return 0
         print(f"padbench worker: {error}", file=sys.stderr)
         return 1
     log.info("capabilities: %s", capabilities.model_dump_json())
-    name = settings.worker_name or default_name(settings.gpu)
-    config = WorkerConfig(name=name, gpu=settings.gpu, job_timeout_s=settings.job_timeout_s,
+    name = settings.worker_name or default_name(settings.gpu_list)
+    config = WorkerConfig(name=name, job_timeout_s=settings.job_timeout_s,
                           job_memory_cap_bytes=settings.memory_cap_bytes, once=args.once,
                           outbox_dir=outbox_directory(settings.cache_dir, name),
                           data_roots=settings.data_root_paths, model_roots=settings.model_root_paths)

@@ -7,12 +7,14 @@ start-up, with the variable's name in the message. Nothing here changes the proc
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import platformdirs
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from padbench.contract.parallel import MAX_GPUS
 from padbench.worker.runtime.procfs import host_memory_bytes
 
 # Two hours is several times the longest example job on an H200; a job that needs more says so explicitly.
@@ -20,6 +22,26 @@ DEFAULT_JOB_TIMEOUT_S = 2 * 3600.0
 # The share of the host's memory a job's processes may hold before they are killed: the rest keeps the
 # worker itself, the OS and anything else on the box alive.
 DEFAULT_JOB_MEMORY_FRACTION = 0.8
+
+
+# How CUDA_VISIBLE_DEVICES names a GPU: an index, or a UUID (`GPU-…`, `MIG-…`).
+GPU_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}")
+
+
+def gpu_list(text: str) -> tuple[str, ...]:
+    """`0,1,3` as ("0", "1", "3"); ValueError naming what is wrong (a blank entry, a repeat, a bad name)."""
+    entries = tuple(entry.strip() for entry in text.split(","))
+    if "" in entries:
+        raise ValueError(f"{text!r} has an empty entry; list GPU indices or UUIDs between commas (e.g. 0,1,2,3)")
+    bad = [entry for entry in entries if not GPU_NAME.fullmatch(entry)]
+    if bad:
+        raise ValueError(f"{text!r} is not a comma-separated list of GPU indices or UUIDs (e.g. 0,1,2,3): "
+                         f"{bad[0]!r}")
+    if len(set(entries)) != len(entries):
+        raise ValueError(f"{text!r} names a GPU twice")
+    if len(entries) > MAX_GPUS:
+        raise ValueError(f"{text!r} names more than {MAX_GPUS} GPUs")
+    return entries
 
 
 def default_cache_dir() -> Path:
@@ -34,7 +56,10 @@ class WorkerSettings(BaseSettings):
     token: SecretStr | None = None
     # Or a file holding it (first line), so the token is neither on the command line nor in `ps`.
     token_file: Path | None = None
-    # The GPU index (or UUID) this worker owns; its jobs see only that GPU.
+    # The GPUs this worker owns, as CUDA_VISIBLE_DEVICES names them (`0,1,2,3`, or UUIDs), separated by
+    # commas; unset: every GPU visible to the worker. Each job sees only the GPUs it holds.
+    gpus: str | None = None
+    # One GPU (index or UUID): the same as `gpus` naming only it, kept for existing setups.
     gpu: str | None = None
     worker_name: str | None = None
     # A job's child process is killed past this wall-clock limit and the job fails, naming the limit.
@@ -49,10 +74,29 @@ class WorkerSettings(BaseSettings):
     data_roots: str = ""
     model_roots: str = ""
 
-    @field_validator("server", "gpu", "worker_name", "token_file", mode="before")
+    @field_validator("server", "gpu", "gpus", "worker_name", "token_file", mode="before")
     @classmethod
     def _empty_means_unset(cls, value: object) -> object:
         return None if value == "" else value
+
+    @field_validator("gpus", "gpu")
+    @classmethod
+    def _gpu_names(cls, value: str | None) -> str | None:
+        if value is not None:
+            gpu_list(value)  # refused here, at start-up, with the reason
+        return value
+
+    @model_validator(mode="after")
+    def _one_way_to_name_gpus(self) -> WorkerSettings:
+        if self.gpu is not None and self.gpus is not None:
+            raise ValueError("gpu and gpus both name this worker's GPUs: give one (gpus takes a list: 0,1)")
+        return self
+
+    @property
+    def gpu_list(self) -> tuple[str, ...] | None:
+        """The GPUs this worker was given, in order; None: every GPU visible to it."""
+        given = self.gpus if self.gpus is not None else self.gpu
+        return None if given is None else gpu_list(given)
 
     @property
     def memory_cap_bytes(self) -> int:

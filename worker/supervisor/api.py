@@ -89,9 +89,10 @@ class WorkerApi(ApiSession):
         body = WorkerRegister(name=name, capabilities=capabilities)
         return parse_body(WorkerOut, self.request("POST", "/workers", json=body.model_dump(mode="json")))
 
-    def claim(self, worker_id: int) -> LeaseOut | None:
-        """The next job this worker can run, or None when the queue has nothing for it (204)."""
-        body = LeaseRequest(worker_id=worker_id).model_dump(mode="json")
+    def claim(self, worker_id: int, gpus_free: int | None = None) -> LeaseOut | None:
+        """The next job this worker can run on its `gpus_free` free GPUs (None: all it owns), or None when
+        the queue has nothing for it (204)."""
+        body = LeaseRequest(worker_id=worker_id, gpus_free=gpus_free).model_dump(mode="json", exclude_none=True)
         response = self.request("POST", "/leases", json=body)
         if response.status_code == HTTP_NO_CONTENT:
             return None

@@ -1,14 +1,20 @@
-"""The worker's main loop: register, claim, run the job in a spawned child, heartbeat, report.
+"""The worker's main loop: register, claim, run each job in spawned children, heartbeat, report.
 
-The parent never imports torch: the job runs through `run_in_child` (spawned, own process group, a
-wall-clock limit), and everything the parent does is HTTP. How each run ends decides the one call made
-to the server: a result → `complete`, whatever became of the lease meanwhile (the server takes the first
-result from any of the job's attempts); a crash, OOM, error or timeout → `fail` with the child's error and
-traceback; a cancel seen on a heartbeat → `cancelled` with the rows the job finished, marked partial (or,
-with none, `fail` saying so: the server records it as cancelled either way); a stop request (SIGTERM) →
-`release`, so another worker takes the job at once. A heartbeat answered "the job ended" stops the child
-and nothing is reported; one answered "another worker's lease holds the job" leaves the child running,
-since its result may still be the first (see `lease.py`).
+The worker owns a pool of GPUs (`gpus.py`). While some are free it claims again, saying how many are free,
+and runs each job it gets in a thread of its own on a disjoint set of them (its child sees only those,
+through CUDA_VISIBLE_DEVICES), with its own lease keeper; the GPUs go back to the pool when the job is
+settled. A worker without GPUs runs one job at a time. A stop request (SIGTERM) ends every job's run and
+releases every lease held; `--once` runs the first job claimed and returns when it is settled.
+
+The parent never imports torch: the job runs through the launcher (`launch_job`: one spawned child, or one
+per rank; own process group, a wall-clock limit), and everything the parent does is HTTP. How each run ends
+decides the one call made to the server: a result → `complete`, whatever became of the lease meanwhile (the
+server takes the first result from any of the job's attempts); a crash, OOM, error or timeout → `fail` with
+the child's error and traceback; a cancel seen on a heartbeat → `cancelled` with the rows the job finished,
+marked partial (or, with none, `fail` saying so: the server records it as cancelled either way); a stop
+request (SIGTERM) → `release`, so another worker takes the job at once. A heartbeat answered "the job ended"
+stops the child and nothing is reported; one answered "another worker's lease holds the job" leaves the
+child running, since its result may still be the first (see `lease.py`).
 
 A finished result is worth a GPU run, so it is saved in the outbox before it is reported, and reported
 until the server answers for good (see `reporting.py`); a result still unreported when the worker stops
@@ -26,11 +32,13 @@ from typing import Any
 
 from padbench.contract.api import Capabilities, LeaseOut
 from padbench.http import ApiError, jittered_wait
-from padbench.worker.runtime.isolation import ChildReport, run_in_child
+from padbench.worker.runtime import launcher
+from padbench.worker.runtime.isolation import ChildReport
 from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S
 from padbench.worker.supervisor.api import LeaseLost, WorkerApi
-from padbench.worker.supervisor.capabilities import gpu_environment
+from padbench.worker.supervisor.backoff import Backoff
 from padbench.worker.supervisor.confine import PathRefused, confine_spec_paths
+from padbench.worker.supervisor.gpus import GpuPool, ranks_for, visible_devices
 from padbench.worker.supervisor.lease import LeaseKeeper
 from padbench.worker.supervisor.outbox import Outbox
 from padbench.worker.supervisor.reporting import Reporter, Retrying
@@ -44,7 +52,6 @@ HTTP_FORBIDDEN = 403
 @dataclass(frozen=True)
 class WorkerConfig:
     name: str
-    gpu: str | None = None
     job_timeout_s: float = DEFAULT_JOB_TIMEOUT_S
     job_memory_cap_bytes: int | None = None  # the job's processes' resident memory, summed
     # Idle polling starts fast and backs off to this cap, so a new job is picked up within ~0.5 s.
@@ -60,20 +67,6 @@ class WorkerConfig:
     # The roots service jobs' file names resolve in (see padbench.worker.supervisor.confine).
     data_roots: tuple[Path, ...] = ()
     model_roots: tuple[Path, ...] = ()
-
-
-class Backoff:
-    def __init__(self, first_s: float, max_s: float) -> None:
-        self.first_s, self.max_s = first_s, max_s
-        self._next = first_s
-
-    def next(self) -> float:
-        delay = self._next
-        self._next = min(self._next * 2, self.max_s)
-        return delay
-
-    def reset(self) -> None:
-        self._next = self.first_s
 
 
 class LatestPartial:
@@ -103,6 +96,11 @@ class Supervisor:
         self.capabilities = capabilities
         self.worker_id: int | None = None
         self.jobs_run = 0
+        self.gpus = GpuPool([gpu.index for gpu in capabilities.gpus])
+        # The job threads running now, by job id; `_settled` wakes the loop when one ends.
+        self._jobs: dict[int, threading.Thread] = {}
+        self._jobs_lock = threading.Lock()
+        self._settled = threading.Event()
         self.outbox = Outbox(config.outbox_dir) if config.outbox_dir is not None else None
         # Shared with the signal handlers, which are installed before the supervisor exists.
         self._stop = stop_event or threading.Event()
@@ -122,17 +120,84 @@ class Supervisor:
         if self.worker_id is None:
             return
         self.deliver_saved_results()
+        try:
+            self._claim_while_room()
+        except BaseException:
+            self.request_stop()  # a worker the server refuses, or a crash: every running job gives its lease back
+            raise
+        finally:
+            self._join_jobs()
+
+    def _claim_while_room(self) -> None:
         idle = Backoff(self.config.idle_poll_first_s, self.config.idle_poll_max_s)
         while not self.stopping:
+            self._settled.clear()
+            if not self._has_room():  # every GPU busy (or the one job of a worker without GPUs running)
+                self._settled.wait(self.config.idle_poll_max_s)
+                continue
             lease = self._claim()
             if lease is None:
                 self._stop.wait(idle.next())
                 continue
             idle.reset()
-            self.run_lease(lease)
-            self.jobs_run += 1
-            if self.config.once:
+            if self._start(lease) and self.config.once:
                 return
+
+    def _has_room(self) -> bool:
+        if self.gpus.owned:
+            return self.gpus.free > 0
+        with self._jobs_lock:
+            return not self._jobs
+
+    def _start(self, lease: LeaseOut) -> bool:
+        """Run the job in a thread of its own on as many free GPUs as it needs; False when it cannot start."""
+        job = lease.job
+        try:
+            ranks = ranks_for(job.spec, len(self.gpus.owned))
+        except ValueError as error:
+            self._refuse(lease, str(error))
+            return False
+        held = self.gpus.take(ranks) if self.gpus.owned else ()
+        if held is None:  # the server thought more were free than are: give the job back for now
+            self._refuse(lease, None)
+            return False
+        thread = threading.Thread(target=self._run_and_free, args=(lease, held, ranks), name=f"job-{job.id}")
+        with self._jobs_lock:
+            self._jobs[job.id] = thread
+        thread.start()
+        return True
+
+    def _refuse(self, lease: LeaseOut, error: str | None) -> None:
+        """A claimed job this worker cannot start: failed with `error`, or (None) released for another claim."""
+        job_id, token = lease.job.id, lease.lease_token
+        try:
+            if error is None:
+                log.warning("job %d needs more GPUs than are free here (%d); releasing it", job_id, self.gpus.free)
+                self.api.release(job_id, token)
+            else:
+                self.reporter.fail(job_id, token, f"error: {error}", None)
+        except ApiError as failure:
+            log.error("job %d: could not hand the job back: %s", job_id, failure)
+
+    def _run_and_free(self, lease: LeaseOut, held: tuple[str, ...], ranks: int) -> None:
+        try:
+            self.run_lease(lease, held, ranks)
+        finally:
+            self.gpus.give_back(held)
+            with self._jobs_lock:
+                self._jobs.pop(lease.job.id, None)
+                self.jobs_run += 1
+            self._settled.set()
+
+    def _join_jobs(self) -> None:
+        """Wait for every job's thread: on a stop each one's child is stopped and its lease released."""
+        while True:
+            with self._jobs_lock:
+                threads = list(self._jobs.values())
+            if not threads:
+                return
+            for thread in threads:
+                thread.join()
 
     def _register(self) -> int | None:
         errors = Backoff(0.2, self.config.error_poll_max_s)
@@ -152,7 +217,8 @@ class Supervisor:
     def _claim(self) -> LeaseOut | None:
         assert self.worker_id is not None
         try:
-            return self.api.claim(self.worker_id)
+            # A worker without GPUs claims only when idle, and says nothing of GPUs.
+            return self.api.claim(self.worker_id, self.gpus.free if self.gpus.owned else None)
         except ApiError as error:
             self._raise_if_fatal(error)
             log.warning("claiming a job failed: %s", error)
@@ -166,9 +232,11 @@ class Supervisor:
         if error.status in (HTTP_UNAUTHORIZED, HTTP_FORBIDDEN):
             raise FatalWorkerError(f"the server refused this worker: {error}") from error
 
-    def run_lease(self, lease: LeaseOut) -> ChildReport:
+    def run_lease(self, lease: LeaseOut, gpus: tuple[str, ...] = (), ranks: int = 1) -> ChildReport:
+        """Run the job on `gpus` (none: whatever the worker sees) as `ranks` processes, then report how it ended."""
         job = lease.job
-        log.info("job %d (%s) claimed, attempt %d of %d", job.id, job.kind, job.attempts, job.max_attempts)
+        log.info("job %d (%s) claimed, attempt %d of %d, on %s", job.id, job.kind, job.attempts, job.max_attempts,
+                 f"GPUs {','.join(gpus)}" if gpus else "this worker")
         # The keeper stays on while the report is retried: its heartbeats keep the lease alive meanwhile.
         partials = LatestPartial()
         with LeaseKeeper(self.api, lease) as keeper:
@@ -177,7 +245,7 @@ class Supervisor:
             except PathRefused as refused:
                 report = ChildReport(outcome="error", error=str(refused))
             else:
-                report = self._run_child(spec, keeper, partials)
+                report = self._run_child(spec, keeper, partials, gpus, ranks)
             log.info("job %d: child finished: %s in %.1f s", job.id, report.outcome, report.seconds)
             try:
                 self._settle(lease, report, keeper, partials.latest)
@@ -188,14 +256,16 @@ class Supervisor:
                 log.error("job %d: could not report to the server: %s", job.id, error)
         return report
 
-    def _run_child(self, spec: dict[str, Any], keeper: LeaseKeeper, partials: LatestPartial) -> ChildReport:
+    def _run_child(self, spec: dict[str, Any], keeper: LeaseKeeper, partials: LatestPartial,
+                   gpus: tuple[str, ...], ranks: int) -> ChildReport:
         with tempfile.TemporaryDirectory(prefix="padbench-job-") as workdir:  # empty, private: see confine
-            return run_in_child(
+            return launcher.launch_job(
                 self.config.job_target,
                 spec,
+                ranks=ranks,
                 timeout_s=self.config.job_timeout_s,
                 memory_cap_bytes=self.config.job_memory_cap_bytes,
-                env=gpu_environment(self.config.gpu),
+                env=visible_devices(gpus),
                 on_progress=keeper.update,
                 on_finished=partials.keep,
                 should_stop=lambda: self.stopping or keeper.cancel_requested.is_set() or keeper.lost.is_set(),

@@ -43,7 +43,8 @@ from padbench.server.core.security import Principal
 from padbench.server.cost import over_limits
 from padbench.server.db import reads
 from padbench.server.paths import path_errors
-from padbench.server.requirements import job_requirements
+from padbench.server.requirements import job_requirements, stored_gpus
+from padbench.server.waiting import waiting_reason
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], route_class=UnitOfWorkRoute)
 
@@ -87,6 +88,7 @@ def submit_job(body: JobCreate, response: Response, session: SessionDep, setting
         submitter=principal.name,
         max_attempts=settings.max_attempts,
         requirements=job_requirements(spec),
+        gpus=stored_gpus(spec),
         idempotency_key=idempotency_key,
     )
     if job_id is None:
@@ -134,11 +136,17 @@ def list_jobs(
 
 
 @router.get("/{job_id}", responses=error_responses(404))
-def get_job(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth) -> JobOut:
+def get_job(job_id: JobIdPath, session: ReadSessionDep, settings: SettingsDep, principal: ReaderAuth) -> JobOut:
+    """The job; a queued one that no worker in contact could take says why (`waiting_reason`)."""
     row = reads.find_job(session, job_id, submitter=owner_filter(principal))
     if row is None:
         raise not_found(job_id)
-    return job_out(row.job, row.worker_name, row.worker_capabilities)
+    reason = None
+    if row.job.status == JobStatus.queued.value:
+        # A worker that has not been heard from for a whole lease would have lost any lease it held.
+        owned = reads.live_workers_owned_gpus(session, within_seconds=settings.lease_seconds)
+        reason = waiting_reason(row.job.spec, owned)
+    return job_out(row.job, row.worker_name, row.worker_capabilities, reason)
 
 
 def stored_result(session: Session, job_id: int, principal: Principal) -> dict[str, Any]:

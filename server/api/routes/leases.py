@@ -85,6 +85,16 @@ def require_lease_holder(session: Session, job_id: int, lease_token: str, princi
         )
 
 
+def free_gpus(body: LeaseRequest, owned: int) -> int:
+    """The worker's free GPUs as its claim says (all it owns when it does not say); 422 past what it owns."""
+    if body.gpus_free is None:
+        return owned
+    if body.gpus_free > owned:
+        raise HTTPException(HTTP_UNPROCESSABLE, f"gpus_free: {body.gpus_free} is more than the {owned} GPU(s) "
+                                                f"worker {body.worker_id} registered")
+    return body.gpus_free
+
+
 @router.post("", response_model=LeaseOut,
              responses={204: {"description": "No queued job this worker can run"}, **error_responses(404)})
 def claim(body: LeaseRequest, session: SessionDep, settings: SettingsDep, principal: WorkerAuth) -> LeaseOut | Response:
@@ -94,7 +104,9 @@ def claim(body: LeaseRequest, session: SessionDep, settings: SettingsDep, princi
     capabilities = Capabilities.model_validate(worker.capabilities)
     offered = offered_capabilities(capabilities) | gpu_capabilities(capabilities,
                                                                      queue.queued_gpu_requirements(session))
-    job = queue.claim_next_job(session, worker_id=worker.id, offered=offered, lease_seconds=settings.lease_seconds)
+    owned = capabilities.owned_gpus
+    job = queue.claim_next_job(session, worker_id=worker.id, offered=offered, lease_seconds=settings.lease_seconds,
+                               gpus_owned=owned, gpus_free=free_gpus(body, owned))
     if job is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
     assert job.lease_token is not None and job.lease_expires_at is not None  # set by the claim

@@ -1,5 +1,5 @@
-"""Workers: register (name and capabilities); admins and viewers list them, with each one's last contact and
-the job it runs now."""
+"""Workers: register (name and capabilities); admins and viewers list them, with each one's last contact, the
+jobs it runs now and how many of its GPUs they hold."""
 
 from __future__ import annotations
 
@@ -38,6 +38,6 @@ def register(body: WorkerRegister, response: Response, session: SessionDep, prin
 
 @router.get("")
 def list_workers(session: ReadSessionDep, principal: ViewerAuth) -> list[WorkerOut]:
-    """Every registered worker: its capabilities, last contact (registration, claim or heartbeat) and the job
-    it runs now, if any."""
-    return [worker_out(row.worker, row.running_job_id) for row in reads.list_workers(session)]
+    """Every registered worker: its capabilities (its GPUs among them), last contact (registration, claim or
+    heartbeat), the jobs it runs now and how many of its GPUs they hold."""
+    return [worker_out(row.worker, row.running) for row in reads.list_workers(session)]

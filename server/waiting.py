@@ -1,0 +1,41 @@
+"""Why a queued job waits, when no worker in contact could ever take it: it asks for more GPUs than any of
+them owns. Worked out each time the job is read, from the workers' registered GPUs, never stored: a worker
+that joins, or one that stops, changes the answer at once.
+
+Only the GPU count is judged here; a job may still wait for a kernel, a job kind or a GPU model (`gpu:`)
+no worker offers, or simply for a busy worker to finish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def _gpus(count: int) -> str:
+    return f"{count} GPU" if count == 1 else f"{count} GPUs"
+
+
+def _most_owned(owned: Sequence[int]) -> str:
+    most = max(owned, default=0)
+    return f"the most any live worker owns is {most}" if most else "no live worker owns a GPU"
+
+
+def waiting_reason(spec: dict[str, Any], live_workers_owned: Sequence[int]) -> str | None:
+    """What keeps a queued job with this spec off every live worker, each owning `live_workers_owned[i]`
+    GPUs (0: a CPU worker); None when one of them could take it."""
+    gpus, on_cpu = spec.get("gpus", 1), spec.get("device") == "cpu"
+    if on_cpu:  # ranks on a CPU worker's processes, or on as many of a GPU worker's GPUs
+        if 0 in live_workers_owned or (gpus == "all" and live_workers_owned):
+            return None
+        if isinstance(gpus, int) and any(owned >= gpus for owned in live_workers_owned):
+            return None
+        wanted = "a CPU worker or a worker with GPUs" if gpus == "all" else f"{_gpus(gpus)} or a CPU worker"
+        return f"needs {wanted}; {_most_owned(live_workers_owned)}"
+    if gpus == 1 and spec.get("device") != "cuda":
+        return None  # any worker: one GPU, or a CPU worker's one process
+    needed = 1 if gpus == "all" else int(gpus)
+    if any(owned >= needed for owned in live_workers_owned):
+        return None
+    wanted = "a worker with GPUs (gpus: all)" if gpus == "all" else _gpus(needed)
+    return f"needs {wanted}; {_most_owned(live_workers_owned)}"
