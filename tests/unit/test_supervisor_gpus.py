@@ -16,7 +16,7 @@ from padbench.contract.api import Capabilities, GpuInfo
 from padbench.worker.runtime import launcher
 from padbench.worker.runtime.isolation import ChildReport
 from padbench.worker.supervisor.api import WorkerApi
-from padbench.worker.supervisor.gpus import GpuPool, ranks_for
+from padbench.worker.supervisor.gpus import GpuPool, job_ranks
 from padbench.worker.supervisor.loop import Supervisor, WorkerConfig
 from tests.unit.test_supervisor_loop import TARGETS, FakeServer, lease_body, process_alive, wait_for
 
@@ -141,4 +141,4 @@ def test_the_pool_hands_out_disjoint_gpus_in_the_workers_order() -> None:
     pool.give_back(first or ())
     assert pool.take(2) == ("0", "3") and pool.free == 0
     with pytest.raises(ValueError, match="gpus:"):
-        ranks_for({"gpus": 0}, 4)
+        job_ranks({"gpus": 0}, 4)

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from padbench.contract.parallel import GpuCount, gpus_needed
+from padbench.contract.parallel import GpuCount, ranks_for
 
 GPU_COUNT = TypeAdapter(GpuCount)
 
@@ -44,14 +44,14 @@ class GpuPool:
             self._free = [gpu for gpu in self.owned if gpu in held]
 
 
-def ranks_for(spec: dict[str, Any], owned: int) -> int:
+def job_ranks(spec: dict[str, Any], owned: int) -> int:
     """How many processes a job with this spec runs as on a worker owning `owned` GPUs: as many as the GPUs
     it takes, or on the CPU its `gpus` number. ValueError (naming `gpus`) for a count the contract refuses."""
     try:
         count = GPU_COUNT.validate_python(spec.get("gpus", 1))
     except ValidationError as error:
         raise ValueError(f"gpus: {error.errors()[0]['msg']}") from None
-    return gpus_needed(count, owned)
+    return ranks_for(count, str(spec.get("device", "auto")), owned)
 
 
 def visible_devices(gpus: Sequence[str]) -> dict[str, str]:

@@ -38,7 +38,7 @@ from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S
 from padbench.worker.supervisor.api import LeaseLost, WorkerApi
 from padbench.worker.supervisor.backoff import Backoff
 from padbench.worker.supervisor.confine import PathRefused, confine_spec_paths
-from padbench.worker.supervisor.gpus import GpuPool, ranks_for, visible_devices
+from padbench.worker.supervisor.gpus import GpuPool, job_ranks, visible_devices
 from padbench.worker.supervisor.lease import LeaseKeeper
 from padbench.worker.supervisor.outbox import Outbox
 from padbench.worker.supervisor.reporting import Reporter, Retrying
@@ -153,7 +153,7 @@ class Supervisor:
         """Run the job in a thread of its own on as many free GPUs as it needs; False when it cannot start."""
         job = lease.job
         try:
-            ranks = ranks_for(job.spec, len(self.gpus.owned))
+            ranks = job_ranks(job.spec, len(self.gpus.owned))
         except ValueError as error:
             self._refuse(lease, str(error))
             return False
