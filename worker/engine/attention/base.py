@@ -169,6 +169,7 @@ class AttentionKernel(ABC):
             inputs["padbench_softcap"] = softcap
         if window_bites(sliding_window, longest):  # this layer's window: None on full-attention layers
             inputs["padbench_window"] = sliding_window
+        query, key, value = autocast_inputs(query, key, value)
         output = self.attend(query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2),
                              scaling if scaling is not None else query.shape[-1] ** -0.5, **inputs)
         return output, None
@@ -289,3 +290,15 @@ ATTENTION_KERNELS: Registry[AttentionKernel] = Registry("attention kernel")
 
 def register_kernel(kernel: AttentionKernel) -> AttentionKernel:
     return ATTENTION_KERNELS.add(kernel.name, kernel)
+
+
+def autocast_inputs(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Under autocast (fp32 weights computing in half precision), the tensors in its dtype. The projections
+    give half precision, but rotary embeddings multiply them with fp32 cos/sin tables (fp32 because the
+    hidden states are), which promotes them back; flash kernels take only half precision. transformers' own
+    flash path casts them the same way."""
+    device = tensors[0].device.type
+    if not torch.is_autocast_enabled(device) or tensors[0].dtype != torch.float32:
+        return tensors
+    dtype = torch.get_autocast_dtype(device)
+    return tuple(tensor.to(dtype) for tensor in tensors)

@@ -1,0 +1,49 @@
+"""Training precision on one process: `amp` keeps fp32 weights and computes each forward in the job's dtype."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from padbench.contract.spec import PaddingJobSpec
+from padbench.worker.engine.attention.base import autocast_inputs
+from padbench.worker.jobs.padding.job import prepare_job, run_padding_job
+
+
+def amp_spec(precision: str) -> PaddingJobSpec:
+    return PaddingJobSpec.model_validate({
+        "mode": "training", "model": {"preset": "tiny-llama"}, "training": {"precision": precision},
+        "data": {"source": "synthetic", "max_length": 48, "num_samples": 12, "seed": 2},
+        "strategies": ["static", "packed"], "attention": "sdpa", "batch_size": 4, "dtype": "bf16", "device": "cpu",
+        "measurement": {"warmup_batches": 1, "min_seconds": 0.0, "min_batches": 1, "correctness_samples": 2,
+                        "repeats": 1}})
+
+
+def test_amp_trains_fp32_weights_through_half_precision_kernels() -> None:
+    setup = prepare_job(amp_spec("amp"), lambda *_: None)
+    assert setup.precision == "amp" and setup.autocast
+    assert {parameter.dtype for parameter in setup.model.parameters()} == {torch.float32}
+    result = run_padding_job(amp_spec("amp"), lambda *_: None)
+    assert [row.status for row in result.strategies] == ["ok", "ok"], [row.error for row in result.strategies]
+
+
+def test_pure_half_precision_keeps_the_weights_in_the_dtype() -> None:
+    setup = prepare_job(amp_spec("bf16"), lambda *_: None)
+    assert setup.precision == "bf16" and not setup.autocast
+    assert {parameter.dtype for parameter in setup.model.parameters()} == {torch.bfloat16}
+
+
+def test_rotary_promoted_inputs_go_to_the_autocast_dtype() -> None:
+    promoted = torch.ones(2, 3, dtype=torch.float32)
+    assert autocast_inputs(promoted)[0].dtype == torch.float32  # no autocast: untouched
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert autocast_inputs(promoted, promoted)[1].dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize(("document", "words"), [
+    ({"training": {"precision": "amp"}, "dtype": "fp32"}, "training.precision amp computes in a half-precision"),
+    ({"training": {"precision": "bf16"}, "dtype": "fp16"}, "training.precision bf16 keeps everything in bf16"),
+])
+def test_precisions_that_contradict_the_dtype_are_refused(document: dict[str, object], words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        PaddingJobSpec.model_validate({**document, "attention": "sdpa"})
