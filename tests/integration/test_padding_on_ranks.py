@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from padbench.contract.results import PaddingResult
+from padbench.report.padding import csv_rows, render_table
 from padbench.worker.runtime.launcher import launch_job
 
 pytestmark = pytest.mark.slow  # each job starts Python processes that import torch and transformers
@@ -60,6 +61,10 @@ def test_two_ranks_process_the_tokens_of_one_process(tmp_path: Path, mode: str, 
             assert group.per_rank.batches_left_out == 0 and group.real_tokens == single.real_tokens
         assert all(rank.collective_seconds_per_step is not None for rank in ranks)
         assert group.per_rank.tokens_per_s_per_gpu == pytest.approx(group.tokens_per_s / 2)
+    text = render_table(pair)
+    assert f"on 2 processes: {'sharded (FSDP2)' if mode == 'training' else 'replicated'}" in text
+    assert "tokens/s per GPU" in text and "  rank 1 (cpu): " in text
+    assert {row["ranks"] for row in csv_rows(pair)} == {2}
 
 
 @pytest.mark.parametrize(("precision", "tolerance"), [("auto", 1e-5), ("amp", 2e-2)])
