@@ -27,3 +27,20 @@ def first_training_loss(ctx: ChildContext, spec_document: dict[str, Any], tokens
     loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), ids[:, 1:].reshape(-1))
     loss.backward()  # the gradients' reduce-scatter runs too: a sharded backward must not hang
     return float(loss.detach())
+
+
+def sharded_from_shapes(ctx: ChildContext, preset: str, tokens: list[list[int]]) -> dict[str, Any]:
+    """A model built sharded from its shapes on every rank (as one too large for a GPU is): its weights are
+    initialised (no NaN, the head included) and its first loss is that of random weights."""
+    from padbench.contract.model_spec import ModelSpec
+    from padbench.worker.engine.sharding import build_sharded
+
+    ranks = Ranks.of_environment()
+    device = torch.device("cpu")
+    ranks.join(device, 60)
+    model = build_sharded(ModelSpec(preset=preset), torch.float32, device, 0, ranks, None)
+    finite = all(bool(torch.isfinite(parameter.full_tensor()).all()) for parameter in model.parameters())
+    ids = torch.tensor(tokens)
+    with torch.no_grad():
+        loss = model(input_ids=ids, labels=ids).loss
+    return {"finite": finite, "loss": float(loss), "vocab": model.config.vocab_size}

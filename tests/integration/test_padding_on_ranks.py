@@ -7,6 +7,7 @@ first loss must be the loss one process computes.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +81,13 @@ def test_a_sharded_model_starts_from_the_loss_of_one_process(tmp_path: Path, pre
                       workdir=str(tmp_path))
     assert alone.outcome == "ok" and pair.outcome == "ok", (alone.error, pair.error)
     assert pair.value == pytest.approx(alone.value, rel=tolerance)
+
+
+@pytest.mark.parametrize("preset", ["tiny-llama", "tiny-gpt2"])  # an untied aligned head; a tied one
+def test_a_model_too_large_for_one_gpu_is_built_sharded_from_its_shapes(tmp_path: Path, preset: str) -> None:
+    tokens = [[(5 * row + column) % 400 + 1 for column in range(32)] for row in range(2)]
+    report = launch_job("tests.integration.rank_jobs:sharded_from_shapes", preset, tokens, ranks=2, timeout_s=300,
+                        env=CPU_ONLY, workdir=str(tmp_path))
+    assert report.outcome == "ok", report.error
+    assert report.value["finite"]
+    assert report.value["loss"] == pytest.approx(math.log(report.value["vocab"]), rel=0.1)

@@ -60,10 +60,11 @@ def build_model(spec: ModelSpec, dtype: torch.dtype, device: torch.device, seed:
     return align_lm_head(model.to(device=device, dtype=dtype).eval())  # type: ignore[call-arg]
 
 
-def build_on_meta(spec: ModelSpec) -> PreTrainedModel:
-    """The spec's model with shapes but no storage: for counting parameters and FLOPs, instantly, at any size."""
+def build_on_meta(spec: ModelSpec, dtype: torch.dtype = torch.float32) -> PreTrainedModel:
+    """The spec's model with shapes but no storage: for counting parameters and FLOPs, instantly, at any size,
+    and for sharding a model before any rank allocates it."""
     with torch.device("meta"):
-        return align_lm_head(_instantiate(model_config(spec), spec))
+        return align_lm_head(_instantiate(model_config(spec), spec, dtype))
 
 
 def count_parameters(spec: ModelSpec) -> int:

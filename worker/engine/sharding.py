@@ -21,6 +21,9 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 
+from padbench.contract.model_spec import ModelSpec
+from padbench.worker.engine.lm_head import AlignedLMHead
+from padbench.worker.engine.model import build_on_meta, config_of
 from padbench.worker.engine.ranks import Ranks
 
 
@@ -47,6 +50,37 @@ def shard_model(model: torch.nn.Module, ranks: Ranks, device: torch.device, *,
     for layer in decoder_layers(model):
         fully_shard(layer, mesh=mesh, mp_policy=policy)
     fully_shard(model, mesh=mesh, mp_policy=policy)
+
+
+def build_sharded(spec: ModelSpec, weights_dtype: torch.dtype, device: torch.device, seed: int, ranks: Ranks,
+                  compute_dtype: torch.dtype | None) -> torch.nn.Module:
+    """A model too large to build whole on one GPU: built with shapes only, sharded, then each rank's shards
+    allocated on its own GPU and initialised there as transformers initialises the model (seeded; FSDP2's
+    random-number tracker keeps the ranks' draws consistent). Weights from a checkpoint are not read here."""
+    if spec.load_weights:
+        raise CannotShard("a checkpoint's weights are loaded whole on every rank before sharding, so a model "
+                          "that does not fit one GPU cannot load its checkpoint; leave load_weights off")
+    model = build_on_meta(spec, weights_dtype)
+    shard_model(model, ranks, device, compute_dtype=compute_dtype)
+    model.to_empty(device=device)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        # Not `init_weights`, which ties the head to the embedding again by assigning its weight: a tied aligned
+        # head already reads the embedding's weight at every call.
+        model.initialize_weights()
+        _initialise_aligned_head(model)
+    return model.eval()
+
+
+def _initialise_aligned_head(model: torch.nn.Module) -> None:
+    """transformers initialises the modules it knows; an untied aligned head holds its own weight (and
+    bias), which it initialises as the linear layer it replaced."""
+    head = model.get_output_embeddings()
+    if isinstance(head, AlignedLMHead) and hasattr(head, "head_weight"):
+        std = float(getattr(config_of(model), "initializer_range", 0.02))
+        torch.nn.init.normal_(head.head_weight, mean=0.0, std=std)
+        if hasattr(head, "head_bias"):
+            torch.nn.init.zeros_(head.head_bias)
 
 
 def _local(tensor: torch.Tensor) -> torch.Tensor:

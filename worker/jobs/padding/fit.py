@@ -53,3 +53,16 @@ def inference_parallelism(spec: PaddingJobSpec, device: torch.device, ranks: int
     memory = device_free_bytes(device) if device.type == "cuda" else None
     free = None if memory is None else memory[0]
     return resolve_inference(spec.distributed.inference, model_footprint(spec.model), spec.dtype, ranks, free)
+
+
+# What a whole copy may take of a GPU's free memory before the model is sharded: the rest is for the shards
+# FSDP keeps while the whole copy is still there, and the allocator.
+WHOLE_COPY_SHARE = 0.8
+
+
+def whole_copy_fits(spec: PaddingJobSpec, device: torch.device, weights_dtype: torch.dtype) -> bool:
+    """Whether this rank can build the whole model in `weights_dtype` before sharding it (always on a CPU)."""
+    memory = device_free_bytes(device) if device.type == "cuda" else None
+    if memory is None:
+        return True
+    return model_footprint(spec.model).parameters * weights_dtype.itemsize <= memory[0] * WHOLE_COPY_SHARE

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from padbench.contract.parallel import Parallelism, ParallelRun, precision_run
+from padbench.contract.parallel import Parallelism, ParallelRun, RunPrecision, precision_run
 from padbench.contract.results import Environment, PaddingResult, PartialResult, ProbeReport, StrategyResult
 from padbench.contract.spec import DataSpec, PaddingJobSpec
 from padbench.worker.engine import flops
@@ -23,7 +23,7 @@ from padbench.worker.engine.data import SYNTHETIC, load_sequences
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.engine.model import build_model
 from padbench.worker.engine.ranks import ONE_RANK, Backend, Ranks, share_of
-from padbench.worker.engine.sharding import autocast_if, shard_model, snapshot_weights
+from padbench.worker.engine.sharding import autocast_if, build_sharded, shard_model, snapshot_weights
 from padbench.worker.engine.sharding import restore_weights as restore_model_weights
 from padbench.worker.jobs.padding.auto_batch import (
     attach_probe_reports,
@@ -32,7 +32,7 @@ from padbench.worker.jobs.padding.auto_batch import (
     probe_auto_batch_sizes,
     unprobed_result,
 )
-from padbench.worker.jobs.padding.fit import check_model_fits, inference_parallelism
+from padbench.worker.jobs.padding.fit import check_model_fits, inference_parallelism, whole_copy_fits
 from padbench.worker.jobs.padding.rank_steps import rank_device
 from padbench.worker.jobs.padding.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
 from padbench.worker.runtime.device import resolve_device, torch_dtype
@@ -55,9 +55,7 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn, ranks: Ranks = ONE_R
         else spec.dtype
     parallelism = choose_parallelism(spec, ranks, device)
     progress(0.0, f"building the model on {device}")
-    model = build_model(spec.model, torch.float32 if precision == "amp" else dtype, device, seed=spec.data.seed)
-    if parallelism == "sharded":
-        shard_model(model, ranks, device, compute_dtype=dtype if precision == "amp" else None)
+    model = build_job_model(spec, device, precision, parallelism, ranks)
     progress(MODEL_SHARE, f"loading data from {spec.data.source}")
     data = load_sequences(data_with_tokenizer(spec), model.config.vocab_size,
                           progress=progress_span(progress, MODEL_SHARE, MODEL_SHARE + DATA_SHARE))
@@ -78,6 +76,20 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn, ranks: Ranks = ONE_R
     return JobSetup(spec, device, dtype, model, data, sample, references, noise_floor, peak, peak_source, matmul_flops,
                     initial_state, ranks=ranks, share=tuple(share_of(data.sequences, ranks)), precision=precision,
                     parallelism=parallelism)
+
+
+def build_job_model(spec: PaddingJobSpec, device: torch.device, precision: RunPrecision, parallelism: Parallelism,
+                    ranks: Ranks) -> torch.nn.Module:
+    """The job's model on this rank: whole, or sharded over the ranks; built whole first (as one process builds
+    it, so the ranks start from the same weights) when a whole copy fits the GPU, else sharded from shapes."""
+    weights_dtype = torch.float32 if precision == "amp" else torch_dtype(spec.dtype)
+    compute_dtype = torch_dtype(spec.dtype) if precision == "amp" else None
+    if parallelism == "sharded" and not whole_copy_fits(spec, device, weights_dtype):
+        return build_sharded(spec.model, weights_dtype, device, spec.data.seed, ranks, compute_dtype)
+    model = build_model(spec.model, weights_dtype, device, seed=spec.data.seed)
+    if parallelism == "sharded":
+        shard_model(model, ranks, device, compute_dtype=compute_dtype)
+    return model
 
 
 def choose_parallelism(spec: PaddingJobSpec, ranks: Ranks, device: torch.device) -> Parallelism:
