@@ -20,6 +20,7 @@ import torch
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
+from transformers import PreTrainedModel
 
 from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.lm_head import AlignedLMHead
@@ -53,7 +54,7 @@ def shard_model(model: torch.nn.Module, ranks: Ranks, device: torch.device, *,
 
 
 def build_sharded(spec: ModelSpec, weights_dtype: torch.dtype, device: torch.device, seed: int, ranks: Ranks,
-                  compute_dtype: torch.dtype | None) -> torch.nn.Module:
+                  compute_dtype: torch.dtype | None) -> PreTrainedModel:
     """A model too large to build whole on one GPU: built with shapes only, sharded, then each rank's shards
     allocated on its own GPU and initialised there as transformers initialises the model (seeded; FSDP2's
     random-number tracker keeps the ranks' draws consistent). Weights from a checkpoint are not read here."""
@@ -72,7 +73,7 @@ def build_sharded(spec: ModelSpec, weights_dtype: torch.dtype, device: torch.dev
     return model.eval()
 
 
-def _initialise_aligned_head(model: torch.nn.Module) -> None:
+def _initialise_aligned_head(model: PreTrainedModel) -> None:
     """transformers initialises the modules it knows; an untied aligned head holds its own weight (and
     bias), which it initialises as the linear layer it replaced."""
     head = model.get_output_embeddings()

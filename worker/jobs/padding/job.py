@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
+from transformers import PreTrainedModel
 
 from padbench.contract.parallel import Parallelism, ParallelRun, RunPrecision, precision_run
 from padbench.contract.results import Environment, PaddingResult, PartialResult, ProbeReport, StrategyResult
@@ -79,7 +80,7 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn, ranks: Ranks = ONE_R
 
 
 def build_job_model(spec: PaddingJobSpec, device: torch.device, precision: RunPrecision, parallelism: Parallelism,
-                    ranks: Ranks) -> torch.nn.Module:
+                    ranks: Ranks) -> PreTrainedModel:
     """The job's model on this rank: whole, or sharded over the ranks; built whole first (as one process builds
     it, so the ranks start from the same weights) when a whole copy fits the GPU, else sharded from shapes."""
     weights_dtype = torch.float32 if precision == "amp" else torch_dtype(spec.dtype)
