@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
+from padbench.contract.training import RunPrecision
+
 MAX_GPUS = 64  # more GPUs than any one host holds today (8 to 16)
 GpuCountNumber = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 
@@ -29,16 +31,9 @@ GpuCount = Annotated[GpuCountNumber | Literal["all"], BeforeValidator(_count_fro
     "oneOf": [{"type": "integer", "minimum": 1, "maximum": MAX_GPUS}, {"type": "string", "enum": ["all"]}],
     "description": "GPUs the job runs on, one process each, or `all` of the worker's"})]
 
-# What runs in a training job: `amp` keeps fp32 master weights and optimizer state and computes in the job's
-# dtype (autocast on one GPU; FSDP2's mixed-precision policy, with fp32 gradient reduction, on several);
-# `bf16` keeps everything in the job's dtype (pure half precision); `auto` is amp on several GPUs (what
-# multi-GPU fine-tunes run) and the job's dtype on one (the single-GPU default since the first release).
-Precision = Literal["auto", "bf16", "amp"]
 # How inference spreads over several GPUs: `replicated` (data parallel, one full copy per GPU), `sharded`
 # (FSDP2, for a model one GPU cannot hold) or `auto`: replicated when the weights fit one GPU.
 InferenceParallelism = Literal["auto", "replicated", "sharded"]
-# What a training job kept its weights in: `amp` (fp32 master weights, compute in the job's dtype) or the dtype.
-RunPrecision = Literal["bf16", "fp16", "fp32", "amp"]
 # What ran, as the result states it.
 Parallelism = Literal["single", "replicated", "sharded"]
 
@@ -51,10 +46,6 @@ class DistributedSpec(StrictSection):
     inference: InferenceParallelism = "auto"
     # How long a rank waits in one collective before the job fails as hung (a rank that died or stalled).
     collective_timeout_s: Annotated[float, Field(ge=10, le=3600)] = 600.0
-
-
-class TrainingSpec(StrictSection):
-    precision: Precision = "auto"
 
 
 def gpus_needed(gpus: int | Literal["all"], owned: int) -> int:
@@ -111,10 +102,3 @@ class ParallelRun(ResultSection):
     devices: Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=MAX_GPUS)] = []
     # How the GPUs connect (`nvidia-smi topo -m`), as the driver prints it; None where it could not be read.
     topology: Annotated[str, Field(max_length=20_000)] | None = None
-
-
-def precision_run(precision: Precision, dtype: Literal["bf16", "fp16", "fp32"], ranks: int) -> RunPrecision:
-    """What a training job keeps its weights in: `amp` (fp32 master weights, compute in `dtype`) or `dtype`."""
-    if precision == "amp" or (precision == "auto" and ranks > 1 and dtype != "fp32"):
-        return "amp"
-    return dtype

@@ -12,6 +12,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from padbench.contract.parallel import ParallelRun, RankShares
 from padbench.contract.spec import AttentionJobSpec, JobSpecBase, PaddingJobSpec, strategy_label
+from padbench.contract.training import StepSplit, TrainingRun
 
 
 class ResultModel(BaseModel):
@@ -174,6 +175,7 @@ class StrategyResult(ResultModel):
     correctness_passed: bool | None = None
     probe: ProbeReport | None = None
     per_rank: RankShares | None = None  # jobs on several GPUs: each rank's share of this row
+    step_split: StepSplit | None = None  # training: forward, backward and optimizer time per step
 
     @property
     def label(self) -> str:
@@ -233,6 +235,7 @@ class PaddingResult(JobResultBase):
     num_sequences: int
     real_tokens_total: int
     parallel: ParallelRun | None = None  # jobs on several GPUs (or processes): how they spread the work
+    training: TrainingRun | None = None  # training jobs: how they trained
     strategies: list[StrategyResult]
     partial: PartialResult | None = None
 

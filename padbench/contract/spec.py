@@ -22,7 +22,8 @@ from pydantic import (
 
 from padbench.contract.bounds import GpuName, Label, Name, PathName, Seed, refusing_urls
 from padbench.contract.model_spec import ModelSpec
-from padbench.contract.parallel import DistributedSpec, GpuCount, TrainingSpec
+from padbench.contract.parallel import DistributedSpec, GpuCount
+from padbench.contract.training import TrainingSpec
 
 # torch's own names are accepted too and stored as the short name, so `dtype: bfloat16` and `dtype: bf16` are
 # the same job (and the same row when results are compared).
@@ -292,6 +293,9 @@ class PaddingJobSpec(JobSpecBase):
                 raise ValueError(f"attention {kernel!r} ({strategy.label}) needs dtype bf16 or fp16, not fp32")
         if self.training.precision == "amp" and self.dtype == "fp32":
             raise ValueError("training.precision amp computes in a half-precision dtype: set dtype bf16 or fp16")
+        if self.training.precision == "fp8" and self.dtype != "bf16":
+            raise ValueError(f"training.precision fp8 runs the rest of the model in bf16: set dtype bf16, not "
+                             f"{self.dtype}")
         if self.training.precision == "bf16" and self.dtype != "bf16":
             raise ValueError(f"training.precision bf16 keeps everything in bf16, but dtype is {self.dtype}: "
                              "set dtype bf16, or precision auto")

@@ -78,9 +78,9 @@ def test_without_gpu_memory_the_fit_is_not_checked(tmp_path: Path, capsys: pytes
 
 
 def test_a_bad_spec_exits_2_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = plan(tmp_path, {**TRAINING_8B, "training": {"precision": "fp8"}}, capsys)
+    code, out, err = plan(tmp_path, {**TRAINING_8B, "training": {"precision": "fp4"}}, capsys)
     assert code == 2 and out == ""
-    assert "training.precision: 'fp8' is not one of 'auto', 'bf16' or 'amp'" in err
+    assert "training.precision: 'fp4' is not one of 'auto', 'bf16', 'amp' or 'fp8'" in err
 
 
 def test_a_job_that_is_no_padding_job_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

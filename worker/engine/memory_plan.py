@@ -27,8 +27,9 @@ from typing import Literal
 import torch
 
 from padbench.contract.model_spec import ModelSpec
-from padbench.contract.parallel import InferenceParallelism, Parallelism, RunPrecision, precision_run
+from padbench.contract.parallel import InferenceParallelism, Parallelism
 from padbench.contract.spec import Dtype, PaddingJobSpec
+from padbench.contract.training import RunPrecision, precision_run
 from padbench.worker.engine.model import build_on_meta
 
 DTYPE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp32": 4}
@@ -121,8 +122,9 @@ def _shard(parameters: int, ranks: int) -> int:
 
 
 def training_plan(footprint: ModelFootprint, dtype: Dtype, precision: RunPrecision, ranks: int) -> MemoryPlan:
-    compute: Dtype = dtype if precision == "amp" else precision
-    kept = MASTER_BYTES if precision == "amp" else DTYPE_BYTES[precision]
+    # fp8 keeps the weights (and AdamW's state) in the job's dtype; only the matmuls' inputs are cast, briefly.
+    compute: Dtype = dtype if precision in ("amp", "fp8") else precision  # type: ignore[assignment]
+    kept = MASTER_BYTES if precision == "amp" else DTYPE_BYTES[compute]
     held = footprint.parameters if ranks == 1 else _shard(footprint.parameters, ranks)
     gathered = 0 if ranks == 1 else footprint.gathered_parameters * DTYPE_BYTES[compute]
     return MemoryPlan(mode="training", ranks=ranks, parallelism="single" if ranks == 1 else "sharded",

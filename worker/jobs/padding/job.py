@@ -15,9 +15,10 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel
 
-from padbench.contract.parallel import Parallelism, ParallelRun, RunPrecision, precision_run
+from padbench.contract.parallel import Parallelism, ParallelRun
 from padbench.contract.results import Environment, PaddingResult, PartialResult, ProbeReport, StrategyResult
 from padbench.contract.spec import DataSpec, PaddingJobSpec
+from padbench.contract.training import RunPrecision, precision_run
 from padbench.worker.engine import flops
 from padbench.worker.engine.correctness import gate_sample, reference_logits, reference_noise_floor
 from padbench.worker.engine.data import SYNTHETIC, load_sequences

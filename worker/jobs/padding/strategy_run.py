@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
-from padbench.contract.parallel import Parallelism, RunPrecision
+from padbench.contract.parallel import Parallelism
 from padbench.contract.results import GpuActivity, MemoryStats, StrategyResult
 from padbench.contract.spec import MeasurementSpec, PaddingJobSpec, StrategySpec
+from padbench.contract.training import RunPrecision
 from padbench.worker.engine import flops
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling
