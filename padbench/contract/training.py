@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from padbench.contract.bounds import Label
 
@@ -35,11 +35,20 @@ class TrainingSection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+# Published with `enum` rather than `const` (client generators turn `const` into a check that refuses the rest).
+TargetModules = Annotated[
+    Literal["all-linear"] | Annotated[list[Label], Field(min_length=1, max_length=64)],
+    WithJsonSchema({"oneOf": [{"type": "string", "enum": ["all-linear"]},
+                              {"type": "array", "items": {"type": "string", "maxLength": 200}, "minItems": 1,
+                               "maxItems": 64}]}),
+]
+
+
 class LoraSpec(TrainingSection):
     r: Annotated[int, Field(ge=1, le=1024)] = 16
     alpha: Annotated[float, Field(gt=0, le=10_000)] = 32.0
     # `all-linear`: every linear layer of the decoder (PEFT's own spelling), or the module names to adapt.
-    target_modules: Literal["all-linear"] | Annotated[list[Label], Field(min_length=1, max_length=64)] = "all-linear"
+    target_modules: TargetModules = "all-linear"
 
 
 class TrainingSpec(TrainingSection):
