@@ -23,17 +23,21 @@ mark is always the current size's own peak.
 
 from __future__ import annotations
 
+import datetime
 import time
 from dataclasses import replace
 from typing import Literal
 
 import torch
+import torch.distributed as dist
 
 from padbench.contract.spec import AttentionName, Dtype, StrategyName
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.batches import STRATEGIES, Batch
 from padbench.worker.engine.model import build_model, config_of
+from padbench.worker.engine.ranks import Ranks
+from padbench.worker.engine.sharding import autocast_forward, build_sharded
 from padbench.worker.engine.steps import (
     StepFn,
     compiled,
@@ -43,7 +47,7 @@ from padbench.worker.engine.steps import (
     training_step,
 )
 from padbench.worker.engine.strategies.worst_case import worst_case_batch
-from padbench.worker.jobs.padding.probe.protocol import ProbeRequest
+from padbench.worker.jobs.padding.probe.protocol import ProbeGroup, ProbeRequest
 from padbench.worker.jobs.probing.child import BuiltModel, ModelKeeper, peak, size_frame, synchronize
 from padbench.worker.jobs.probing.protocol import ProbeMeasurement
 from padbench.worker.runtime.device import torch_dtype
@@ -57,8 +61,7 @@ def _built(request: ProbeRequest, device: torch.device) -> BuiltModel[AttentionK
         if request.compile:
             torch._dynamo.reset()  # new settings, a new graph: never the recompile limit of the last model's
         kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
-        model: torch.nn.Module = build_model(request.model, torch_dtype(request.dtype), device, request.seed,
-                                             init="on_device")
+        model = _model(request, device)
         return kernel, compiled(model) if request.compile else model
 
     return _MODEL.get(replace(request, size=0), device, request.cpu_memory_budget_bytes, build)
@@ -86,6 +89,27 @@ def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
                             baseline_bytes=frame.baseline, kernel=kernel.name, seconds=time.monotonic() - started)
 
 
+def _model(request: ProbeRequest, device: torch.device) -> torch.nn.Module:
+    """The model as the job holds it: in its training precision, and sharded with the other ranks' probe
+    children when the job shards it (built from shapes: each child allocates only its shards)."""
+    weights = torch.float32 if request.precision == "amp" else torch_dtype(request.dtype)
+    compute = torch_dtype(request.dtype) if request.precision == "amp" else None
+    if request.group is None:
+        return build_model(request.model, weights, device, request.seed, init="on_device")
+    ranks = join_probe_group(request.group, device)
+    return build_sharded(request.model, weights, device, request.seed, ranks, compute)
+
+
+def join_probe_group(group: ProbeGroup, device: torch.device) -> Ranks:
+    store = dist.PrefixStore(group.prefix, dist.TCPStore(group.store_host, group.store_port, is_master=False,
+                                                         timeout=datetime.timedelta(seconds=group.timeout_s)))
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    dist.init_process_group(group.backend, store=store, rank=group.rank, world_size=group.world,
+                            timeout=datetime.timedelta(seconds=group.timeout_s))
+    return Ranks(rank=group.rank, world=group.world, local_rank=0)
+
+
 def _kernel(name: str, device: torch.device, dtype: torch.dtype) -> AttentionKernel:
     kernel = ATTENTION_KERNELS.get(name)
     reason = kernel.unavailable_reason(device, dtype)
@@ -95,11 +119,14 @@ def _kernel(name: str, device: torch.device, dtype: torch.dtype) -> AttentionKer
 
 
 def _step(request: ProbeRequest, model: torch.nn.Module, kernel: AttentionKernel, batch: Batch) -> StepFn:
+    forward = kernel.forward
+    if request.precision == "amp" and request.group is None:  # one GPU's amp: autocast (FSDP2 casts by itself)
+        forward = autocast_forward(kernel.forward, batch.input_ids.device, torch_dtype(request.dtype))
     if request.mode == "inference":
-        return inference_step(model, kernel.forward, [batch])
+        return inference_step(model, forward, [batch])
     labels = next_token_labels(batch)
     model.train()  # as the measurement does: no dropout here, but autograd's training paths
-    return training_step(model, kernel.forward, [batch], [labels], make_optimizer(model))
+    return training_step(model, forward, [batch], [labels], make_optimizer(model))
 
 
 def resolve_kernel_name(ctx: ChildContext, attention: AttentionName, strategy: StrategyName,

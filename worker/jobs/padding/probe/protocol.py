@@ -10,10 +10,25 @@ from dataclasses import dataclass
 from typing import Literal
 
 from padbench.contract.spec import Dtype, ModelSpec, StrategyName
+from padbench.contract.training import RunPrecision
 
 # Forward passes per probe: the first grows the allocator and builds workspaces, later ones show the
 # transient peaks of a warmed-up run, which is what the measurement sees.
 PROBE_PASSES = 3
+
+
+@dataclass(frozen=True)
+class ProbeGroup:
+    """For a model sharded over a job's ranks: the probe children of all ranks try each size together, as one
+    process group of their own, met through the job's store under a prefix of their own."""
+
+    rank: int
+    world: int
+    store_host: str
+    store_port: int
+    prefix: str  # new for every attempt: each attempt's children form a new group
+    backend: Literal["nccl", "gloo"]
+    timeout_s: float
 
 
 @dataclass(frozen=True)
@@ -32,3 +47,5 @@ class ProbeRequest:
     seed: int
     cpu_memory_budget_bytes: int | None = None
     passes: int = PROBE_PASSES
+    precision: RunPrecision = "bf16"  # training: the weights as the job keeps them (`amp`: fp32, autocast)
+    group: ProbeGroup | None = None  # set when the job's model is sharded over its ranks
