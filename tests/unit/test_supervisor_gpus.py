@@ -102,7 +102,9 @@ def test_once_returns_after_the_first_job_while_gpus_were_still_free(tmp_path: P
     server = NumberedJobs([{"record": str(tmp_path / "only.json"), "seconds": 0.2}, {"kind": "padding"}])
     sup = gpu_worker(server, "record_gpus_then_finish", owned=2, once=True)
     sup.run()
-    assert sup.jobs_run == 1 and server.actions() == ["workers", "leases", "complete"]
+    # A heartbeat may fall inside the job on a loaded machine; what matters is one claim, then its result.
+    calls = [action for action in server.actions() if action != "heartbeat"]
+    assert sup.jobs_run == 1 and calls == ["workers", "leases", "complete"]
 
 
 @pytest.mark.parametrize(("owned", "spec", "ranks", "visible"), [

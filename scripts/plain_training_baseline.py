@@ -1,0 +1,114 @@
+"""A plain transformers training loop on packed sequences, to compare padbench's training figures with.
+
+What a user writes without padbench: the model from transformers in bf16, torch's varlen flash kernel
+registered as its attention (cumulative lengths found from the position ids inside it), full logits and
+`F.cross_entropy`, backward, `torch.optim.AdamW(foreach=True)`, no compile, every pack timed in one loop
+(passes over the packs until `--min-seconds`). It packs the same sequences, drawn by padbench's data loader
+with the same seed, into the same packs as padbench's `packed` strategy, so the figures differ only in how
+the step is run.
+
+    python3 scripts/plain_training_baseline.py --preset qwen3-1.7b --source code.jsonl \\
+        --tokenizer .data/bert-base-uncased --max-length 640 --batch-size 16 --json plain-training.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+import torch.nn.functional as F
+from transformers import AttentionInterface, AutoModelForCausalLM
+
+import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
+from padbench.contract.model_spec import ModelSpec
+from padbench.contract.spec import DataSpec, StrategySpec
+from padbench.worker.engine import flops
+from padbench.worker.engine.batches import STRATEGIES, PackedBatch
+from padbench.worker.engine.data import load_sequences
+from padbench.worker.engine.matmul_rate import measure_matmul_tflops
+from padbench.worker.engine.model import model_config
+from padbench.worker.engine.steps import next_token_labels
+
+try:  # run as `python3 scripts/…` (the script's folder is on the path) or as a module
+    from plain_packed_baseline import plain_varlen_attention
+except ImportError:
+    from scripts.plain_packed_baseline import plain_varlen_attention
+
+TRAINING_FLOP_FACTOR = 3  # backward costs twice the forward, as padbench counts it
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", required=True)
+    parser.add_argument("--source", required=True)
+    parser.add_argument("--tokenizer", required=True)
+    parser.add_argument("--text-field", default="text")
+    parser.add_argument("--num-samples", type=int, default=4000)
+    parser.add_argument("--max-length", type=int, default=640)
+    parser.add_argument("--batch-size", type=int, default=16, help="pack budget in rows of max_length tokens")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--min-seconds", type=float, default=10.0)
+    parser.add_argument("--json")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
+    device, dtype = torch.device("cuda"), torch.bfloat16
+    AttentionInterface.register("plain-varlen", plain_varlen_attention)
+    config = model_config(ModelSpec(preset=args.preset))
+    config._attn_implementation = "plain-varlen"
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+
+    data = DataSpec(source=args.source, tokenizer=args.tokenizer, text_field=args.text_field,
+                    max_length=args.max_length, num_samples=args.num_samples)
+    sequences = load_sequences(data, config.vocab_size).sequences
+    packs = [batch for batch in STRATEGIES.get("packed").batches(
+        sequences, StrategySpec(name="packed"), args.batch_size, args.max_length, 0, 0)
+        if isinstance(batch, PackedBatch)]
+    steps = [(pack.input_ids.to(device), pack.position_ids.to(device), next_token_labels(pack).to(device))
+             for pack in packs]
+
+    def step(index: int) -> None:
+        input_ids, position_ids, labels = steps[index % len(steps)]
+        logits = model(input_ids=input_ids, position_ids=position_ids).logits
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    for index in range(args.warmup):
+        step(index)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    done, start = 0, time.perf_counter()
+    while True:
+        for _ in range(len(steps)):
+            step(done)
+            done += 1
+        torch.cuda.synchronize()
+        if time.perf_counter() - start >= args.min_seconds:
+            break
+    seconds = time.perf_counter() - start
+
+    shape = flops.ModelShape.of(model)
+    work = sum(TRAINING_FLOP_FACTOR * flops.batch_flops(shape, packs[i % len(packs)]).total for i in range(done))
+    real_tokens = sum(packs[i % len(packs)].real_tokens for i in range(done))
+    matmul = measure_matmul_tflops(device, dtype) * 1e12
+    result = {"preset": args.preset, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "packs": len(packs), "steps": done, "real_tokens": real_tokens, "seconds": seconds,
+              "tokens_per_s": real_tokens / seconds, "matmul_tflops": matmul / 1e12,
+              "mfu_vs_matmul": work / seconds / matmul, "peak_allocated_bytes": torch.cuda.max_memory_allocated()}
+    print(json.dumps(result, indent=2))
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump(result, file, indent=2)
+
+
+if __name__ == "__main__":
+    main()
