@@ -16,6 +16,7 @@ rank: FSDP2 cannot shard bitsandbytes' packed weights.
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from typing import Any
 
 import torch
@@ -64,9 +65,24 @@ def add_adapters(model: nn.Module, method: Method, lora: LoraSpec, compute_dtype
     target: Any = lora.target_modules if isinstance(lora.target_modules, str) else list(lora.target_modules)
     config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, target_modules=target, lora_dropout=0.0, bias="none")
     try:
-        inject_adapter_in_model(config, model)
+        with warnings.catch_warnings():
+            # GPT-2's Conv1D stores its weight transposed; PEFT notices, adapts it so, and warns every layer.
+            warnings.filterwarnings("ignore", message="fan_in_fan_out is set to False")
+            inject_adapter_in_model(config, model, low_cpu_mem_usage=on_meta(model))
     except ValueError as error:  # PEFT: "Target modules {...} not found in the base model"
         raise AdaptersUnsupported(f"training.lora.target_modules {lora.target_modules!r}: {error}") from None
+
+
+def on_meta(model: nn.Module) -> bool:
+    """Whether the model has shapes only (built to be sharded, or counted): its adapters are made so too."""
+    return any(parameter.is_meta for parameter in model.parameters())
+
+
+def quantizable_linears(model: nn.Module) -> list[tuple[nn.Module, str, nn.Linear]]:
+    """(parent, name, layer) of every plain linear layer but the LM head: what QLoRA keeps in 4 bits."""
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    return [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
+            if type(child) is nn.Linear and child is not head]
 
 
 def quantize_linears_4bit(model: nn.Module, compute_dtype: torch.dtype) -> int:
@@ -74,9 +90,7 @@ def quantize_linears_4bit(model: nn.Module, compute_dtype: torch.dtype) -> int:
     on the layer's CUDA device; the number replaced."""
     import bitsandbytes as bnb
 
-    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    replaced = [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
-                if type(child) is nn.Linear and child is not head]
+    replaced = quantizable_linears(model)
     for parent, name, linear in replaced:
         quantized = bnb.nn.Linear4bit(linear.in_features, linear.out_features, bias=linear.bias is not None,
                                       compute_dtype=compute_dtype, compress_statistics=True, quant_type=NF4,
