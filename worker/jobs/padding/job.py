@@ -176,9 +176,9 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     ranks = Ranks.of_environment()
     device = ranks.device(resolve_device(spec.device))
     backend = ranks.join(device, spec.distributed.collective_timeout_s)
-    check_model_fits(spec, device, ranks.world)
     if spec.mode == "training":  # before the probe and the build: a feature that cannot run fails the job at once
         check_training(spec.training, device, ranks.world)
+    check_model_fits(spec, device, ranks.world)
     expanded = expand_batch_sizes(spec)
     probe_end = PROBE_SHARE if needs_probe(expanded) else 0.0
     sizes = probe_auto_batch_sizes(expanded, device, progress_span(progress, 0.0, probe_end))
