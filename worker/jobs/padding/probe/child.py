@@ -1,6 +1,7 @@
 """Child-process targets of the OOM probe (run through `run_in_child`, never in the caller).
 
-`probe_size` builds the job's model with the job's dtype and kernel, hands it the worst-case batch of
+`probe_size` builds the job's model with the job's dtype, precision, training features (adapters,
+float8 layers, activation checkpointing) and kernel, hands it the worst-case batch of
 the requested size and runs a few steps — forward passes, or full training steps — then reports the
 peak memory. The model's weights are random and unseeded, made on the device itself: their values do not
 change the memory a step takes, and a CPU initialisation and copy would cost seconds per probe. Running
@@ -34,7 +35,9 @@ from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel,
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.batches import STRATEGIES, Batch
 from padbench.worker.engine.model import build_model, config_of
+from padbench.worker.engine.sharding import autocast_forward
 from padbench.worker.engine.steps import (
+    KernelForwardFn,
     StepFn,
     compiled,
     inference_step,
@@ -43,6 +46,7 @@ from padbench.worker.engine.steps import (
     training_step,
 )
 from padbench.worker.engine.strategies.worst_case import worst_case_batch
+from padbench.worker.engine.training_features import apply_training
 from padbench.worker.jobs.padding.probe.protocol import ProbeRequest
 from padbench.worker.jobs.probing.child import BuiltModel, ModelKeeper, peak, size_frame, synchronize
 from padbench.worker.jobs.probing.protocol import ProbeMeasurement
@@ -57,8 +61,10 @@ def _built(request: ProbeRequest, device: torch.device) -> BuiltModel[AttentionK
         if request.compile:
             torch._dynamo.reset()  # new settings, a new graph: never the recompile limit of the last model's
         kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
-        model: torch.nn.Module = build_model(request.model, torch_dtype(request.dtype), device, request.seed,
-                                             init="on_device")
+        weights_dtype = torch.float32 if request.precision == "amp" else torch_dtype(request.dtype)
+        model: torch.nn.Module = build_model(request.model, weights_dtype, device, request.seed, init="on_device")
+        if request.training is not None and request.precision is not None:  # as the job's own model trains
+            apply_training(model, request.training, request.precision, device, torch_dtype(request.dtype))
         return kernel, compiled(model) if request.compile else model
 
     return _MODEL.get(replace(request, size=0), device, request.cpu_memory_budget_bytes, build)
@@ -95,11 +101,14 @@ def _kernel(name: str, device: torch.device, dtype: torch.dtype) -> AttentionKer
 
 
 def _step(request: ProbeRequest, model: torch.nn.Module, kernel: AttentionKernel, batch: Batch) -> StepFn:
+    forward: KernelForwardFn = kernel.forward
+    if request.precision == "amp":  # fp32 weights, each forward computing in the job's dtype, as one GPU runs it
+        forward = autocast_forward(kernel.forward, torch.device(request.device), torch_dtype(request.dtype))
     if request.mode == "inference":
-        return inference_step(model, kernel.forward, [batch])
+        return inference_step(model, forward, [batch])
     labels = next_token_labels(batch)
     model.train()  # as the measurement does: no dropout here, but autograd's training paths
-    return training_step(model, kernel.forward, [batch], [labels], make_optimizer(model))
+    return training_step(model, forward, [batch], [labels], make_optimizer(model))
 
 
 def resolve_kernel_name(ctx: ChildContext, attention: AttentionName, strategy: StrategyName,

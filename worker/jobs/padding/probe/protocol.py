@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from padbench.contract.spec import Dtype, ModelSpec, StrategyName
+from padbench.contract.training import RunPrecision, TrainingSpec
 
 # Forward passes per probe: the first grows the allocator and builds workspaces, later ones show the
 # transient peaks of a warmed-up run, which is what the measurement sees.
@@ -32,3 +33,6 @@ class ProbeRequest:
     seed: int
     cpu_memory_budget_bytes: int | None = None
     passes: int = PROBE_PASSES
+    # Training only: adapters, float8 layers and checkpointing change a step's memory as much as its batch does.
+    training: TrainingSpec | None = None
+    precision: RunPrecision | None = None  # what the weights are kept in (training; None: the dtype)
