@@ -26,6 +26,8 @@ from padbench.worker.engine.training_features import (
     training_refusal,
 )
 from padbench.worker.jobs.padding.job import run_padding_job
+from padbench.worker.jobs.padding.probe.child import build_probed_model
+from padbench.worker.jobs.padding.probe.trials import probe_request
 from padbench.worker.runtime.isolation import SpecProblem
 
 CPU = torch.device("cpu")
@@ -219,3 +221,16 @@ def test_a_lora_job_with_checkpointing_measures_every_layout() -> None:
                         "repeats": 1}})
     result = run_padding_job(spec, lambda *_: None)
     assert [row.status for row in result.strategies] == ["ok", "ok"], [row.error for row in result.strategies]
+
+
+def test_the_oom_probe_builds_the_model_as_the_job_trains_it() -> None:
+    spec = PaddingJobSpec.model_validate({
+        "mode": "training", "model": {"preset": "tiny-llama"}, "attention": "sdpa", "dtype": "bf16", "device": "cpu",
+        "training": {"method": "lora", "activation_checkpointing": "full", "precision": "amp"},
+        "batch_size": "auto", "probe": {"cpu_memory_budget_bytes": 2**28}, "data": {"max_length": 64}})
+    request = probe_request(spec, spec.strategies[0], "sdpa", "cpu", 4)
+    assert request.training == spec.training and request.precision == "amp"
+    _, model = build_probed_model(request, CPU)
+    applied = AppliedTraining.of(model, spec.training, "amp")
+    assert applied.checkpointed_layers == 2 and 0 < applied.trainable_parameters < applied.total_parameters
+    assert {parameter.dtype for parameter in model.parameters()} == {torch.float32}  # amp: fp32 weights

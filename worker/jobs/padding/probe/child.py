@@ -57,17 +57,21 @@ _MODEL: ModelKeeper[AttentionKernel] = ModelKeeper()
 
 
 def _built(request: ProbeRequest, device: torch.device) -> BuiltModel[AttentionKernel]:
-    def build() -> tuple[AttentionKernel, torch.nn.Module]:
-        if request.compile:
-            torch._dynamo.reset()  # new settings, a new graph: never the recompile limit of the last model's
-        kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
-        weights_dtype = torch.float32 if request.precision == "amp" else torch_dtype(request.dtype)
-        model: torch.nn.Module = build_model(request.model, weights_dtype, device, request.seed, init="on_device")
-        if request.training is not None and request.precision is not None:  # as the job's own model trains
-            apply_training(model, request.training, request.precision, device, torch_dtype(request.dtype))
-        return kernel, compiled(model) if request.compile else model
+    return _MODEL.get(replace(request, size=0), device, request.cpu_memory_budget_bytes,
+                      lambda: build_probed_model(request, device))
 
-    return _MODEL.get(replace(request, size=0), device, request.cpu_memory_budget_bytes, build)
+
+def build_probed_model(request: ProbeRequest, device: torch.device) -> tuple[AttentionKernel, torch.nn.Module]:
+    """The kernel and the model as the job will run them: its dtype and precision, and in training its
+    adapters, float8 layers and checkpointed layers."""
+    if request.compile:
+        torch._dynamo.reset()  # new settings, a new graph: never the recompile limit of the last model's
+    kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
+    weights_dtype = torch.float32 if request.precision == "amp" else torch_dtype(request.dtype)
+    model: torch.nn.Module = build_model(request.model, weights_dtype, device, request.seed, init="on_device")
+    if request.training is not None and request.precision is not None:
+        apply_training(model, request.training, request.precision, device, torch_dtype(request.dtype))
+    return kernel, compiled(model) if request.compile else model
 
 
 def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
