@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from transformers import PreTrainedModel
 
 from padbench.contract.training import LoraSpec, Method
 from padbench.worker.runtime.isolation import SpecProblem
@@ -63,7 +64,9 @@ def add_adapters(model: nn.Module, method: Method, lora: LoraSpec, compute_dtype
     from peft import LoraConfig, inject_adapter_in_model
 
     target: Any = lora.target_modules if isinstance(lora.target_modules, str) else list(lora.target_modules)
-    config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, target_modules=target, lora_dropout=0.0, bias="none")
+    # PEFT annotates lora_alpha as int but scales by alpha / r, so a fractional alpha scales as written.
+    config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, target_modules=target,  # type: ignore[arg-type]
+                        lora_dropout=0.0, bias="none")
     try:
         with warnings.catch_warnings():
             # GPT-2's Conv1D stores its weight transposed; PEFT notices, adapts it so, and warns every layer.
@@ -80,7 +83,7 @@ def on_meta(model: nn.Module) -> bool:
 
 def quantizable_linears(model: nn.Module) -> list[tuple[nn.Module, str, nn.Linear]]:
     """(parent, name, layer) of every plain linear layer but the LM head: what QLoRA keeps in 4 bits."""
-    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    head = model.get_output_embeddings() if isinstance(model, PreTrainedModel) else None
     return [(parent, name, child) for parent in model.modules() for name, child in parent.named_children()
             if type(child) is nn.Linear and child is not head]
 

@@ -14,6 +14,7 @@ import importlib.util
 
 import torch
 from torch import nn
+from transformers import PreTrainedModel
 
 FLOAT8_CAPABILITY = (8, 9)  # Ada Lovelace and Hopper: the first GPUs with float8 tensor cores
 FLOAT8_ALIGNMENT = 16  # float8 matmuls need both dimensions of the weight divisible by 16
@@ -43,7 +44,7 @@ def convert_linears_to_float8(model: nn.Module) -> int:
     """Swap the model's float8-capable linear layers for torchao's Float8Linear in place; the number swapped."""
     from torchao.float8 import convert_to_float8_training
 
-    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    head = model.get_output_embeddings() if isinstance(model, PreTrainedModel) else None
     chosen = {id(module) for module in model.modules() if _float8_capable(module) and module is not head}
     convert_to_float8_training(model, module_filter_fn=lambda module, _name: id(module) in chosen)
     return len(chosen)
