@@ -307,9 +307,6 @@ class PaddingJobSpec(JobSpecBase):
     def new_job_problems(self) -> list[NewJobProblem]:
         probed = any("auto" in self.batch_sizes_for(strategy) for strategy in self.strategies)
         problems = model_and_probe_problems(self.model, probed, self.device, self.probe)
-        if self.gpus != 1 and probed:
-            problems.append((("batch_size",), "auto is probed on one GPU only so far; on several GPUs give a "
-                                              "number (padbench plan shows the memory each rank holds)"))
         if self.gpus != 1 and self.compile:
             problems.append((("compile",), "torch.compile of a model spread over several GPUs is not measured "
                                            "here yet: set compile false, or gpus 1"))

@@ -110,3 +110,14 @@ def test_a_model_too_large_for_one_gpu_is_built_sharded_from_its_shapes(tmp_path
     assert report.outcome == "ok", report.error
     assert report.value["finite"]
     assert report.value["loss"] == pytest.approx(math.log(report.value["vocab"]), rel=0.1)
+
+
+@pytest.mark.parametrize("mode", ["inference", "training"])  # replicated children; children sharded together
+def test_batch_size_auto_is_probed_on_every_rank_and_agreed(tmp_path: Path, mode: str) -> None:
+    document = spec(mode, gpus=2, batch_size="auto", strategies=["static"],
+                    probe={"cpu_memory_budget_bytes": 2**30, "cap": 16})
+    result = run(document, 2, tmp_path)
+    [row] = result.strategies
+    assert row.status == "ok", row.error
+    assert row.probe is not None and row.probe.chosen == row.batch_size and row.probe.largest_fit >= 1
+    assert row.probe.cached is False and row.per_rank is not None

@@ -81,11 +81,11 @@ def test_run_warns_before_the_job_starts(tmp_path: Path, no_gpu: None, monkeypat
     assert main(["init", str(spec), "--gpu"]) == 0
     started: list[float] = []
 
-    def run_in_child(*args: object, **kwargs: object) -> ChildReport:
+    def launch_job(*args: object, **kwargs: object) -> ChildReport:
         started.append(time.perf_counter())
         return ChildReport(outcome="error", error="stopped by the test")
 
-    monkeypatch.setattr(run_command, "run_in_child", run_in_child)
+    monkeypatch.setattr(run_command, "launch_job", launch_job)
     before = time.perf_counter()
     assert main(["run", str(spec)]) == 1
     assert started and started[0] - before < 1.0

@@ -26,7 +26,7 @@ from padbench.worker.engine.training_features import (
     training_refusal,
 )
 from padbench.worker.jobs.padding.job import run_padding_job
-from padbench.worker.jobs.padding.probe.child import build_probed_model
+from padbench.worker.jobs.padding.probe.child import probed_model
 from padbench.worker.jobs.padding.probe.trials import probe_request
 from padbench.worker.runtime.isolation import SpecProblem
 
@@ -230,7 +230,7 @@ def test_the_oom_probe_builds_the_model_as_the_job_trains_it() -> None:
         "batch_size": "auto", "probe": {"cpu_memory_budget_bytes": 2**28}, "data": {"max_length": 64}})
     request = probe_request(spec, spec.strategies[0], "sdpa", "cpu", 4)
     assert request.training == spec.training and request.precision == "amp"
-    _, model = build_probed_model(request, CPU)
+    model = probed_model(request, CPU)
     applied = AppliedTraining.of(model, spec.training, "amp")
     assert applied.checkpointed_layers == 2 and 0 < applied.trainable_parameters < applied.total_parameters
     assert {parameter.dtype for parameter in model.parameters()} == {torch.float32}  # amp: fp32 weights

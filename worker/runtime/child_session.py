@@ -17,7 +17,7 @@ import contextlib
 import multiprocessing
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -104,9 +104,10 @@ class ChildSession:
         self.starts += 1
         return child
 
-    def call(self, *args: Any, target: str | None = None, timeout_s: float | None = None) -> ChildReport:
+    def call(self, *args: Any, target: str | None = None, timeout_s: float | None = None,
+             should_stop: Callable[[], bool] | None = None) -> ChildReport:
         """One call of `target` (the session's by default) in the live child, a fresh one if there is none;
-        never raises for what the child does."""
+        never raises for what the child does. `should_stop`, asked every `poll_s`, ends the child ("cancelled")."""
         started = time.monotonic()
         if self._live is None or not self._live[0].is_alive():
             self._end_live()
@@ -115,7 +116,7 @@ class ChildSession:
         with contextlib.suppress(OSError):  # the child died between calls: the wait below reports how
             connection.send((target or self.target, args))
         reply = await_reply(connection, process, started, timeout_s=timeout_s, on_progress=self.on_progress,
-                            should_stop=None, poll_s=self.poll_s, join_on_result=False)
+                            should_stop=should_stop, poll_s=self.poll_s, join_on_result=False)
         if reply.outcome != "ok" or not self.reuse:
             self._end_live()
         return reply

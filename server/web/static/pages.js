@@ -116,6 +116,8 @@ function showResult(jobId, result, verdict) {
 function showJobStatus(job) {
   const parts = [statusBadge(job), " ", progressBar(job), ` ${job.progress_message || ""}`,
                  job.worker ? ` · worker ${job.worker}` : "", ` · attempts ${job.attempts}/${job.max_attempts}`];
+  // A queued job no live worker could take says why (too few GPUs on every worker), rather than wait silently.
+  if (job.waiting_reason) parts.push(el("div", { className: "error", text: `waits: ${job.waiting_reason}` }));
   if (job.error) parts.push(el("div", { className: "error", text: job.error }));
   document.getElementById("job-status").replaceChildren(...parts);
   document.getElementById("spec").textContent = JSON.stringify(job.spec, null, 2);

@@ -17,7 +17,7 @@ from padbench.contract.results import ProbeReport, StrategyResult
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
 from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES
-from padbench.worker.jobs.padding.probe.trials import SharedProbes, find_batch_size
+from padbench.worker.jobs.padding.probe.trials import RankProbing, SharedProbes, find_batch_size
 from padbench.worker.jobs.probing.oracle import ProbeFailed
 from padbench.worker.runtime.device import torch_dtype
 from padbench.worker.runtime.progress import ProgressFn, progress_span
@@ -46,7 +46,8 @@ def needs_probe(spec: PaddingJobSpec) -> bool:
     return any(spec.batch_size_for(strategy) == "auto" for strategy in spec.strategies)
 
 
-def probe_auto_batch_sizes(spec: PaddingJobSpec, device: torch.device, progress: ProgressFn) -> AutoSizes:
+def probe_auto_batch_sizes(spec: PaddingJobSpec, device: torch.device, progress: ProgressFn,
+                           group: RankProbing | None = None) -> AutoSizes:
     """Probe every `auto` strategy of an expanded spec (one size per strategy), the bar advancing per probe.
 
     A probe that fails (a crash, a sticky CUDA error, even size 1 out of memory, an unavailable kernel)
@@ -55,12 +56,12 @@ def probe_auto_batch_sizes(spec: PaddingJobSpec, device: torch.device, progress:
     sizes = AutoSizes(spec)
     strategies = list(spec.strategies)
     probed = [position for position, strategy in enumerate(spec.strategies) if spec.batch_size_for(strategy) == "auto"]
-    with SharedProbes(spec) as shared:  # one session and one reading of the device for all of them
+    with SharedProbes(spec, group) as shared:  # one session and one reading of the device for all of them
         for number, position in enumerate(probed):
             strategy = spec.strategies[position]
             span = progress_span(progress, number / len(probed), (number + 1) / len(probed))
             try:
-                report = _probe(spec, strategy, device, span, shared)
+                report = _probe(spec, strategy, device, span, shared, group)
             except (ProbeFailed, KernelUnavailable) as error:
                 sizes.failures[position] = f"batch_size auto: {error}"
                 continue
@@ -72,11 +73,11 @@ def probe_auto_batch_sizes(spec: PaddingJobSpec, device: torch.device, progress:
 
 
 def _probe(spec: PaddingJobSpec, strategy: StrategySpec, device: torch.device, progress: ProgressFn,
-           shared: SharedProbes) -> ProbeReport:
+           shared: SharedProbes, group: RankProbing | None) -> ProbeReport:
     layout = STRATEGIES.get(strategy.name).layout
     kernel = resolve_kernel(spec.attention_for(strategy), layout, device, torch_dtype(spec.dtype))
     return find_batch_size(spec, strategy, kernel.name, _labelled(progress, f"{strategy.label} / {kernel.name}: "),
-                           shared=shared)
+                           shared=shared, group=group)
 
 
 def unprobed_result(spec: PaddingJobSpec, strategy: StrategySpec, error: str) -> StrategyResult:

@@ -37,6 +37,7 @@ from padbench.worker.jobs.padding.auto_batch import (
     unprobed_result,
 )
 from padbench.worker.jobs.padding.fit import check_model_fits, inference_parallelism, whole_copy_fits
+from padbench.worker.jobs.padding.probe.trials import RankProbing
 from padbench.worker.jobs.padding.rank_steps import rank_device
 from padbench.worker.jobs.padding.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
 from padbench.worker.runtime.device import resolve_device, torch_dtype
@@ -55,8 +56,7 @@ PROBE_SHARE = 0.3
 
 def prepare_job(spec: PaddingJobSpec, progress: ProgressFn, ranks: Ranks = ONE_RANK) -> JobSetup:
     device, dtype = ranks.device(resolve_device(spec.device)), torch_dtype(spec.dtype)
-    precision = precision_run(spec.training.precision, spec.dtype, ranks.world) if spec.mode == "training" \
-        else spec.dtype
+    precision = training_precision(spec, ranks)
     parallelism = choose_parallelism(spec, ranks, device)
     progress(0.0, f"building the model on {device}")
     model = build_job_model(spec, device, precision, parallelism, ranks)
@@ -102,6 +102,12 @@ def build_job_model(spec: PaddingJobSpec, device: torch.device, precision: RunPr
     if parallelism == "sharded":
         shard_model(model, ranks, device, compute_dtype=compute_dtype)
     return model
+
+
+def training_precision(spec: PaddingJobSpec, ranks: Ranks) -> RunPrecision:
+    """What the weights are kept in: the training precision as it resolves on this many ranks; inference keeps
+    them in the job's dtype."""
+    return precision_run(spec.training.precision, spec.dtype, ranks.world) if spec.mode == "training" else spec.dtype
 
 
 def choose_parallelism(spec: PaddingJobSpec, ranks: Ranks, device: torch.device) -> Parallelism:
@@ -181,7 +187,10 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     check_model_fits(spec, device, ranks.world)
     expanded = expand_batch_sizes(spec)
     probe_end = PROBE_SHARE if needs_probe(expanded) else 0.0
-    sizes = probe_auto_batch_sizes(expanded, device, progress_span(progress, 0.0, probe_end))
+    group = None if not ranks.spread else RankProbing(
+        ranks, training_precision(spec, ranks), choose_parallelism(spec, ranks, device) == "sharded",
+        backend or "gloo", spec.distributed.collective_timeout_s)
+    sizes = probe_auto_batch_sizes(expanded, device, progress_span(progress, 0.0, probe_end), group)
     measured = sizes.spec
     progress = progress_span(progress, probe_end, 1.0)
     setup_end = MODEL_SHARE + DATA_SHARE + REFERENCE_SHARE

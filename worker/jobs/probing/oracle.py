@@ -59,23 +59,31 @@ class ChildOracle:
         self.last_oom_log: str | None = None
 
     def __call__(self, size: int) -> Reading:
-        number = len(self.attempts) + 1
-        self.progress(min(0.95, (number - 1) / EXPECTED_PROBES), f"probe {number}: trying size {size}")
-        child = self.session.call(self.request_for(size), target=self.target, timeout_s=self.timeout_s)
-        attempt = _attempt(size, child).model_copy(update={"new_process": self.session.starts > self.starts_seen})
-        self.starts_seen = self.session.starts
-        self.attempts.append(attempt)
-        self.progress(min(0.95, number / EXPECTED_PROBES), f"probe {number}: size {size} {describe(attempt)}")
+        child = self.call_child(size, self.request_for(size))
         if child.outcome == "oom":
             self.last_oom_log = child.traceback
             return Reading(fits=False)
         if child.outcome != "ok":
             raise ProbeFailed(f"{self.label}: probe of size {size} ended in {child.outcome}: {child.error}",
                               self.attempts, child.traceback)
-        measured: ProbeMeasurement = child.value
-        on_cuda = measured.peak_allocated_bytes is not None  # then peak_bytes is the allocator's reserved peak
-        return Reading(fits=True, peak_bytes=fitted_peak(measured), capacity_bytes=measured.capacity_bytes,
-                       baseline_bytes=measured.baseline_bytes, reserved_bytes=measured.peak_bytes if on_cuda else None)
+        return reading_of(child.value)
+
+    def call_child(self, size: int, request: Any, should_stop: Callable[[], bool] | None = None) -> ChildReport:
+        """Try one size in the session's child, the attempt logged for the report and the progress bar."""
+        number = len(self.attempts) + 1
+        self.progress(min(0.95, (number - 1) / EXPECTED_PROBES), f"probe {number}: trying size {size}")
+        child = self.session.call(request, target=self.target, timeout_s=self.timeout_s, should_stop=should_stop)
+        attempt = _attempt(size, child).model_copy(update={"new_process": self.session.starts > self.starts_seen})
+        self.starts_seen = self.session.starts
+        self.attempts.append(attempt)
+        self.progress(min(0.95, number / EXPECTED_PROBES), f"probe {number}: size {size} {describe(attempt)}")
+        return child
+
+
+def reading_of(measured: ProbeMeasurement) -> Reading:
+    on_cuda = measured.peak_allocated_bytes is not None  # then peak_bytes is the allocator's reserved peak
+    return Reading(fits=True, peak_bytes=fitted_peak(measured), capacity_bytes=measured.capacity_bytes,
+                   baseline_bytes=measured.baseline_bytes, reserved_bytes=measured.peak_bytes if on_cuda else None)
 
 
 def describe(attempt: ProbeAttempt) -> str:

@@ -24,20 +24,22 @@ mark is always the current size's own peak.
 
 from __future__ import annotations
 
+import datetime
 import time
 from dataclasses import replace
 from typing import Literal
 
 import torch
+import torch.distributed as dist
 
 from padbench.contract.spec import AttentionName, Dtype, StrategyName
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.batches import STRATEGIES, Batch
 from padbench.worker.engine.model import build_model, config_of
-from padbench.worker.engine.sharding import autocast_forward
+from padbench.worker.engine.ranks import Ranks
+from padbench.worker.engine.sharding import autocast_forward, build_sharded
 from padbench.worker.engine.steps import (
-    KernelForwardFn,
     StepFn,
     compiled,
     inference_step,
@@ -47,7 +49,7 @@ from padbench.worker.engine.steps import (
 )
 from padbench.worker.engine.strategies.worst_case import worst_case_batch
 from padbench.worker.engine.training_features import apply_training
-from padbench.worker.jobs.padding.probe.protocol import ProbeRequest
+from padbench.worker.jobs.padding.probe.protocol import ProbeGroup, ProbeRequest
 from padbench.worker.jobs.probing.child import BuiltModel, ModelKeeper, peak, size_frame, synchronize
 from padbench.worker.jobs.probing.protocol import ProbeMeasurement
 from padbench.worker.runtime.device import torch_dtype
@@ -57,21 +59,14 @@ _MODEL: ModelKeeper[AttentionKernel] = ModelKeeper()
 
 
 def _built(request: ProbeRequest, device: torch.device) -> BuiltModel[AttentionKernel]:
-    return _MODEL.get(replace(request, size=0), device, request.cpu_memory_budget_bytes,
-                      lambda: build_probed_model(request, device))
+    def build() -> tuple[AttentionKernel, torch.nn.Module]:
+        if request.compile:
+            torch._dynamo.reset()  # new settings, a new graph: never the recompile limit of the last model's
+        kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
+        model = probed_model(request, device)
+        return kernel, compiled(model) if request.compile else model
 
-
-def build_probed_model(request: ProbeRequest, device: torch.device) -> tuple[AttentionKernel, torch.nn.Module]:
-    """The kernel and the model as the job will run them: its dtype and precision, and in training its
-    adapters, float8 layers and checkpointed layers."""
-    if request.compile:
-        torch._dynamo.reset()  # new settings, a new graph: never the recompile limit of the last model's
-    kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
-    weights_dtype = torch.float32 if request.precision == "amp" else torch_dtype(request.dtype)
-    model: torch.nn.Module = build_model(request.model, weights_dtype, device, request.seed, init="on_device")
-    if request.training is not None and request.precision is not None:
-        apply_training(model, request.training, request.precision, device, torch_dtype(request.dtype))
-    return kernel, compiled(model) if request.compile else model
+    return _MODEL.get(replace(request, size=0), device, request.cpu_memory_budget_bytes, build)
 
 
 def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
@@ -96,6 +91,35 @@ def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
                             baseline_bytes=frame.baseline, kernel=kernel.name, seconds=time.monotonic() - started)
 
 
+def probed_model(request: ProbeRequest, device: torch.device) -> torch.nn.Module:
+    """The model as the job holds it: in its training precision, with its adapters, float8 layers and
+    checkpointed layers, and sharded with the other ranks' probe children when the job shards it (built from
+    shapes: each child allocates only its shards)."""
+    weights = torch.float32 if request.precision == "amp" else torch_dtype(request.dtype)
+    compute = torch_dtype(request.dtype) if request.precision == "amp" else None
+
+    def change(model: torch.nn.Module) -> None:
+        if request.training is not None:
+            apply_training(model, request.training, request.precision, device, torch_dtype(request.dtype))
+
+    if request.group is None:
+        model = build_model(request.model, weights, device, request.seed, init="on_device")
+        change(model)
+        return model
+    ranks = join_probe_group(request.group, device)
+    return build_sharded(request.model, weights, device, request.seed, ranks, compute, change)
+
+
+def join_probe_group(group: ProbeGroup, device: torch.device) -> Ranks:
+    store = dist.PrefixStore(group.prefix, dist.TCPStore(group.store_host, group.store_port, is_master=False,
+                                                         timeout=datetime.timedelta(seconds=group.timeout_s)))
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    dist.init_process_group(group.backend, store=store, rank=group.rank, world_size=group.world,
+                            timeout=datetime.timedelta(seconds=group.timeout_s))
+    return Ranks(rank=group.rank, world=group.world, local_rank=0)
+
+
 def _kernel(name: str, device: torch.device, dtype: torch.dtype) -> AttentionKernel:
     kernel = ATTENTION_KERNELS.get(name)
     reason = kernel.unavailable_reason(device, dtype)
@@ -105,9 +129,9 @@ def _kernel(name: str, device: torch.device, dtype: torch.dtype) -> AttentionKer
 
 
 def _step(request: ProbeRequest, model: torch.nn.Module, kernel: AttentionKernel, batch: Batch) -> StepFn:
-    forward: KernelForwardFn = kernel.forward
-    if request.precision == "amp":  # fp32 weights, each forward computing in the job's dtype, as one GPU runs it
-        forward = autocast_forward(kernel.forward, torch.device(request.device), torch_dtype(request.dtype))
+    forward = kernel.forward
+    if request.precision == "amp" and request.group is None:  # one GPU's amp: autocast (FSDP2 casts by itself)
+        forward = autocast_forward(kernel.forward, batch.input_ids.device, torch_dtype(request.dtype))
     if request.mode == "inference":
         return inference_step(model, forward, [batch])
     labels = next_token_labels(batch)

@@ -18,6 +18,20 @@ PROBE_PASSES = 3
 
 
 @dataclass(frozen=True)
+class ProbeGroup:
+    """For a model sharded over a job's ranks: the probe children of all ranks try each size together, as one
+    process group of their own, met through the job's store under a prefix of their own."""
+
+    rank: int
+    world: int
+    store_host: str
+    store_port: int
+    prefix: str  # new for every attempt: each attempt's children form a new group
+    backend: Literal["nccl", "gloo"]
+    timeout_s: float
+
+
+@dataclass(frozen=True)
 class ProbeRequest:
     """One size to try, under exactly the settings the measurement will use."""
 
@@ -33,6 +47,7 @@ class ProbeRequest:
     seed: int
     cpu_memory_budget_bytes: int | None = None
     passes: int = PROBE_PASSES
+    precision: RunPrecision = "bf16"  # training: the weights as the job keeps them (`amp`: fp32, autocast)
+    group: ProbeGroup | None = None  # set when the job's model is sharded over its ranks
     # Training only: adapters, float8 layers and checkpointing change a step's memory as much as its batch does.
     training: TrainingSpec | None = None
-    precision: RunPrecision | None = None  # what the weights are kept in (training; None: the dtype)

@@ -17,7 +17,9 @@ is on the device: memory the calling process holds counts, to the children, as h
 from __future__ import annotations
 
 import contextlib
+import os
 import time
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import torch
@@ -27,9 +29,11 @@ from padbench.contract.spec import PaddingJobSpec, StrategySpec
 from padbench.contract.training import RunPrecision, precision_run
 from padbench.worker.engine.attention import ATTENTION_KERNELS
 from padbench.worker.engine.model import model_config
+from padbench.worker.engine.ranks import Ranks
 from padbench.worker.jobs.padding.probe.cache import CachedLimit, ProbeCache, ProbeKey
-from padbench.worker.jobs.padding.probe.protocol import ProbeRequest
+from padbench.worker.jobs.padding.probe.protocol import ProbeGroup, ProbeRequest
 from padbench.worker.jobs.probing import oracle
+from padbench.worker.jobs.probing.agreed import AgreedOracle, AttemptFlags, store_address
 from padbench.worker.jobs.probing.curves import MemoryCurve
 from padbench.worker.jobs.probing.oracle import (
     ChildOracle,
@@ -52,23 +56,22 @@ OTHERS_TOLERANCE_BYTES = 256 * 2**20
 
 def find_batch_size(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, progress: ProgressFn, *,
                     cache: ProbeCache | None = None, probe_target: str = PROBE_TARGET,
-                    shared: SharedProbes | None = None) -> ProbeReport:
+                    shared: SharedProbes | None = None, group: RankProbing | None = None) -> ProbeReport:
     """Probe one strategy. Pass a job's `SharedProbes` to give all its strategies one session and one reading
-    of the device; without one, the probe opens its own."""
+    of the device; without one, the probe opens its own. A job on several ranks passes `group`: every rank
+    probes, and the ranks agree on each size (the cache is not used: it knows one GPU's limits)."""
     started = time.monotonic()
     cache = cache or ProbeCache()
     with contextlib.nullcontext(shared) if shared is not None else SharedProbes(spec) as probes:
         facts = probes.device_facts(spec, progress)
         key = probe_key(spec, strategy, kernel_name, facts)
         ceiling = search_ceiling(spec.probe.cap, spec.probe.margin)
-        cached = None if spec.probe.force else cache.get(key)
+        cached = None if spec.probe.force or group is not None else cache.get(key)
         if cached is not None and _still_valid(cached, ceiling, facts):
             progress(1.0, f"batch size from the probe cache: largest fit {cached.largest_fit}")
             return _report(spec, cached, facts, seconds=time.monotonic() - started, cached=True)
         label = f"{strategy.label} with {kernel_name}"
-        sizes = ChildOracle(lambda size: probe_request(spec, strategy, kernel_name, facts.device, size), label,
-                            progress, probes.session, probe_target, spec.probe.probe_timeout_s,
-                            probes.starts_before_strategy)
+        sizes = _oracle(spec, strategy, kernel_name, facts, label, progress, probes, probe_target, group)
         try:
             result = search_limit(sizes, curve=memory_curve(kernel_name), ceiling=ceiling)
         finally:
@@ -79,8 +82,49 @@ def find_batch_size(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: s
                         predicted_limit=result.predicted_limit, ceiling=ceiling,
                         used_by_others_bytes=facts.used_by_others_bytes, probes=sizes.attempts,
                         seconds=time.monotonic() - started)
-    cache.put(key, limit)
+    if group is None:
+        cache.put(key, limit)
     return _report(spec, limit, facts, seconds=limit.seconds, cached=False)
+
+
+@dataclass(frozen=True)
+class RankProbing:
+    """How this rank of a job on several takes part in the probe."""
+
+    ranks: Ranks
+    precision: RunPrecision
+    sharded: bool  # the job shards its model: the ranks' probe children shard theirs over a group of their own
+    backend: Literal["nccl", "gloo"]
+    timeout_s: float
+
+
+def _oracle(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, facts: DeviceFacts, label: str,
+            progress: ProgressFn, probes: SharedProbes, target: str, group: RankProbing | None) -> ChildOracle:
+    common = (label, progress, probes.session, target, spec.probe.probe_timeout_s, probes.starts_before_strategy)
+    if group is None:
+        return ChildOracle(lambda size: probe_request(spec, strategy, kernel_name, facts.device, size), *common)
+    host, port = store_address()
+
+    def request(size: int, attempt: int) -> ProbeRequest:
+        meeting = None if not group.sharded else ProbeGroup(
+            rank=group.ranks.rank, world=group.ranks.world, store_host=host, store_port=port,
+            prefix=f"padbench-probe/{probe_namespace(group.ranks)}/{label}/{attempt}", backend=group.backend,
+            timeout_s=group.timeout_s)
+        return replace(probe_request(spec, strategy, kernel_name, facts.device, size), precision=group.precision,
+                       group=meeting)
+
+    return AgreedOracle(request, *common, ranks=group.ranks, flags=AttemptFlags(probe_namespace(group.ranks)))
+
+
+def rank_gpu_environment(ranks: Ranks) -> dict[str, str]:
+    """The rank's own GPU as the only one its probe children see (by local rank among those the job has)."""
+    visible = [gpu for gpu in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if gpu.strip()]
+    return {"CUDA_VISIBLE_DEVICES": visible[ranks.local_rank]} if ranks.local_rank < len(visible) else {}
+
+
+def probe_namespace(ranks: Ranks) -> str:
+    """A name every rank of this job computes alike and no other job shares (the launcher's run id)."""
+    return os.environ.get("TORCHELASTIC_RUN_ID", "padbench") + f"-{ranks.world}"
 
 
 class SharedProbes:
@@ -95,11 +139,13 @@ class SharedProbes:
     so its memory is free before anything is measured).
     """
 
-    def __init__(self, spec: PaddingJobSpec) -> None:
+    def __init__(self, spec: PaddingJobSpec, group: RankProbing | None = None) -> None:
         # On a GPU a spare child with the imports done stands by (the host has cores to spare for it), so a
-        # size after an out-of-memory rarely waits for them.
-        self.session = ChildSession(PROBE_TARGET, env=allocator_environment(), reuse=spec.probe.reuse_child,
-                                    prestart=probe_device(spec.device) == "cuda")
+        # size after an out-of-memory rarely waits for them. A rank's children see only the rank's own GPU; a
+        # sharded model's children meet anew for every size, so none is reused.
+        env = allocator_environment() | (rank_gpu_environment(group.ranks) if group is not None else {})
+        reuse = spec.probe.reuse_child and (group is None or not group.sharded)
+        self.session = ChildSession(PROBE_TARGET, env=env, reuse=reuse, prestart=probe_device(spec.device) == "cuda")
         self.facts: DeviceFacts | None = None
         self.starts_before_strategy = 0
 
@@ -156,9 +202,9 @@ def probe_request(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str
                         precision=probed_precision(spec))
 
 
-def probed_precision(spec: PaddingJobSpec) -> RunPrecision | None:
-    """What a probed training job keeps its weights in: the probe runs on one GPU, as `auto` sizes do."""
-    return precision_run(spec.training.precision, spec.dtype, 1) if spec.mode == "training" else None
+def probed_precision(spec: PaddingJobSpec) -> RunPrecision:
+    """What the job keeps its weights in on one GPU (a rank of a job on several is given its group's)."""
+    return precision_run(spec.training.precision, spec.dtype, 1) if spec.mode == "training" else spec.dtype
 
 
 def probe_key(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, facts: DeviceFacts) -> ProbeKey:
