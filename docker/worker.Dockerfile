@@ -18,7 +18,7 @@ COPY server ./server
 COPY worker ./worker
 COPY client ./client
 # torch is already in the base image and satisfies the `worker` extra's range, so pip keeps that CUDA build.
-RUN pip install ".[worker,gpu]"
+RUN pip install ".[worker,gpu,training]"
 
 USER padbench
 # Local models, tokenizers and datasets are mounted read-only under /models; the hub is never reached.

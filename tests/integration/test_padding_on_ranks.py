@@ -83,6 +83,25 @@ def test_a_sharded_model_starts_from_the_loss_of_one_process(tmp_path: Path, pre
     assert pair.value == pytest.approx(alone.value, rel=tolerance)
 
 
+LORA_AND_CHECKPOINTING = {"method": "lora", "activation_checkpointing": "full", "lora": {"r": 4}}
+
+
+def test_lora_with_checkpointing_trains_sharded_from_the_loss_of_one_process(tmp_path: Path) -> None:
+    """FSDP2 over a frozen base with trainable adapters, each decoder layer recomputed in the backward: the
+    sharded job measures every layout, and its first loss and backward are those of one process."""
+    document = spec("training", training=LORA_AND_CHECKPOINTING)
+    pair = run({**document, "gpus": 2}, 2, tmp_path)
+    assert [row.status for row in pair.strategies] == ["ok"] * len(STRATEGIES), [r.error for r in pair.strategies]
+    tokens = [[(7 * row + 3 * column) % 500 + 1 for column in range(48)] for row in range(3)]
+    target = "tests.integration.rank_jobs:first_training_loss"
+    alone = launch_job(target, {**document, "attention": "eager"}, tokens, ranks=1, timeout_s=300, env=CPU_ONLY,
+                       workdir=str(tmp_path))
+    sharded = launch_job(target, {**document, "attention": "eager", "gpus": 2}, tokens, ranks=2, timeout_s=300,
+                         env=CPU_ONLY, workdir=str(tmp_path))
+    assert alone.outcome == "ok" and sharded.outcome == "ok", (alone.error, sharded.error)
+    assert sharded.value == pytest.approx(alone.value, rel=1e-5)
+
+
 @pytest.mark.parametrize("preset", ["tiny-llama", "tiny-gpt2"])  # an untied aligned head; a tied one
 def test_a_model_too_large_for_one_gpu_is_built_sharded_from_its_shapes(tmp_path: Path, preset: str) -> None:
     tokens = [[(5 * row + column) % 400 + 1 for column in range(32)] for row in range(2)]

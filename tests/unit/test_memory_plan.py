@@ -138,3 +138,40 @@ def test_the_fit_check_shards_70b_inference_that_one_gpu_cannot_hold(monkeypatch
     with pytest.raises(ModelDoesNotFit, match=r"its weights in bf16 need 131\.4 GiB, and the GPU has 79\.0 GiB"):
         check_model_fits(spec.model_copy(update={"gpus": 1}), torch.device("cuda"))
     check_model_fits(spec, torch.device("cpu"), ranks=8)  # a CPU has no device memory to check
+
+
+# LoRA r on every linear map of a llama-3.1-8b layer: r·(in + out) for q, k, v, o, gate, up, down.
+LLAMA_8B_ADAPTERS_PER_RANK_1 = 32 * (2 * (4096 + 4096) + 2 * (4096 + 1024) + 2 * (4096 + 14336) + (14336 + 4096))
+LLAMA_8B_LINEAR_WEIGHTS = 32 * (LLAMA_8B_LAYER - 2 * 4096)  # what QLoRA quantizes: all but the norms and the root
+
+
+@pytest.mark.parametrize("rank", [8, 16])
+def test_lora_keeps_gradients_and_adamw_state_for_the_adapters_alone(rank: int) -> None:
+    spec = padding(mode="training", model="llama-3.1-8b", training={"method": "lora", "lora": {"r": rank}})
+    plan = job_plan(spec, footprint("llama-3.1-8b"), 1, None)
+    adapters = rank * LLAMA_8B_ADAPTERS_PER_RANK_1
+    assert plan.trainable_parameters == adapters
+    assert plan.weights == (LLAMA_8B + adapters) * 2  # the frozen base and the adapters, all bf16
+    assert (plan.gradients, plan.optimizer) == (adapters * 2, adapters * 2 * 2)
+    full = job_plan(padding(mode="training", model="llama-3.1-8b"), footprint("llama-3.1-8b"), 1, None)
+    assert full.trainable_parameters is None and plan.total < full.total / 3
+
+
+def test_qlora_keeps_the_base_linear_layers_in_four_bits_and_fp32_adapters() -> None:
+    spec = padding(mode="training", model="llama-3.1-8b", training={"method": "qlora", "lora": {"r": 16}})
+    plan = job_plan(spec, footprint("llama-3.1-8b"), 1, None)
+    adapters = 16 * LLAMA_8B_ADAPTERS_PER_RANK_1
+    unquantized = LLAMA_8B - LLAMA_8B_LINEAR_WEIGHTS
+    assert plan.weights == unquantized * 2 + LLAMA_8B_LINEAR_WEIGHTS * (0.5 + 1 / 64) + adapters * 4
+    assert (plan.gradients, plan.optimizer) == (adapters * 4, adapters * 4 * 2)
+
+
+def test_lora_on_several_ranks_shards_the_base_and_the_adapters() -> None:
+    spec = padding(mode="training", model="llama-3.1-8b", gpus=2, training={"method": "lora", "lora": {"r": 16}},
+                   device="cuda", attention="sdpa")
+    plan = job_plan(spec, footprint("llama-3.1-8b"), 2, None)
+    adapters = 16 * LLAMA_8B_ADAPTERS_PER_RANK_1
+    assert plan.precision == "amp"  # fp32 base and adapters
+    assert plan.weights == LLAMA_8B * 4 // 2 + adapters // 2 * 4
+    assert plan.gradients == adapters // 2 * 4
+    assert plan.gathered_layers == footprint("llama-3.1-8b").gathered_parameters * 2

@@ -25,6 +25,7 @@ from padbench.worker.engine.memory_plan import (
     model_footprint,
     replica_needs,
 )
+from padbench.worker.runtime.isolation import SpecProblem
 from padbench.worker.runtime.memory import device_free_bytes
 from padbench.worker.runtime.messages import first_line
 
@@ -53,7 +54,10 @@ def report(spec: JobSpecBase, gpus: int | None, gpu_memory: int | None, out: Tex
         footprint = model_footprint(spec.model)
     except Exception as error:  # a refusal of the model (its type, its fields, its files): say it as it is
         raise PlanInputError(f"model: {first_line(error)}") from None
-    plan = job_plan(spec, footprint, ranks, memory.free_bytes)
+    try:
+        plan = job_plan(spec, footprint, ranks, memory.free_bytes)
+    except SpecProblem as error:  # adapters that cannot be counted here
+        raise PlanInputError(str(error)) from None
     console = console_for(out)
     for line in header_lines(spec, footprint, plan, ranks_source):
         console.print(Text(line))
@@ -106,6 +110,8 @@ def header_lines(spec: PaddingJobSpec, footprint: ModelFootprint, plan: MemoryPl
         f"{footprint.root_parameters:,} outside them (embeddings, final norm, LM head)",
         f"gpus: {plan.ranks} ({ranks_source})",
         f"runs: {spec.mode}, {run_description(plan)}",
+        *([f"trains: {spec.training.method} adapters (r {spec.training.lora.r}), {plan.trainable_parameters:,} "
+           "parameters; the base weights frozen"] if plan.trainable_parameters is not None else []),
     ]
 
 
@@ -138,8 +144,14 @@ def part_description(name: str, plan: MemoryPlan, footprint: ModelFootprint) -> 
         layers = min(GATHERED_DECODER_LAYERS, footprint.decoder_layers)
         return (f"{plan.compute_dtype} copies FSDP2 all-gathers: the root's {footprint.root_parameters:,} "
                 f"parameters and {layers} decoder layers of {footprint.largest_layer_parameters:,}")
+    if plan.trainable_parameters is not None and name != "weights":
+        trained = f"the {plan.trainable_parameters:,} adapter parameters"
+        what = {"gradients": "gradients", "optimizer state": "AdamW's two moments"}[name]
+        return f"{what} of {trained}" + (f", 1/{plan.ranks} of them" if plan.parallelism == "sharded" else "")
     what = {"weights": f"{kept} weights", "gradients": f"{kept} gradients",
             "optimizer state": f"AdamW's two moments in {kept}"}[name]
+    if plan.trainable_parameters is not None:
+        what = "the frozen base weights (a qlora base's linear layers in 4 bits) and the adapters"
     return f"{what}, {share}"
 
 

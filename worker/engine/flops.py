@@ -22,6 +22,7 @@ from transformers import PretrainedConfig
 from transformers.pytorch_utils import Conv1D
 
 from padbench.worker.engine.batches import Batch, PackedBatch
+from padbench.worker.engine.parameter_count import logical_numel
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ def linear_macs_per_token(model: torch.nn.Module) -> int:
         # GPT-2 writes its linear layers as Conv1D; the aligned LM head wraps the weight it multiplies by.
         if isinstance(module, torch.nn.Linear | Conv1D) or getattr(module, "counts_as_linear", False):
             weight: torch.Tensor = module.weight  # type: ignore[assignment]
-            total += weight.numel()
+            total += logical_numel(weight)  # a 4-bit base still multiplies by every weight it stands for
     return total
 
 

@@ -14,12 +14,18 @@ Training keeps, per parameter:
   of it per rank. Each rank also holds the unsharded compute copies FSDP2 all-gathers: the root's own
   parameters (embeddings, final norm, LM head), which FSDP2 keeps unsharded from the forward into the
   backward, and `GATHERED_DECODER_LAYERS` decoder layers at once.
+With LoRA adapters (`training.method` lora or qlora) only the adapters train: the frozen base weights are
+kept as built (in the dtype, or fp32 under `amp`) with no gradient and no optimizer state; the adapters have
+both. QLoRA keeps the base's linear layers in 4 bits (NF4, with one 8-bit scale per block of 64 weights after
+double quantization) and its adapters in fp32, as bitsandbytes and PEFT leave them.
+Activation checkpointing and fp8 change activations and compute, not this state: fp8 keeps the weights in bf16.
 Inference keeps the weights in the job's dtype: all of them on every GPU (`single`, `replicated`), or 1/N
 per rank plus the same gathered copies (`sharded`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -29,10 +35,14 @@ import torch
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import InferenceParallelism, Parallelism
 from padbench.contract.spec import Dtype, PaddingJobSpec
-from padbench.contract.training import RunPrecision, precision_run
+from padbench.contract.training import RunPrecision, TrainingSpec, precision_run
+from padbench.worker.engine.adapters import AdaptersUnsupported, add_adapters, quantizable_linears
 from padbench.worker.engine.model import build_on_meta
 
 DTYPE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp32": 4}
+# A 4-bit NF4 weight: half a byte, and its block's 8-bit scale shared by 64 weights (the second level of double
+# quantization, one fp32 per 256 blocks, is under a thousandth of a byte and left out).
+NF4_BYTES_PER_WEIGHT = 0.5 + 1 / 64
 MASTER_BYTES = 4  # amp keeps weights, gradients and optimizer moments in fp32
 ADAMW_MOMENTS = 2  # AdamW's first and second moments, one of each per parameter
 # Decoder layers FSDP2 holds unsharded at once: the one computing and the next, prefetched while it computes
@@ -72,6 +82,31 @@ def model_footprint(spec: ModelSpec) -> ModelFootprint:
                           largest_layer_parameters=max(sizes, default=0), root_parameters=total - sum(sizes))
 
 
+@dataclass(frozen=True)
+class AdapterFootprint:
+    """What LoRA adds to and changes in the model's state."""
+
+    adapters: int  # adapter parameters: the only ones that train
+    quantized: int  # base weights kept in 4 bits (QLoRA); 0 for LoRA
+    adapter_bytes: int  # bytes of an adapter parameter, its gradient and each optimizer moment, where not `amp`
+
+
+def adapter_footprint(spec: ModelSpec, training: TrainingSpec, dtype: Dtype) -> AdapterFootprint | None:
+    """The adapters the job's training adds, counted on the meta device as PEFT adds them (None: full training)."""
+    if training.method == "full":
+        return None
+    if importlib.util.find_spec("peft") is None:  # the plan counts adapters as PEFT adds them
+        raise AdaptersUnsupported(f"training.method {training.method}: cannot count its adapters without PEFT, "
+                                  "which is not installed here (pip install 'padbench[training]')")
+    model = build_on_meta(spec)
+    quantized = sum(layer.weight.numel() for _, _, layer in quantizable_linears(model)) \
+        if training.method == "qlora" else 0
+    add_adapters(model, "lora", training.lora, torch.float32)  # the 4-bit layers hold the same shapes
+    adapters = sum(parameter.numel() for parameter in model.parameters() if parameter.requires_grad)
+    adapter_bytes = MASTER_BYTES if training.method == "qlora" else DTYPE_BYTES[dtype]
+    return AdapterFootprint(adapters=adapters, quantized=quantized, adapter_bytes=adapter_bytes)
+
+
 def _count(module: torch.nn.Module) -> int:
     return sum(parameter.numel() for parameter in module.parameters())
 
@@ -90,6 +125,7 @@ class MemoryPlan:
     gradients: int
     optimizer: int
     gathered_layers: int
+    trainable_parameters: int | None = None  # None: every parameter trains (the job trains no adapters)
 
     @property
     def total(self) -> int:
@@ -121,16 +157,26 @@ def _shard(parameters: int, ranks: int) -> int:
     return math.ceil(parameters / ranks)
 
 
-def training_plan(footprint: ModelFootprint, dtype: Dtype, precision: RunPrecision, ranks: int) -> MemoryPlan:
+def training_plan(footprint: ModelFootprint, dtype: Dtype, precision: RunPrecision, ranks: int,
+                  adapters: AdapterFootprint | None = None) -> MemoryPlan:
     # fp8 keeps the weights (and AdamW's state) in the job's dtype; only the matmuls' inputs are cast, briefly.
     compute: Dtype = dtype if precision in ("amp", "fp8") else precision  # type: ignore[assignment]
     kept = MASTER_BYTES if precision == "amp" else DTYPE_BYTES[compute]
-    held = footprint.parameters if ranks == 1 else _shard(footprint.parameters, ranks)
     gathered = 0 if ranks == 1 else footprint.gathered_parameters * DTYPE_BYTES[compute]
+    if adapters is None:
+        held = _shard(footprint.parameters, ranks)
+        weights, trained, trained_bytes = held * kept, held, kept
+    else:  # a frozen base (partly in 4 bits) beside adapters, which alone have gradients and AdamW state
+        trained_bytes = MASTER_BYTES if precision == "amp" else adapters.adapter_bytes
+        base = (footprint.parameters - adapters.quantized) * kept
+        weights = _shard(math.ceil(base + adapters.quantized * NF4_BYTES_PER_WEIGHT), ranks) \
+            + _shard(adapters.adapters, ranks) * trained_bytes
+        trained = _shard(adapters.adapters, ranks)
     return MemoryPlan(mode="training", ranks=ranks, parallelism="single" if ranks == 1 else "sharded",
                       precision=precision, compute_dtype=compute, parameters=footprint.parameters,
-                      weights=held * kept, gradients=held * kept, optimizer=held * kept * ADAMW_MOMENTS,
-                      gathered_layers=gathered)
+                      weights=weights, gradients=trained * trained_bytes,
+                      optimizer=trained * trained_bytes * ADAMW_MOMENTS, gathered_layers=gathered,
+                      trainable_parameters=None if adapters is None else adapters.adapters)
 
 
 def inference_plan(footprint: ModelFootprint, dtype: Dtype, ranks: int, parallelism: Parallelism) -> MemoryPlan:
@@ -175,6 +221,8 @@ def resolve_inference(choice: InferenceParallelism, footprint: ModelFootprint, d
 def job_plan(spec: PaddingJobSpec, footprint: ModelFootprint, ranks: int, free_bytes: int | None) -> MemoryPlan:
     """The plan of a padding job on `ranks` ranks whose GPUs each have `free_bytes` free (None: unknown)."""
     if spec.mode == "training":
-        return training_plan(footprint, spec.dtype, precision_run(spec.training.precision, spec.dtype, ranks), ranks)
+        precision = precision_run(spec.training.precision, spec.dtype, ranks)
+        return training_plan(footprint, spec.dtype, precision, ranks,
+                             adapter_footprint(spec.model, spec.training, spec.dtype))
     parallelism = resolve_inference(spec.distributed.inference, footprint, spec.dtype, ranks, free_bytes)
     return inference_plan(footprint, spec.dtype, ranks, parallelism)

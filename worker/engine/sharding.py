@@ -23,6 +23,7 @@ from torch.distributed.tensor import DTensor
 from transformers import PreTrainedModel
 
 from padbench.contract.model_spec import ModelSpec
+from padbench.worker.engine.checkpointing import is_checkpoint_wrapper, unwrapped_layer_names
 from padbench.worker.engine.lm_head import AlignedLMHead
 from padbench.worker.engine.model import build_on_meta, config_of
 from padbench.worker.engine.ranks import Ranks
@@ -33,8 +34,12 @@ class CannotShard(ValueError):
 
 
 def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
-    names = set(getattr(model, "_no_split_modules", None) or ())
-    layers = [module for module in model.modules() if type(module).__name__ in names]
+    """The decoder layers, each as the module that runs it: a checkpointed layer's wrapper, so that FSDP2's
+    gathering hooks stay outside the region recomputed in the backward."""
+    names = unwrapped_layer_names(model)
+    wrappers = {id(module._checkpoint_wrapped_module): module for module in model.modules()
+                if is_checkpoint_wrapper(module)}
+    layers = [wrappers.get(id(module), module) for module in model.modules() if type(module).__name__ in names]
     if not layers:
         raise CannotShard(f"{type(model).__name__} names no decoder layer classes (_no_split_modules) to shard "
                           "one by one")
@@ -53,15 +58,21 @@ def shard_model(model: torch.nn.Module, ranks: Ranks, device: torch.device, *,
     fully_shard(model, mesh=mesh, mp_policy=policy)
 
 
+ModelChange = Callable[[PreTrainedModel], None]
+
+
 def build_sharded(spec: ModelSpec, weights_dtype: torch.dtype, device: torch.device, seed: int, ranks: Ranks,
-                  compute_dtype: torch.dtype | None) -> PreTrainedModel:
-    """A model too large to build whole on one GPU: built with shapes only, sharded, then each rank's shards
-    allocated on its own GPU and initialised there as transformers initialises the model (seeded; FSDP2's
-    random-number tracker keeps the ranks' draws consistent). Weights from a checkpoint are not read here."""
+                  compute_dtype: torch.dtype | None, before_sharding: ModelChange | None = None) -> PreTrainedModel:
+    """A model too large to build whole on one GPU: built with shapes only, changed by `before_sharding`
+    (adapters, checkpointing), sharded, then each rank's shards allocated on its own GPU and initialised there
+    as transformers initialises the model (seeded; FSDP2's random-number tracker keeps the ranks' draws
+    consistent), adapters included. Weights from a checkpoint are not read here."""
     if spec.load_weights:
         raise CannotShard("a checkpoint's weights are loaded whole on every rank before sharding, so a model "
                           "that does not fit one GPU cannot load its checkpoint; leave load_weights off")
     model = build_on_meta(spec, weights_dtype)
+    if before_sharding is not None:
+        before_sharding(model)
     shard_model(model, ranks, device, compute_dtype=compute_dtype)
     model.to_empty(device=device)
     torch.manual_seed(seed)
@@ -98,16 +109,19 @@ def reshard(model: torch.nn.Module) -> None:
 
 
 def snapshot_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """A host copy of this rank's weights (its shards, when sharded), to start every strategy from."""
+    """A host copy of this rank's trainable weights (its shards, when sharded), to start every strategy from.
+    Frozen weights (a LoRA model's base) never move, so they need no copy."""
     reshard(model)
-    return {name: _local(parameter).detach().to("cpu", copy=True) for name, parameter in model.named_parameters()}
+    return {name: _local(parameter).detach().to("cpu", copy=True) for name, parameter in model.named_parameters()
+            if parameter.requires_grad}
 
 
 def restore_weights(model: torch.nn.Module, snapshot: dict[str, torch.Tensor]) -> None:
     reshard(model)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
-            _local(parameter).copy_(snapshot[name])
+            if name in snapshot:
+                _local(parameter).copy_(snapshot[name])
 
 
 ForwardFn = Callable[..., torch.Tensor]

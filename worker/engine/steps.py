@@ -87,5 +87,8 @@ def training_step(model: torch.nn.Module, forward: KernelForwardFn, batches: Seq
 
 
 def make_optimizer(model: torch.nn.Module) -> torch.optim.Optimizer:
+    """AdamW over the parameters that train: all of them, or a LoRA model's adapters (frozen weights get
+    neither gradients nor optimizer state, as in PEFT's own training loops)."""
+    trainable = [parameter for parameter in model.parameters() if parameter.requires_grad]
     # foreach=True: one fused launch per parameter group instead of one per tensor, as training loops use.
-    return torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+    return torch.optim.AdamW(trainable, lr=1e-4, foreach=True)

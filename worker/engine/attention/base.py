@@ -35,6 +35,7 @@ from padbench.worker.engine.attention.features import (
 )
 from padbench.worker.engine.attention.ops import KernelUnavailable
 from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
+from padbench.worker.engine.checkpointing import replayed_in_recompute
 from padbench.worker.engine.model import config_of
 from padbench.worker.runtime.messages import first_line
 
@@ -135,8 +136,15 @@ class AttentionKernel(ABC):
         model's `AttentionFeatures.layer_windows`.
         """
         batch = self.per_forward(batch, AttentionFeatures.of(config_of(model)).layer_windows)
-        with self.runtime_context(), attention_implementation(model, self.hf_name):
+        # Layers checkpointed for training recompute their forward in the backward, under this same context.
+        with replayed_in_recompute(lambda: self.kernel_context(model)):
             return model(**self.model_inputs(batch)).logits
+
+    @contextlib.contextmanager
+    def kernel_context(self, model: torch.nn.Module) -> Iterator[None]:
+        """The model's attention routed to this kernel, with the kernel's runtime context."""
+        with self.runtime_context(), attention_implementation(model, self.hf_name):
+            yield
 
     def runtime_context(self) -> contextlib.AbstractContextManager[Any]:
         """A context entered once around the whole forward (e.g. pinning an SDPA backend)."""

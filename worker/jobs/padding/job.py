@@ -24,9 +24,11 @@ from padbench.worker.engine.correctness import gate_sample, reference_logits, re
 from padbench.worker.engine.data import SYNTHETIC, load_sequences
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.engine.model import build_model
+from padbench.worker.engine.parameter_count import parameter_count
 from padbench.worker.engine.ranks import ONE_RANK, Backend, Ranks, share_of
 from padbench.worker.engine.sharding import autocast_if, build_sharded, shard_model, snapshot_weights
 from padbench.worker.engine.sharding import restore_weights as restore_model_weights
+from padbench.worker.engine.training_features import AppliedTraining, apply_training, check_training
 from padbench.worker.jobs.padding.auto_batch import (
     attach_probe_reports,
     expand_batch_sizes,
@@ -58,6 +60,7 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn, ranks: Ranks = ONE_R
     parallelism = choose_parallelism(spec, ranks, device)
     progress(0.0, f"building the model on {device}")
     model = build_job_model(spec, device, precision, parallelism, ranks)
+    applied = AppliedTraining.of(model, spec.training, precision) if spec.mode == "training" else None
     progress(MODEL_SHARE, f"loading data from {spec.data.source}")
     data = load_sequences(data_with_tokenizer(spec), model.config.vocab_size,
                           progress=progress_span(progress, MODEL_SHARE, MODEL_SHARE + DATA_SHARE))
@@ -77,18 +80,25 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn, ranks: Ranks = ONE_R
     initial_state = snapshot_weights(model) if spec.mode == "training" else None
     return JobSetup(spec, device, dtype, model, data, sample, references, noise_floor, peak, peak_source, matmul_flops,
                     initial_state, ranks=ranks, share=tuple(share_of(data.sequences, ranks)), precision=precision,
-                    parallelism=parallelism)
+                    parallelism=parallelism, applied_training=applied)
 
 
 def build_job_model(spec: PaddingJobSpec, device: torch.device, precision: RunPrecision, parallelism: Parallelism,
                     ranks: Ranks) -> PreTrainedModel:
     """The job's model on this rank: whole, or sharded over the ranks; built whole first (as one process builds
-    it, so the ranks start from the same weights) when a whole copy fits the GPU, else sharded from shapes."""
+    it, so the ranks start from the same weights) when a whole copy fits the GPU, else sharded from shapes.
+    A training job's adapters, float8 layers and checkpointing are applied before sharding."""
     weights_dtype = torch.float32 if precision == "amp" else torch_dtype(spec.dtype)
     compute_dtype = torch_dtype(spec.dtype) if precision == "amp" else None
+
+    def change(model: PreTrainedModel) -> None:
+        if spec.mode == "training":
+            apply_training(model, spec.training, precision, device, torch_dtype(spec.dtype))
+
     if parallelism == "sharded" and not whole_copy_fits(spec, device, weights_dtype):
-        return build_sharded(spec.model, weights_dtype, device, spec.data.seed, ranks, compute_dtype)
+        return build_sharded(spec.model, weights_dtype, device, spec.data.seed, ranks, compute_dtype, change)
     model = build_model(spec.model, weights_dtype, device, seed=spec.data.seed)
+    change(model)
     if parallelism == "sharded":
         shard_model(model, ranks, device, compute_dtype=compute_dtype)
     return model
@@ -172,6 +182,8 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     ranks = Ranks.of_environment()
     device = ranks.device(resolve_device(spec.device))
     backend = ranks.join(device, spec.distributed.collective_timeout_s)
+    if spec.mode == "training":  # before the probe and the build: a feature that cannot run fails the job at once
+        check_training(spec.training, device, ranks.world)
     check_model_fits(spec, device, ranks.world)
     expanded = expand_batch_sizes(spec)
     probe_end = PROBE_SHARE if needs_probe(expanded) else 0.0
@@ -223,7 +235,7 @@ def assemble_result(spec: PaddingJobSpec, environment: Environment, job: JobSetu
     lengths = [len(sequence) for sequence in job.data.sequences]
     return PaddingResult(
         spec=spec, environment=environment.model_copy(update={"clocks_at_end": read_gpu_clocks(job.device)}),
-        model_parameters=sum(parameter.numel() for parameter in job.model.parameters()),
+        model_parameters=parameter_count(job.model),
         flops_per_token=flops_per_token(job.model, spec.mode),
         matmul_tflops=job.matmul_flops / 1e12 if job.matmul_flops else None,
         num_sequences=len(lengths), real_tokens_total=sum(lengths), parallel=parallel,

@@ -46,6 +46,7 @@ from padbench.worker.engine.steps import (
     next_token_labels,
     training_step,
 )
+from padbench.worker.engine.training_features import AppliedTraining
 from padbench.worker.jobs.padding.rank_steps import (
     StrategyFailed,
     agreed_preparation,
@@ -84,6 +85,7 @@ class JobSetup:
     share: tuple[list[int], ...] = ()  # the sequences this rank measures (all of them on one rank)
     precision: RunPrecision = "bf16"  # what the weights are kept in: the dtype, or `amp` over fp32 weights
     parallelism: Parallelism = "single"
+    applied_training: AppliedTraining | None = None  # how a training job's model trains (None: inference)
 
     @property
     def autocast(self) -> bool:

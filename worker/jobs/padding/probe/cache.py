@@ -42,9 +42,13 @@ class ProbeKey:
     max_length: int
     mode: str
     compile: bool
+    training: str | None = None  # canonical JSON of a training job's `training` section
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
+        fields = asdict(self)
+        if fields["training"] is None:  # inference keys stay what they were before training had settings
+            del fields["training"]
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Child-process targets of the OOM probe (run through `run_in_child`, never in the caller).
 
-`probe_size` builds the job's model with the job's dtype and kernel, hands it the worst-case batch of
+`probe_size` builds the job's model with the job's dtype, precision, training features (adapters,
+float8 layers, activation checkpointing) and kernel, hands it the worst-case batch of
 the requested size and runs a few steps — forward passes, or full training steps — then reports the
 peak memory. The model's weights are random and unseeded, made on the device itself: their values do not
 change the memory a step takes, and a CPU initialisation and copy would cost seconds per probe. Running
@@ -47,6 +48,7 @@ from padbench.worker.engine.steps import (
     training_step,
 )
 from padbench.worker.engine.strategies.worst_case import worst_case_batch
+from padbench.worker.engine.training_features import apply_training
 from padbench.worker.jobs.padding.probe.protocol import ProbeGroup, ProbeRequest
 from padbench.worker.jobs.probing.child import BuiltModel, ModelKeeper, peak, size_frame, synchronize
 from padbench.worker.jobs.probing.protocol import ProbeMeasurement
@@ -61,7 +63,7 @@ def _built(request: ProbeRequest, device: torch.device) -> BuiltModel[AttentionK
         if request.compile:
             torch._dynamo.reset()  # new settings, a new graph: never the recompile limit of the last model's
         kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
-        model = _model(request, device)
+        model = probed_model(request, device)
         return kernel, compiled(model) if request.compile else model
 
     return _MODEL.get(replace(request, size=0), device, request.cpu_memory_budget_bytes, build)
@@ -89,15 +91,23 @@ def probe_size(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
                             baseline_bytes=frame.baseline, kernel=kernel.name, seconds=time.monotonic() - started)
 
 
-def _model(request: ProbeRequest, device: torch.device) -> torch.nn.Module:
-    """The model as the job holds it: in its training precision, and sharded with the other ranks' probe
-    children when the job shards it (built from shapes: each child allocates only its shards)."""
+def probed_model(request: ProbeRequest, device: torch.device) -> torch.nn.Module:
+    """The model as the job holds it: in its training precision, with its adapters, float8 layers and
+    checkpointed layers, and sharded with the other ranks' probe children when the job shards it (built from
+    shapes: each child allocates only its shards)."""
     weights = torch.float32 if request.precision == "amp" else torch_dtype(request.dtype)
     compute = torch_dtype(request.dtype) if request.precision == "amp" else None
+
+    def change(model: torch.nn.Module) -> None:
+        if request.training is not None:
+            apply_training(model, request.training, request.precision, device, torch_dtype(request.dtype))
+
     if request.group is None:
-        return build_model(request.model, weights, device, request.seed, init="on_device")
+        model = build_model(request.model, weights, device, request.seed, init="on_device")
+        change(model)
+        return model
     ranks = join_probe_group(request.group, device)
-    return build_sharded(request.model, weights, device, request.seed, ranks, compute)
+    return build_sharded(request.model, weights, device, request.seed, ranks, compute, change)
 
 
 def join_probe_group(group: ProbeGroup, device: torch.device) -> Ranks:

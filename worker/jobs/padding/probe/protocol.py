@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from padbench.contract.spec import Dtype, ModelSpec, StrategyName
-from padbench.contract.training import RunPrecision
+from padbench.contract.training import RunPrecision, TrainingSpec
 
 # Forward passes per probe: the first grows the allocator and builds workspaces, later ones show the
 # transient peaks of a warmed-up run, which is what the measurement sees.
@@ -49,3 +49,5 @@ class ProbeRequest:
     passes: int = PROBE_PASSES
     precision: RunPrecision = "bf16"  # training: the weights as the job keeps them (`amp`: fp32, autocast)
     group: ProbeGroup | None = None  # set when the job's model is sharded over its ranks
+    # Training only: adapters, float8 layers and checkpointing change a step's memory as much as its batch does.
+    training: TrainingSpec | None = None

@@ -26,7 +26,7 @@ import torch
 
 from padbench.contract.results import ProbeReport
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
-from padbench.contract.training import RunPrecision
+from padbench.contract.training import RunPrecision, precision_run
 from padbench.worker.engine.attention import ATTENTION_KERNELS
 from padbench.worker.engine.model import model_config
 from padbench.worker.engine.ranks import Ranks
@@ -197,7 +197,14 @@ def probe_request(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str
     return ProbeRequest(model=spec.model, dtype=spec.dtype, device=device, strategy=strategy.name,
                         kernel=kernel_name, size=size, max_length=spec.data.max_length, mode=spec.mode,
                         compile=spec.compile, seed=spec.data.seed,
-                        cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes)
+                        cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes,
+                        training=spec.training if spec.mode == "training" else None,
+                        precision=probed_precision(spec))
+
+
+def probed_precision(spec: PaddingJobSpec) -> RunPrecision:
+    """What the job keeps its weights in on one GPU (a rank of a job on several is given its group's)."""
+    return precision_run(spec.training.precision, spec.dtype, 1) if spec.mode == "training" else spec.dtype
 
 
 def probe_key(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, facts: DeviceFacts) -> ProbeKey:
@@ -207,4 +214,5 @@ def probe_key(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, fa
                     torch=torch.__version__, transformers=package_version("transformers"),
                     kernel_library=library.get(family), model_config=model_config(spec.model).to_json_string(),
                     dtype=spec.dtype, strategy=strategy.label, kernel=kernel_name,
-                    max_length=spec.data.max_length, mode=spec.mode, compile=spec.compile)
+                    max_length=spec.data.max_length, mode=spec.mode, compile=spec.compile,
+                    training=spec.training.model_dump_json() if spec.mode == "training" else None)

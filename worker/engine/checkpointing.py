@@ -1,0 +1,103 @@
+"""Activation checkpointing: decoder layers whose activations are recomputed in the backward instead of kept.
+
+Each chosen decoder layer is wrapped in PyTorch's own `checkpoint_wrapper` (non-reentrant
+`torch.utils.checkpoint`), as torchtitan does: the layer keeps only its inputs for the backward and runs its
+forward again there. Non-reentrant checkpointing passes keyword arguments through, so the `padbench_*` inputs
+the attention kernels hand every decoder layer reach the recomputed forward too, and it needs no input that
+requires a gradient (a LoRA model's frozen embeddings give none). Wrapping happens before FSDP2 shards the
+model: `decoder_layers` then names the wrapper, so FSDP2's hooks sit outside the recomputed region and gather
+the layer's weights once for its forward and once for its backward.
+
+A kernel routes attention to itself only while its forward runs (`attention_implementation`, an SDPA
+backend pinned); the recompute runs later, inside the backward. So the kernel's forward runs under
+`replayed_in_recompute`, and each checkpointed layer captures that context as its forward starts and enters it
+again around its recompute (non-reentrant checkpointing's `context_fn`): the recomputed layer runs the kernel
+the timed forward ran, saving the same tensors.
+
+`selective` wraps every other decoder layer (the second, fourth, …: torchtitan's "selective layer"
+checkpointing at frequency 2), keeping about half the activations a `full` run recomputes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Any
+
+from torch import nn
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+    CheckpointImpl,
+    CheckpointWrapper,
+    checkpoint_wrapper,
+)
+
+from padbench.contract.training import Checkpointing
+
+# `selective`: one decoder layer in this many is recomputed.
+SELECTIVE_EVERY = 2
+
+
+ContextFactory = Callable[[], contextlib.AbstractContextManager[Any]]
+# The context the forward running now was entered under, for a checkpointed layer to enter again in its recompute.
+_FORWARD_CONTEXT: ContextVar[ContextFactory | None] = ContextVar("padbench_forward_context", default=None)
+
+
+@contextlib.contextmanager
+def replayed_in_recompute(enter: ContextFactory) -> Iterator[None]:
+    """Run the body under `enter()`; a checkpointed layer the body runs enters `enter()` again when the backward
+    recomputes it."""
+    token = _FORWARD_CONTEXT.set(enter)
+    try:
+        with enter():
+            yield
+    finally:
+        _FORWARD_CONTEXT.reset(token)
+
+
+def _forward_and_recompute_contexts() -> tuple[contextlib.AbstractContextManager[Any],
+                                                 contextlib.AbstractContextManager[Any]]:
+    """`context_fn` of non-reentrant checkpointing, called as a checkpointed forward starts: nothing more
+    around the forward (it already runs in its context), the forward's context again around the recompute."""
+    enter = _FORWARD_CONTEXT.get()
+    return contextlib.nullcontext(), enter() if enter is not None else contextlib.nullcontext()
+
+
+class CannotCheckpoint(ValueError):
+    """The model has no decoder layers to checkpoint one by one."""
+
+
+def unwrapped_layer_names(model: nn.Module) -> set[str]:
+    """The class names transformers gives the model's decoder layers (its `_no_split_modules`)."""
+    return set(getattr(model, "_no_split_modules", None) or ())
+
+
+def checkpoint_layers(model: nn.Module, choice: Checkpointing) -> int:
+    """Wrap the decoder layers `choice` names in place; the number wrapped (0 for `none`)."""
+    if choice == "none":
+        return 0
+    names = unwrapped_layer_names(model)
+    # Collected first: replacing children while iterating `named_modules` would visit the wrappers too.
+    layers = [(parent, child_name, child) for parent in model.modules()
+              for child_name, child in parent.named_children() if type(child).__name__ in names]
+    if not layers:
+        raise CannotCheckpoint(f"training.activation_checkpointing {choice}: {type(model).__name__} names no decoder "
+                               "layer classes (_no_split_modules) to checkpoint one by one")
+    chosen = layers if choice == "full" else layers[SELECTIVE_EVERY - 1::SELECTIVE_EVERY]
+    for parent, child_name, child in chosen:
+        # preserve_rng_state=False, as torchtitan: the benchmark model has no dropout, so no random draw to
+        # replay, and saving the generators' states costs a device synchronisation per layer.
+        wrapper = checkpoint_wrapper(child, checkpoint_impl=CheckpointImpl.NO_REENTRANT, preserve_rng_state=False,
+                                     context_fn=_forward_and_recompute_contexts)
+        setattr(parent, child_name, wrapper)
+    return len(chosen)
+
+
+def checkpointed_layers(model: nn.Module) -> int:
+    """How many of the model's modules recompute their forward in the backward."""
+    return sum(1 for module in model.modules() if is_checkpoint_wrapper(module))
+
+
+def is_checkpoint_wrapper(module: nn.Module) -> bool:
+    # FSDP2 swaps a sharded module's class for a subclass of it, so the check is isinstance, not the type's name.
+    return isinstance(module, CheckpointWrapper)
