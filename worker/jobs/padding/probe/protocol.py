@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from padbench.contract.spec import Dtype, ModelSpec, StrategyName
+from padbench.contract.training import LossChoice
 
 # Forward passes per probe: the first grows the allocator and builds workspaces, later ones show the
 # transient peaks of a warmed-up run, which is what the measurement sees.
@@ -31,4 +32,5 @@ class ProbeRequest:
     compile: bool
     seed: int
     cpu_memory_budget_bytes: int | None = None
+    loss: LossChoice = "fused"  # training's loss: the full logits or not decide much of a step's peak
     passes: int = PROBE_PASSES

@@ -150,7 +150,7 @@ def probe_request(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str
     return ProbeRequest(model=spec.model, dtype=spec.dtype, device=device, strategy=strategy.name,
                         kernel=kernel_name, size=size, max_length=spec.data.max_length, mode=spec.mode,
                         compile=spec.compile, seed=spec.data.seed,
-                        cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes)
+                        cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes, loss=spec.training.loss)
 
 
 def probe_key(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, facts: DeviceFacts) -> ProbeKey:
@@ -160,4 +160,5 @@ def probe_key(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, fa
                     torch=torch.__version__, transformers=package_version("transformers"),
                     kernel_library=library.get(family), model_config=model_config(spec.model).to_json_string(),
                     dtype=spec.dtype, strategy=strategy.label, kernel=kernel_name,
-                    max_length=spec.data.max_length, mode=spec.mode, compile=spec.compile)
+                    max_length=spec.data.max_length, mode=spec.mode, compile=spec.compile,
+                    loss=spec.training.loss if spec.mode == "training" else None)
