@@ -83,6 +83,21 @@ def test_a_sharded_model_starts_from_the_loss_of_one_process(tmp_path: Path, pre
     assert pair.value == pytest.approx(alone.value, rel=tolerance)
 
 
+@pytest.mark.parametrize(("preset", "precision", "tolerance"),
+                         [("tiny-llama", "auto", 1e-5), ("tiny-gpt2", "auto", 1e-5), ("tiny-llama", "amp", 3e-2)])
+def test_the_fused_loss_of_a_sharded_model_is_the_full_loss(tmp_path: Path, preset: str, precision: str,
+                                                            tolerance: float) -> None:
+    """Through FSDP2 the fused loss gets the gathered head (untied, or tied to the embedding) and its weight's
+    gradient is reduce-scattered like every other: each rank's gradient shards are the full logits' ones."""
+    document = spec("training", model={"preset": preset}, gpus=2, training={"precision": precision},
+                    dtype="fp32" if precision == "auto" else "bf16", attention="eager")
+    tokens = [[(11 * row + 5 * column) % 400 + 1 for column in range(40)] for row in range(2)]
+    report = launch_job("tests.integration.rank_jobs:fused_against_full", document, tokens, ranks=2, timeout_s=300,
+                        env=CPU_ONLY, workdir=str(tmp_path))
+    assert report.outcome == "ok", report.error
+    assert report.value["loss_error"] <= tolerance and report.value["gradient_error"] <= 10 * tolerance, report.value
+
+
 @pytest.mark.parametrize("preset", ["tiny-llama", "tiny-gpt2"])  # an untied aligned head; a tied one
 def test_a_model_too_large_for_one_gpu_is_built_sharded_from_its_shapes(tmp_path: Path, preset: str) -> None:
     tokens = [[(5 * row + column) % 400 + 1 for column in range(32)] for row in range(2)]
