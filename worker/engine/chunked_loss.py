@@ -72,7 +72,10 @@ def _chunk_pass(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
         grad_logits.mul_(1 - capped.square_())
     grad_logits = grad_logits.to(hidden.dtype)
     grads.hidden[start:end] = grad_logits @ weight
-    grads.weight.add_(grad_logits.t() @ rows)  # the GEMM in the model's dtype, the sum over chunks in fp32
+    if grads.weight.dtype == grad_logits.dtype:  # fp32: summed in place by the GEMM itself
+        grads.weight.addmm_(grad_logits.t(), rows)
+    else:  # half precision: the GEMM in the model's dtype, the sum over chunks in fp32
+        grads.weight.add_(grad_logits.t() @ rows)
     if grads.bias is not None:
         grads.bias.add_(grad_logits.float().sum(0))
     return chunk_loss
