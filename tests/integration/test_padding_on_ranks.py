@@ -62,6 +62,7 @@ def test_two_ranks_process_the_tokens_of_one_process(tmp_path: Path, mode: str, 
             assert group.per_rank.batches_left_out == 0 and group.real_tokens == single.real_tokens
         assert all(rank.collective_seconds_per_step is not None for rank in ranks)
         assert group.per_rank.tokens_per_s_per_gpu == pytest.approx(group.tokens_per_s / 2)
+        assert (group.step_split is not None) == (mode == "training")  # the ranks' mean phase times
     text = render_table(pair)
     assert f"on 2 processes: {'sharded (FSDP2)' if mode == 'training' else 'replicated'}" in text
     assert "tokens/s per GPU" in text and "  rank 1 (cpu): " in text

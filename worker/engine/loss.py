@@ -18,6 +18,7 @@ switched off for the call and applied by the loss instead.
 from __future__ import annotations
 
 import contextlib
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -170,6 +171,7 @@ class LigerLoss(FusedLoss):
         return loss[0] if isinstance(loss, tuple) else loss  # releases with z-loss return (loss, z_loss)
 
 
+@functools.cache  # a failed import is retried on every call otherwise
 def liger_available() -> bool:
     try:
         from liger_kernel.transformers import LigerFusedLinearCrossEntropyLoss  # noqa: F401
