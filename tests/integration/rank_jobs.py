@@ -44,3 +44,37 @@ def sharded_from_shapes(ctx: ChildContext, preset: str, tokens: list[list[int]])
     with torch.no_grad():
         loss = model(input_ids=ids, labels=ids).loss
     return {"finite": finite, "loss": float(loss), "vocab": model.config.vocab_size}
+
+
+def fused_against_full(ctx: ChildContext, spec_document: dict[str, Any], tokens: list[list[int]]) -> dict[str, float]:
+    """One training step's loss and this rank's gradient shards under the fused loss and under the full logits,
+    on the job's model as the job sets it up (sharded with FSDP2 on several ranks): how far apart they are."""
+    from torch.distributed.tensor import DTensor
+
+    from padbench.worker.engine.attention import resolve_kernel
+    from padbench.worker.engine.batches import PaddedBatch
+    from padbench.worker.engine.loss import ChunkedLoss, FullLogitsLoss, TrainingLoss
+    from padbench.worker.engine.steps import next_token_labels
+
+    spec = PaddingJobSpec.model_validate(spec_document)
+    ranks = Ranks.of_environment()
+    ranks.join(ranks.device(resolve_device(spec.device)), 60)
+    job = prepare_job(spec, lambda *_: None, ranks)
+    ids = torch.tensor(tokens, device=job.device)
+    batch = PaddedBatch(input_ids=ids, attention_mask=torch.ones_like(ids), lengths=(ids.shape[1],) * ids.shape[0],
+                        sequence_ids=tuple(range(ids.shape[0])))
+    kernel = resolve_kernel(spec.attention, PaddedBatch, job.device, job.dtype)
+
+    def gradients(loss: TrainingLoss) -> tuple[float, list[torch.Tensor]]:
+        with torch.autocast(job.device.type, dtype=job.dtype, enabled=job.autocast):
+            value = loss(job.model, kernel.forward, batch, next_token_labels(batch))
+        value.backward()
+        grads = [parameter.grad for parameter in job.model.parameters() if parameter.grad is not None]
+        shards = [(grad.to_local() if isinstance(grad, DTensor) else grad).clone() for grad in grads]
+        job.model.zero_grad(set_to_none=True)
+        return float(value.detach()), shards
+
+    full_loss, full = gradients(FullLogitsLoss())
+    fused_loss, fused = gradients(ChunkedLoss())
+    error = max(float((a - b).norm() / b.norm().clamp_min(1e-12)) for a, b in zip(fused, full, strict=True))
+    return {"loss_error": abs(fused_loss - full_loss) / full_loss, "gradient_error": error, "loss": fused_loss}

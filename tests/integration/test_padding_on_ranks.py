@@ -62,6 +62,7 @@ def test_two_ranks_process_the_tokens_of_one_process(tmp_path: Path, mode: str, 
             assert group.per_rank.batches_left_out == 0 and group.real_tokens == single.real_tokens
         assert all(rank.collective_seconds_per_step is not None for rank in ranks)
         assert group.per_rank.tokens_per_s_per_gpu == pytest.approx(group.tokens_per_s / 2)
+        assert (group.step_split is not None) == (mode == "training")  # the ranks' mean phase times
     text = render_table(pair)
     assert f"on 2 processes: {'sharded (FSDP2)' if mode == 'training' else 'replicated'}" in text
     assert "tokens/s per GPU" in text and "  rank 1 (cpu): " in text
@@ -100,6 +101,21 @@ def test_lora_with_checkpointing_trains_sharded_from_the_loss_of_one_process(tmp
                          env=CPU_ONLY, workdir=str(tmp_path))
     assert alone.outcome == "ok" and sharded.outcome == "ok", (alone.error, sharded.error)
     assert sharded.value == pytest.approx(alone.value, rel=1e-5)
+
+
+@pytest.mark.parametrize(("preset", "precision", "tolerance"),
+                         [("tiny-llama", "auto", 1e-5), ("tiny-gpt2", "auto", 1e-5), ("tiny-llama", "amp", 3e-2)])
+def test_the_fused_loss_of_a_sharded_model_is_the_full_loss(tmp_path: Path, preset: str, precision: str,
+                                                            tolerance: float) -> None:
+    """Through FSDP2 the fused loss gets the gathered head (untied, or tied to the embedding) and its weight's
+    gradient is reduce-scattered like every other: each rank's gradient shards are the full logits' ones."""
+    document = spec("training", model={"preset": preset}, gpus=2, training={"precision": precision},
+                    dtype="fp32" if precision == "auto" else "bf16", attention="eager")
+    tokens = [[(11 * row + 5 * column) % 400 + 1 for column in range(40)] for row in range(2)]
+    report = launch_job("tests.integration.rank_jobs:fused_against_full", document, tokens, ranks=2, timeout_s=300,
+                        env=CPU_ONLY, workdir=str(tmp_path))
+    assert report.outcome == "ok", report.error
+    assert report.value["loss_error"] <= tolerance and report.value["gradient_error"] <= 10 * tolerance, report.value
 
 
 @pytest.mark.parametrize("preset", ["tiny-llama", "tiny-gpt2"])  # an untied aligned head; a tied one

@@ -22,6 +22,7 @@ from padbench.report.padding import render_table
 from padbench.worker.engine import steps
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
+from padbench.worker.engine.loss import ChunkedLoss, HeadWeights
 from padbench.worker.engine.steps import next_token_labels
 from padbench.worker.jobs.padding import strategy_run
 from padbench.worker.jobs.padding.job import run_padding_job, with_speedups
@@ -75,6 +76,7 @@ def assert_measured(row: StrategyResult, result: PaddingResult) -> None:
     assert row.computed_tokens is not None and row.padding_efficiency == row.real_tokens / row.computed_tokens
     assert row.memory is not None and row.memory.host_peak_rss_bytes and row.memory.peak_allocated_bytes is None
     assert row.mfu is None  # no CPU peak is tabulated, so no MFU is invented
+    assert (row.step_split is not None) == (result.spec.mode == "training")  # the phases of a training step only
 
 
 @pytest.mark.parametrize("attention", ["sdpa", "eager", "flex"])
@@ -190,6 +192,45 @@ def test_training_mode_restores_the_weights_between_strategies() -> None:
     result = run(tiny_spec(mode="training", strategies=["packed", "binned"]))
     for row in result.strategies:
         assert_measured(row, result)
+
+
+@pytest.mark.parametrize(("loss", "name"), [("fused", "chunked-linear-cross-entropy"), ("full", "full-logits")])
+def test_training_rows_run_the_loss_asked_for_and_split_their_step(monkeypatch: pytest.MonkeyPatch, loss: str,
+                                                                   name: str) -> None:
+    losses: list[str | None] = []
+    measure_row = strategy_run.StrategyRun.run
+
+    def run_row(self: strategy_run.StrategyRun) -> StrategyResult:
+        losses.append(self.job.loss_name)
+        return measure_row(self)
+
+    monkeypatch.setattr(strategy_run.StrategyRun, "run", run_row)
+    result = run(tiny_spec(mode="training", model={"preset": "tiny-llama"}, strategies=["static", "packed"],
+                           training={"loss": loss}))
+    assert losses == [name, name]
+    for row in result.strategies:
+        assert_measured(row, result)
+        split = row.step_split
+        assert split is not None and split.steps == 3
+        assert split.forward_s > 0 and split.backward_s > 0 and split.optimizer_s > 0
+
+
+class ScaledHeadLoss(ChunkedLoss):
+    """A fused loss that gets the head wrong: what the loss gate is there to catch."""
+
+    name = "scaled-head"
+
+    def fused(self, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, labels: torch.Tensor,
+              head: HeadWeights) -> torch.Tensor:
+        return super().fused(hidden, 1.5 * weight, bias, labels, head)
+
+
+def test_a_fused_loss_that_misses_the_full_logits_fails_its_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(strategy_run, "resolve_loss", lambda choice, device: ScaledHeadLoss())
+    result = run(tiny_spec(mode="training", strategies=["static", "packed"]))
+    for row in result.strategies:
+        assert row.status == "failed" and row.correctness_passed  # the layout is right, the loss is not
+        assert row.error is not None and row.error.startswith("loss check: scaled-head: loss ")
 
 
 @pytest.mark.slow  # compiles the model with torch.compile (about 5 s)

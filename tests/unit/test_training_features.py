@@ -16,6 +16,7 @@ from padbench.contract.spec import ModelSpec, PaddingJobSpec
 from padbench.contract.training import TrainingSpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS
 from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
+from padbench.worker.engine.loss import resolve_loss
 from padbench.worker.engine.model import build_model
 from padbench.worker.engine.sharding import decoder_layers
 from padbench.worker.engine.steps import make_optimizer, next_token_labels, training_step
@@ -85,7 +86,8 @@ def test_lora_trains_only_its_adapters() -> None:
     before = {name: parameter.detach().clone() for name, parameter in model.named_parameters()}
     batch = padded_batch()
     model.train()
-    training_step(model, ATTENTION_KERNELS.get("sdpa").forward, [batch], [next_token_labels(batch)], optimizer)(0)
+    training_step(model, ATTENTION_KERNELS.get("sdpa").forward, [batch], [next_token_labels(batch)], optimizer,
+                  resolve_loss("fused", torch.device("cpu")))(0)
     changed = {name for name, parameter in model.named_parameters() if not torch.equal(parameter, before[name])}
     assert changed and changed <= set(adapters)  # every base weight as it was
     assert any("lora_B" in name for name in changed)  # B starts at zero: the first step moves it

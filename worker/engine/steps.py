@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch.distributed.fsdp import FSDPModule
 
 from padbench.worker.engine.batches import Batch, PackedBatch
+from padbench.worker.engine.chunked_loss import IGNORE_INDEX
+from padbench.worker.engine.loss import TrainingLoss
 
-IGNORE_INDEX = -100  # cross_entropy's default: positions that predict nothing
 KernelForwardFn = Callable[[torch.nn.Module, Batch], torch.Tensor]  # an attention kernel's forward: logits
 StepFn = Callable[[int], None]  # issue the step for prepared batch number i
 
@@ -71,19 +72,34 @@ def inference_step(model: torch.nn.Module, forward: KernelForwardFn, batches: Se
     return step
 
 
+@dataclass(frozen=True)
+class TrainingStep:
+    """Forward and loss over the real next-token positions, backward, AdamW step: as one timed step, or
+    phase by phase (padbench.worker.engine.step_split times each phase apart from the measurement)."""
+
+    model: torch.nn.Module
+    forward: KernelForwardFn
+    batches: Sequence[Batch]
+    labels: Sequence[torch.Tensor]
+    optimizer: torch.optim.Optimizer
+    loss: TrainingLoss
+
+    def forward_loss(self, index: int) -> torch.Tensor:
+        return self.loss(self.model, self.forward, self.batches[index], self.labels[index])
+
+    def optimizer_step(self) -> None:
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def __call__(self, index: int) -> None:
+        self.forward_loss(index).backward()
+        self.optimizer_step()
+
+
 def training_step(model: torch.nn.Module, forward: KernelForwardFn, batches: Sequence[Batch],
-                  labels: Sequence[torch.Tensor], optimizer: torch.optim.Optimizer) -> StepFn:
-    """Forward, cross-entropy over the real next-token positions, backward, AdamW step."""
-
-    def step(index: int) -> None:
-        logits = forward(model, batches[index])
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[index].reshape(-1),
-                               ignore_index=IGNORE_INDEX)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
-    return step
+                  labels: Sequence[torch.Tensor], optimizer: torch.optim.Optimizer,
+                  loss: TrainingLoss) -> TrainingStep:
+    return TrainingStep(model, forward, batches, labels, optimizer, loss)
 
 
 def make_optimizer(model: torch.nn.Module) -> torch.optim.Optimizer:

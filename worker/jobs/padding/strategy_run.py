@@ -15,13 +15,14 @@ import padbench.worker.engine.strategies  # noqa: F401  (importing registers the
 from padbench.contract.parallel import Parallelism
 from padbench.contract.results import GpuActivity, MemoryStats, StrategyResult
 from padbench.contract.spec import MeasurementSpec, PaddingJobSpec, StrategySpec
-from padbench.contract.training import RunPrecision
+from padbench.contract.training import RunPrecision, StepSplit
 from padbench.worker.engine import flops
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling
 from padbench.worker.engine.batches import STRATEGIES, Batch, Strategy, first_of_each_shape
 from padbench.worker.engine.correctness import GateResult, check_layout
 from padbench.worker.engine.data import TokenizedData
+from padbench.worker.engine.loss import TrainingLoss, resolve_loss
 from padbench.worker.engine.measure import (
     Measurement,
     Throughput,
@@ -56,6 +57,7 @@ from padbench.worker.jobs.padding.rank_steps import (
     group_figures,
     rank_device,
 )
+from padbench.worker.jobs.padding.training_checks import check_training_loss, step_split
 from padbench.worker.runtime.gpu_activity import sample_gpu_activity
 from padbench.worker.runtime.memory import track_peak_memory
 from padbench.worker.runtime.messages import first_line
@@ -92,6 +94,16 @@ class JobSetup:
         """One process under `amp`: fp32 weights, each forward computing in the job's dtype (sharded models
         are cast by FSDP's own policy)."""
         return self.precision == "amp" and self.parallelism == "single"
+
+    @property
+    def loss(self) -> TrainingLoss:
+        """The loss `training.loss` asks for, as it runs on this job's device."""
+        return resolve_loss(self.spec.training.loss, self.device)
+
+    @property
+    def loss_name(self) -> str | None:
+        """What computed a training job's loss (e.g. `chunked-linear-cross-entropy`); None for inference."""
+        return self.loss.name if self.spec.mode == "training" else None
 
 
 FAILURE_LIMIT = 500  # characters of a failed row's error
@@ -140,10 +152,11 @@ class StrategyRun:
                 measurement = measure(step, len(device_batches), settings, clock_for(self.job.device),
                                       on_repeat=self._on_repeat, warmup=warmup, agree=self.job.ranks.all_agree)
             collectives = collective_time(self.job.ranks, step, len(device_batches), self.job.device)
+            split = step_split(self.job, step, len(device_batches))
             del device_batches, step
         self.job.model.eval()
         return self._measured_result(measurement, host_batches, memory[0], activity[0] if activity else None,
-                                     collectives)
+                                     collectives, split)
 
     def _prepare(self) -> tuple[AttentionKernel, list[Batch], list[int]]:
         """Everything before the first timed step: the kernel, the gate, this rank's batches, the warm-up."""
@@ -152,9 +165,12 @@ class StrategyRun:
         self.kernel_name = kernel.name
         self._check_model_features(kernel)
         self.say(0.0, f"correctness gate on {len(self.job.sample)} sequences")
-        self.gate = self._check_correctness(plugin, kernel)
+        sample = self._build_batches(plugin, list(self.job.sample))
+        device_sample = [self._to_device(kernel, batch) for batch in sample]
+        self.gate = self._check_correctness(kernel, device_sample)
         if not self.job.ranks.all_agree(self.gate.passed):
             raise StrategyFailed(f"correctness gate: {self.gate.reason or 'failed on another rank'}")
+        check_training_loss(self.job, self._forward(kernel), sample[0], device_sample[0])
         self.say(0.1, "building batches")
         host_batches = self._build_batches(plugin, list(self.job.share))
         host_batches, self.batches_left_out = equal_steps(self.job.ranks, host_batches)
@@ -183,8 +199,7 @@ class StrategyRun:
             return None
         return f"torch.compile compiled {new_graphs} new graph(s) during the measurement (a batch shape recompiled)"
 
-    def _check_correctness(self, plugin: Strategy, kernel: AttentionKernel) -> GateResult:
-        batches = [self._to_device(kernel, batch) for batch in self._build_batches(plugin, list(self.job.sample))]
+    def _check_correctness(self, kernel: AttentionKernel, batches: list[Batch]) -> GateResult:
         forward = self._forward(kernel)
         return check_layout(lambda batch: forward(self.job.model, batch), batches, self.job.references,
                             self.job.spec.dtype, self.job.reference_noise)
@@ -231,7 +246,8 @@ class StrategyRun:
             return inference_step(model, self._forward(kernel), device_batches)
         labels = [next_token_labels(batch).to(self.job.device) for batch in host_batches]
         self.job.model.train()  # the benchmark model has no dropout; train() only enables autograd paths
-        return training_step(model, self._forward(kernel), device_batches, labels, make_optimizer(self.job.model))
+        return training_step(model, self._forward(kernel), device_batches, labels, make_optimizer(self.job.model),
+                             self.job.loss)
 
     # --- results -------------------------------------------------------------------------------------------
 
@@ -244,7 +260,8 @@ class StrategyRun:
             correctness_passed=gate.passed if gate else None, **fields)  # type: ignore[arg-type]
 
     def _measured_result(self, measurement: Measurement, batches: list[Batch], memory: MemoryStats,
-                         activity: GpuActivity | None, collectives: float | None) -> StrategyResult:
+                         activity: GpuActivity | None, collectives: float | None,
+                         split: StepSplit | None) -> StrategyResult:
         shape = flops.ModelShape.of(self.job.model)
         passes = TRAINING_FLOP_FACTOR if self.job.spec.mode == "training" else 1
         counted = [float(passes * flops.batch_flops(shape, batch).total) for batch in batches]
@@ -257,7 +274,7 @@ class StrategyRun:
             "real_tokens": totals.real_tokens, "computed_tokens": totals.computed_tokens,
             "padding_efficiency": totals.real_tokens / totals.computed_tokens, "batches": totals.batches,
             "measured_seconds": totals.seconds, "warmup_seconds": group.measurement.warmup_seconds,
-            "memory": memory, "gpu_activity": activity, "per_rank": group.shares(totals),
+            "memory": memory, "gpu_activity": activity, "per_rank": group.shares(totals), "step_split": split,
         }
         reason = invalid_reason(group.measurement, self.job.spec.measurement) or self._recompile_reason()
         if reason is not None:

@@ -2,8 +2,8 @@
 
 One JSON file in the user cache directory, keyed by a digest of everything that changes memory use:
 GPU model, total memory, driver, torch / transformers / kernel-library versions, model config, dtype,
-strategy, kernel, max_length, mode and compile. The margin and cap are *not* in the key: the cache keeps
-the confirmed limit, and each job applies its own margin and cap to it. Several workers may share the
+strategy, kernel, max_length, mode, compile and training's loss. The margin and cap are *not* in the key:
+the cache keeps the confirmed limit, and each job applies its own margin and cap to it. Several workers may share the
 file, so writes are serialised with a lock and land by atomic rename; an unreadable file is treated as
 empty (it only ever holds re-measurable figures).
 """

@@ -36,6 +36,7 @@ from padbench.contract.spec import AttentionName, Dtype, StrategyName
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.batches import STRATEGIES, Batch
+from padbench.worker.engine.loss import resolve_loss
 from padbench.worker.engine.model import build_model, config_of
 from padbench.worker.engine.ranks import Ranks
 from padbench.worker.engine.sharding import autocast_forward, build_sharded
@@ -136,7 +137,8 @@ def _step(request: ProbeRequest, model: torch.nn.Module, kernel: AttentionKernel
         return inference_step(model, forward, [batch])
     labels = next_token_labels(batch)
     model.train()  # as the measurement does: no dropout here, but autograd's training paths
-    return training_step(model, forward, [batch], [labels], make_optimizer(model))
+    loss = resolve_loss(request.training.loss if request.training is not None else "full", batch.input_ids.device)
+    return training_step(model, forward, [batch], [labels], make_optimizer(model), loss)  # fused allows larger sizes
 
 
 def resolve_kernel_name(ctx: ChildContext, attention: AttentionName, strategy: StrategyName,
