@@ -25,6 +25,16 @@ def test_amp_trains_fp32_weights_through_half_precision_kernels() -> None:
     assert {parameter.dtype for parameter in setup.model.parameters()} == {torch.float32}
     result = run_padding_job(amp_spec("amp"), lambda *_: None)
     assert [row.status for row in result.strategies] == ["ok", "ok"], [row.error for row in result.strategies]
+    assert result.training is not None and result.training.precision == "amp"
+    assert result.training.loss == "chunked-linear-cross-entropy" and result.training.method == "full"
+    assert result.training.trainable_parameters == result.training.total_parameters == result.model_parameters
+
+
+def test_adapters_count_a_backward_without_weight_gradients() -> None:
+    full = prepare_job(amp_spec("bf16"), lambda *_: None)
+    lora = prepare_job(amp_spec("bf16").model_copy(update={"training": amp_spec("bf16").training.model_copy(
+        update={"method": "lora"})}), lambda *_: None)
+    assert (full.flop_factor, lora.flop_factor) == (3, 2)
 
 
 def test_pure_half_precision_keeps_the_weights_in_the_dtype() -> None:

@@ -18,7 +18,7 @@ from transformers import PreTrainedModel
 from padbench.contract.parallel import Parallelism, ParallelRun
 from padbench.contract.results import Environment, PaddingResult, PartialResult, ProbeReport, StrategyResult
 from padbench.contract.spec import DataSpec, PaddingJobSpec
-from padbench.contract.training import RunPrecision, precision_run
+from padbench.contract.training import RunPrecision, TrainingRun, precision_run
 from padbench.worker.engine import flops
 from padbench.worker.engine.correctness import gate_sample, reference_logits, reference_noise_floor
 from padbench.worker.engine.data import SYNTHETIC, load_sequences
@@ -39,7 +39,7 @@ from padbench.worker.jobs.padding.auto_batch import (
 from padbench.worker.jobs.padding.fit import check_model_fits, inference_parallelism, whole_copy_fits
 from padbench.worker.jobs.padding.probe.trials import RankProbing
 from padbench.worker.jobs.padding.rank_steps import rank_device
-from padbench.worker.jobs.padding.strategy_run import TRAINING_FLOP_FACTOR, JobSetup, StrategyRun
+from padbench.worker.jobs.padding.strategy_run import JobSetup, StrategyRun
 from padbench.worker.runtime.device import resolve_device, torch_dtype
 from padbench.worker.runtime.environment import collect_environment, gpu_topology
 from padbench.worker.runtime.gpu_activity import read_gpu_clocks
@@ -166,10 +166,9 @@ def with_speedups(results: Sequence[StrategyResult]) -> list[StrategyResult]:
         if result.tokens_per_s else None}) for result in results]
 
 
-def flops_per_token(model: torch.nn.Module, mode: str) -> float:
+def flops_per_token(job: JobSetup) -> float:
     """Matmul FLOPs per computed token (attention's share depends on the lengths, so it is per batch)."""
-    per_token = flops.ModelShape.of(model).matmul_flops_per_token
-    return float(per_token * (TRAINING_FLOP_FACTOR if mode == "training" else 1))
+    return float(flops.ModelShape.of(job.model).matmul_flops_per_token * job.flop_factor)
 
 
 def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
@@ -219,6 +218,13 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     return assemble_result(spec, environment, job, results, sizes.reports, None, parallel)
 
 
+def training_run(job: JobSetup) -> TrainingRun | None:
+    """How a training job trained, as the result states it (None for inference)."""
+    if job.applied_training is None or job.loss_name is None:
+        return None
+    return job.applied_training.run(job.loss_name)
+
+
 def parallel_run(job: JobSetup, backend: Backend | None) -> ParallelRun | None:
     """How a job on several ranks spread its work (every rank takes part: the devices are gathered)."""
     devices = job.ranks.gather(rank_device(job.device))
@@ -236,7 +242,7 @@ def assemble_result(spec: PaddingJobSpec, environment: Environment, job: JobSetu
     return PaddingResult(
         spec=spec, environment=environment.model_copy(update={"clocks_at_end": read_gpu_clocks(job.device)}),
         model_parameters=parameter_count(job.model),
-        flops_per_token=flops_per_token(job.model, spec.mode),
+        flops_per_token=flops_per_token(job),
         matmul_tflops=job.matmul_flops / 1e12 if job.matmul_flops else None,
-        num_sequences=len(lengths), real_tokens_total=sum(lengths), parallel=parallel,
+        num_sequences=len(lengths), real_tokens_total=sum(lengths), parallel=parallel, training=training_run(job),
         strategies=attach_probe_reports(with_speedups(rows), probe_reports), partial=partial)

@@ -63,8 +63,12 @@ from padbench.worker.runtime.memory import track_peak_memory
 from padbench.worker.runtime.messages import first_line
 from padbench.worker.runtime.progress import ProgressFn
 
-# A training step's backward costs twice its forward (gradients of activations and of weights).
+# A training step's backward costs twice its forward (gradients of activations and of weights); with adapters on
+# a frozen base, once (gradients of activations only: the base weights get none, and the adapters' own FLOPs
+# are a rounding error). Recomputation under activation checkpointing is not counted: MFU counts the model's
+# FLOPs, not the hardware's, so that checkpointing shows as the lower MFU it costs.
 TRAINING_FLOP_FACTOR = 3
+ADAPTER_TRAINING_FLOP_FACTOR = 2
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,14 @@ class JobSetup:
     def loss(self) -> TrainingLoss:
         """The loss `training.loss` asks for, as it runs on this job's device."""
         return resolve_loss(self.spec.training.loss, self.device)
+
+    @property
+    def flop_factor(self) -> int:
+        """Model FLOPs of a step in units of the forward's."""
+        if self.spec.mode != "training":
+            return 1
+        adapters = self.applied_training is not None and self.applied_training.method != "full"
+        return ADAPTER_TRAINING_FLOP_FACTOR if adapters else TRAINING_FLOP_FACTOR
 
     @property
     def loss_name(self) -> str | None:
@@ -263,7 +275,7 @@ class StrategyRun:
                          activity: GpuActivity | None, collectives: float | None,
                          split: StepSplit | None) -> StrategyResult:
         shape = flops.ModelShape.of(self.job.model)
-        passes = TRAINING_FLOP_FACTOR if self.job.spec.mode == "training" else 1
+        passes = self.job.flop_factor
         counted = [float(passes * flops.batch_flops(shape, batch).total) for batch in batches]
         mine = RankRun(measurement, tuple(b.real_tokens for b in batches), tuple(b.computed_tokens for b in batches),
                        tuple(counted), memory.peak_allocated_bytes, collectives, rank_device(self.job.device),
