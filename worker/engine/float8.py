@@ -47,7 +47,33 @@ def convert_linears_to_float8(model: nn.Module) -> int:
     head = model.get_output_embeddings() if isinstance(model, PreTrainedModel) else None
     chosen = {id(module) for module in model.modules() if _float8_capable(module) and module is not head}
     convert_to_float8_training(model, module_filter_fn=lambda module, _name: id(module) in chosen)
+    for module in model.modules():
+        if type(module).__name__ == "Float8Linear":
+            module.__class__ = _token_aligned(type(module))
     return len(chosen)
+
+
+_ALIGNED: dict[type, type] = {}
+
+
+def _token_aligned(float8_linear: type) -> type:
+    """Float8Linear taking any number of tokens: a float8 matmul needs its inner dimension divisible by 16, and
+    the weight gradient's inner dimension is the tokens, which a pack or a padded batch rarely aligns. The
+    tokens are padded with zero rows (which add nothing to any gradient) and the output cut back."""
+    if float8_linear not in _ALIGNED:
+        plain_forward = float8_linear.forward  # type: ignore[attr-defined]
+
+        def forward(self: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+            tokens = hidden.numel() // hidden.shape[-1]
+            missing = -tokens % FLOAT8_ALIGNMENT
+            if missing == 0:
+                return plain_forward(self, hidden)
+            flat = torch.cat([hidden.reshape(tokens, hidden.shape[-1]), hidden.new_zeros(missing, hidden.shape[-1])])
+            output = plain_forward(self, flat)
+            return output[:tokens].reshape(*hidden.shape[:-1], output.shape[-1])
+
+        _ALIGNED[float8_linear] = type(f"TokenAligned{float8_linear.__name__}", (float8_linear,), {"forward": forward})
+    return _ALIGNED[float8_linear]
 
 
 def _float8_capable(module: nn.Module) -> bool:
