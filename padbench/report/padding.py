@@ -22,6 +22,7 @@ from padbench.contract.results import (
 from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.partial import partial_lines
 from padbench.report.ranks import parallel_lines, rank_fields, rank_lines
+from padbench.report.training import step_split_fields, step_split_lines, training_lines
 from padbench.report.verdict import Vetted, compact_rate, curve_lines, ranked_rows, verdict_lines, winner
 
 MISSING = "—"
@@ -201,7 +202,7 @@ def clock_line(env: Environment) -> list[str]:
 
 def header_lines(result: PaddingResult) -> list[str]:
     return [*partial_lines(result.partial, "strategy rows"), *_header(result), *parallel_lines(result),
-            *clock_line(result.environment)]
+            *training_lines(result), *clock_line(result.environment)]
 
 
 def table_text(header: list[str], table: list[str], notes: list[str], verdict: list[str], after: list[str]) -> str:
@@ -219,7 +220,7 @@ def render_table(result: PaddingResult) -> str:
     rows, notes = table_rows(result)
     curve = curve_lines(result)
     after = ["batch-size curves (tokens/s):", *(f"  {line}" for line in curve)] if curve else []
-    after += rank_lines(result)
+    after += step_split_lines(result) + rank_lines(result)
     return table_text(header_lines(result), align([COLUMNS, *rows], RIGHT_ALIGNED), notes, verdict_lines(result),
                       after)
 
@@ -239,7 +240,7 @@ def csv_rows(result: PaddingResult) -> list[dict[str, Any]]:
             "computed_tokens": row.computed_tokens,
             "batches": row.batches, "measured_seconds": row.measured_seconds, "warmup_seconds": row.warmup_seconds,
             **memory_fields(row.memory), "max_logit_error": row.max_logit_error, "logit_tolerance": row.logit_tolerance,
-            "correctness_passed": row.correctness_passed, **rank_fields(row),
+            "correctness_passed": row.correctness_passed, **rank_fields(row), **step_split_fields(row),
         })
     return rows
 

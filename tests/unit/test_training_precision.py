@@ -62,3 +62,13 @@ def test_precisions_that_contradict_the_dtype_are_refused(document: dict[str, ob
 def test_compile_on_several_gpus_is_refused_at_submission() -> None:
     spec = PaddingJobSpec.model_validate({"gpus": 2, "compile": True, "attention": "sdpa", "device": "cuda"})
     assert [where for where, _ in spec.new_job_problems()] == [("compile",)]
+
+
+def test_the_table_says_how_the_job_trained_and_where_its_steps_went() -> None:
+    from padbench.report.padding import csv_rows, render_table
+
+    result = run_padding_job(amp_spec("amp"), lambda *_: None)
+    text = render_table(result)
+    assert "trained: weights in amp, loss chunked-linear-cross-entropy, activation checkpointing none" in text
+    assert "step split:" in text and "optimizer" in text
+    assert all(row["backward_s"] is not None and row["backward_s"] > 0 for row in csv_rows(result))
