@@ -46,6 +46,30 @@ def plain_varlen_attention(module: torch.nn.Module, query: torch.Tensor, key: to
     return output.unsqueeze(0), None
 
 
+def plain_model(preset: str, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
+    """The preset's model from transformers, seeded, its attention torch's varlen flash kernel."""
+    AttentionInterface.register("plain-varlen", plain_varlen_attention)
+    config = model_config(ModelSpec(preset=preset))
+    config._attn_implementation = "plain-varlen"
+    torch.manual_seed(0)
+    with torch.device(device):
+        return AutoModelForCausalLM.from_config(config, dtype=dtype)
+
+
+def same_packs(data: DataSpec, vocab_size: int, batch_size: int) -> list[PackedBatch]:
+    """The packs padbench's `packed` strategy makes of the same sequences."""
+    sequences = load_sequences(data, vocab_size).sequences
+    return [batch for batch in STRATEGIES.get("packed").batches(
+        sequences, StrategySpec(name="packed"), batch_size, data.max_length, 0, 0) if isinstance(batch, PackedBatch)]
+
+
+def report(result: dict[str, Any], json_path: str | None) -> None:
+    print(json.dumps(result, indent=2))
+    if json_path:
+        with open(json_path, "w") as file:
+            json.dump(result, file, indent=2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", required=True)
@@ -59,19 +83,10 @@ def main() -> None:
     args = parser.parse_args()
 
     device, dtype = torch.device("cuda"), torch.bfloat16
-    AttentionInterface.register("plain-varlen", plain_varlen_attention)
-    config = model_config(ModelSpec(preset=args.preset))
-    config._attn_implementation = "plain-varlen"
-    torch.manual_seed(0)
-    with torch.device(device):
-        model = AutoModelForCausalLM.from_config(config, dtype=dtype).eval()
-
+    model = plain_model(args.preset, device, dtype).eval()
     data = DataSpec(source=args.source, tokenizer=args.tokenizer, max_length=args.max_length,
                     num_samples=args.num_samples)
-    sequences = load_sequences(data, config.vocab_size).sequences
-    packs = [batch for batch in STRATEGIES.get("packed").batches(
-        sequences, StrategySpec(name="packed"), args.batch_size, args.max_length, 0, 0)
-        if isinstance(batch, PackedBatch)]
+    packs = same_packs(data, model.config.vocab_size, args.batch_size)
     inputs = [(pack.input_ids.to(device), pack.position_ids.to(device)) for pack in packs]
 
     with torch.inference_mode():
@@ -93,10 +108,7 @@ def main() -> None:
               "tokens_per_s": real_tokens / seconds, "matmul_tflops": matmul / 1e12,
               "mfu_vs_matmul": work / seconds / matmul,
               "peak_allocated_bytes": torch.cuda.max_memory_allocated()}
-    print(json.dumps(result, indent=2))
-    if args.json:
-        with open(args.json, "w") as file:
-            json.dump(result, file, indent=2)
+    report(result, args.json)
 
 
 if __name__ == "__main__":

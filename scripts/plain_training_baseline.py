@@ -14,27 +14,21 @@ the step is run.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import torch
 import torch.nn.functional as F
-from transformers import AttentionInterface, AutoModelForCausalLM
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
-from padbench.contract.model_spec import ModelSpec
-from padbench.contract.spec import DataSpec, StrategySpec
+from padbench.contract.spec import DataSpec
 from padbench.worker.engine import flops
-from padbench.worker.engine.batches import STRATEGIES, PackedBatch
-from padbench.worker.engine.data import load_sequences
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
-from padbench.worker.engine.model import model_config
 from padbench.worker.engine.steps import next_token_labels
 
 try:  # run as `python3 scripts/…` (the script's folder is on the path) or as a module
-    from plain_packed_baseline import plain_varlen_attention
+    from plain_packed_baseline import plain_model, report, same_packs
 except ImportError:
-    from scripts.plain_packed_baseline import plain_varlen_attention
+    from scripts.plain_packed_baseline import plain_model, report, same_packs
 
 TRAINING_FLOP_FACTOR = 3  # backward costs twice the forward, as padbench counts it
 
@@ -57,20 +51,11 @@ def arguments() -> argparse.Namespace:
 def main() -> None:
     args = arguments()
     device, dtype = torch.device("cuda"), torch.bfloat16
-    AttentionInterface.register("plain-varlen", plain_varlen_attention)
-    config = model_config(ModelSpec(preset=args.preset))
-    config._attn_implementation = "plain-varlen"
-    torch.manual_seed(0)
-    with torch.device(device):
-        model = AutoModelForCausalLM.from_config(config, dtype=dtype).train()
+    model = plain_model(args.preset, device, dtype).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
-
     data = DataSpec(source=args.source, tokenizer=args.tokenizer, text_field=args.text_field,
                     max_length=args.max_length, num_samples=args.num_samples)
-    sequences = load_sequences(data, config.vocab_size).sequences
-    packs = [batch for batch in STRATEGIES.get("packed").batches(
-        sequences, StrategySpec(name="packed"), args.batch_size, args.max_length, 0, 0)
-        if isinstance(batch, PackedBatch)]
+    packs = same_packs(data, model.config.vocab_size, args.batch_size)
     steps = [(pack.input_ids.to(device), pack.position_ids.to(device), next_token_labels(pack).to(device))
              for pack in packs]
 
@@ -104,10 +89,7 @@ def main() -> None:
               "packs": len(packs), "steps": done, "real_tokens": real_tokens, "seconds": seconds,
               "tokens_per_s": real_tokens / seconds, "matmul_tflops": matmul / 1e12,
               "mfu_vs_matmul": work / seconds / matmul, "peak_allocated_bytes": torch.cuda.max_memory_allocated()}
-    print(json.dumps(result, indent=2))
-    if args.json:
-        with open(args.json, "w") as file:
-            json.dump(result, file, indent=2)
+    report(result, args.json)
 
 
 if __name__ == "__main__":
