@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from padbench.contract.parallel import ParallelRun, RankShares
-from padbench.contract.spec import AttentionJobSpec, JobSpecBase, PaddingJobSpec, strategy_label
+from padbench.contract.spec import AttentionJobSpec, CompileChoice, JobSpecBase, PaddingJobSpec, strategy_label
 from padbench.contract.training import StepSplit, TrainingRun
 
 
@@ -141,6 +141,22 @@ class GpuActivity(ResultModel):
     throttled: bool = False
 
 
+class CompileReport(ResultModel):
+    """Whether a row ran compiled by torch.compile, why, and what compiling cost (in no measured second).
+
+    The step times come from a few steps timed before the warm-up, eagerly and then compiled; `auto` keeps the
+    compiled model when the time it saves over the measured run's steps exceeds the compile time.
+    """
+
+    requested: CompileChoice
+    compiled: bool
+    scope: Literal["model", "decoder-layers"] | None = None  # what was compiled: None when nothing was
+    compile_seconds: Annotated[float, Field(ge=0, le=1e6)] | None = None  # first compiled step beyond the others
+    eager_step_s: Annotated[float, Field(ge=0, le=1e6)] | None = None  # median of the eager steps timed
+    compiled_step_s: Annotated[float, Field(ge=0, le=1e6)] | None = None  # median of the compiled steps timed
+    reason: Annotated[str, Field(max_length=1000)]
+
+
 class StrategyResult(ResultModel):
     strategy: str  # "static", "dynamic", "binned", "packed"
     n_bins: int | None = None
@@ -176,6 +192,7 @@ class StrategyResult(ResultModel):
     probe: ProbeReport | None = None
     per_rank: RankShares | None = None  # jobs on several GPUs: each rank's share of this row
     step_split: StepSplit | None = None  # training: forward, backward and optimizer time per step
+    compilation: CompileReport | None = None  # None when the job's compile is false
 
     @property
     def label(self) -> str:

@@ -19,6 +19,7 @@ from padbench.contract.results import (
     Spread,
     StrategyResult,
 )
+from padbench.report.compilation import compile_fields, compile_lines, compiled_rows
 from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.partial import partial_lines
 from padbench.report.ranks import parallel_lines, rank_fields, rank_lines
@@ -171,7 +172,7 @@ def _header(result: PaddingResult) -> list[str]:
     device = env.gpu_name or env.device
     return [
         f"padding benchmark · {model} ({result.model_parameters / 1e6:.1f}M parameters) · {spec.dtype} · "
-        f"{spec.mode}{' · compiled' if spec.compile else ''} · {device} on {env.hostname} · {env.started_at}",
+        f"{spec.mode}{' · compiled' if compiled_rows(result) else ''} · {device} on {env.hostname} · {env.started_at}",
         f"{result.num_sequences:,} sequences, {result.real_tokens_total:,} real tokens, max_length "
         f"{spec.data.max_length}, from {spec.data.source} (digest {(env.dataset_digest or MISSING)[:12]})",
         library_line(env),
@@ -220,7 +221,7 @@ def render_table(result: PaddingResult) -> str:
     rows, notes = table_rows(result)
     curve = curve_lines(result)
     after = ["batch-size curves (tokens/s):", *(f"  {line}" for line in curve)] if curve else []
-    after += step_split_lines(result) + rank_lines(result)
+    after += step_split_lines(result) + compile_lines(result) + rank_lines(result)
     return table_text(header_lines(result), align([COLUMNS, *rows], RIGHT_ALIGNED), notes, verdict_lines(result),
                       after)
 
@@ -241,6 +242,7 @@ def csv_rows(result: PaddingResult) -> list[dict[str, Any]]:
             "batches": row.batches, "measured_seconds": row.measured_seconds, "warmup_seconds": row.warmup_seconds,
             **memory_fields(row.memory), "max_logit_error": row.max_logit_error, "logit_tolerance": row.logit_tolerance,
             "correctness_passed": row.correctness_passed, **rank_fields(row), **step_split_fields(row),
+            **compile_fields(row),
         })
     return rows
 

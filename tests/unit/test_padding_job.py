@@ -239,13 +239,14 @@ def test_compiled_model_serves_every_batch_shape_without_recompiling(monkeypatch
     result = run(tiny_spec(compile=True, strategies=[{"name": "binned", "n_bins": 4}, "packed"]))
     for row in result.strategies:
         assert_measured(row, result)
-        assert row.warmup_seconds is not None and row.warmup_seconds > 0  # the compile time landed there
+        assert row.compilation is not None and row.compilation.compiled and row.compilation.scope == "model"
+        assert row.compilation.compile_seconds is not None  # timed apart, before the warm-up
 
 
 @pytest.mark.slow  # compiles the model with torch.compile (about 5 s)
 def test_a_recompile_inside_the_measurement_invalidates_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     # Static shapes: each new binned width compiles a new graph, here inside the measurement.
-    monkeypatch.setattr(strategy_run, "compiled", lambda model: torch.compile(model, backend="eager", dynamic=False))
+    monkeypatch.setattr(steps, "compiled", lambda model: torch.compile(model, backend="eager", dynamic=False))
     row = run(tiny_spec(compile=True, strategies=[{"name": "binned", "n_bins": 2}])).strategies[0]
     assert row.status == "invalid" and row.tokens_per_s is None
     assert row.invalid_reason is not None and "during the measurement" in row.invalid_reason

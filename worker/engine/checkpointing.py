@@ -14,6 +14,11 @@ backend pinned); the recompute runs later, inside the backward. So the kernel's 
 again around its recompute (non-reentrant checkpointing's `context_fn`): the recomputed layer runs the kernel
 the timed forward ran, saving the same tensors.
 
+A layer compiled by torch.compile recomputes inside its compiled backward instead (the compiler partitions
+the layer's graph into what is saved and what is recomputed), with the kernel it traced; dynamo accepts no
+`context_fn` of this kind, so `replay_kernel_context(model, False)` takes it off the wrappers of a model whose
+layers are compiled, and `True` puts it back when they are not.
+
 `selective` wraps every other decoder layer (the second, fourth, …: torchtitan's "selective layer"
 checkpointing at frequency 2), keeping about half the activations a `full` run recomputes.
 """
@@ -23,6 +28,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from functools import partial
 from typing import Any
 
 from torch import nn
@@ -31,6 +37,7 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
     CheckpointWrapper,
     checkpoint_wrapper,
 )
+from torch.utils.checkpoint import checkpoint
 
 from padbench.contract.training import Checkpointing
 
@@ -91,6 +98,18 @@ def checkpoint_layers(model: nn.Module, choice: Checkpointing) -> int:
                                      context_fn=_forward_and_recompute_contexts)
         setattr(parent, child_name, wrapper)
     return len(chosen)
+
+
+def replay_kernel_context(model: nn.Module, replay: bool) -> None:
+    """Whether each checkpointed layer enters the timed forward's kernel context around its recompute (see the
+    module's docstring: an eager layer must, a compiled one cannot)."""
+    call = partial(checkpoint, use_reentrant=False, preserve_rng_state=False)
+    if replay:
+        call = partial(call, context_fn=_forward_and_recompute_contexts)
+    for module in model.modules():
+        if isinstance(module, CheckpointWrapper):
+            # The wrapper's own attribute: the checkpoint call it makes with the layer (CheckpointWrapper.__init__).
+            module.checkpoint_fn = call
 
 
 def checkpointed_layers(model: nn.Module) -> int:

@@ -7,13 +7,14 @@ lands in the warm-up; memory peaks cover exactly the device-resident batches, wa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.parallel import Parallelism
-from padbench.contract.results import GpuActivity, MemoryStats, StrategyResult
+from padbench.contract.results import CompileReport, GpuActivity, MemoryStats, StrategyResult
 from padbench.contract.spec import MeasurementSpec, PaddingJobSpec, StrategySpec
 from padbench.contract.training import RunPrecision, StepSplit
 from padbench.worker.engine import flops
@@ -40,7 +41,6 @@ from padbench.worker.engine.spread import repeat_spread
 from padbench.worker.engine.steps import (
     KernelForwardFn,
     StepFn,
-    compiled,
     compiled_graph_count,
     inference_step,
     make_optimizer,
@@ -48,6 +48,7 @@ from padbench.worker.engine.steps import (
     training_step,
 )
 from padbench.worker.engine.training_features import AppliedTraining
+from padbench.worker.jobs.padding.compiling import RowCompiler, choose_compiled_step
 from padbench.worker.jobs.padding.rank_steps import (
     StrategyFailed,
     agreed_preparation,
@@ -134,6 +135,8 @@ class StrategyRun:
         self.gqa: GqaHandling | None = None  # set once the kernel is known, for models with fewer K/V heads
         self.graphs_after_warmup: int | None = None
         self.batches_left_out = 0  # this rank's batches beyond the number every rank has (see equal_steps)
+        self.compiler = RowCompiler(job.model, job.spec.mode)
+        self.compilation: CompileReport | None = None  # set once the row's step is built
 
     def say(self, fraction: float, message: str) -> None:
         self.progress(fraction, f"{self.strategy.label} / {self.kernel_name}: {message}")
@@ -158,7 +161,7 @@ class StrategyRun:
         settings = self._settings()
         with track_peak_memory(self.job.device) as memory:
             device_batches = [self._to_device(kernel, batch) for batch in host_batches]
-            step = self._step(kernel, host_batches, device_batches)
+            step = self._step(kernel, host_batches, device_batches, warmup, settings)
             self.say(0.2, f"warm-up ({len(warmup)} batches)")
             with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
                 measurement = measure(step, len(device_batches), settings, clock_for(self.job.device),
@@ -166,6 +169,7 @@ class StrategyRun:
             collectives = collective_time(self.job.ranks, step, len(device_batches), self.job.device)
             split = step_split(self.job, step, len(device_batches))
             del device_batches, step
+        self.compiler.undo()  # the next row starts from the eager model, compiling its own kernel if it does
         self.job.model.eval()
         return self._measured_result(measurement, host_batches, memory[0], activity[0] if activity else None,
                                      collectives, split)
@@ -204,7 +208,8 @@ class StrategyRun:
         self.say(0.3 + 0.7 * repeat / repeats, f"measuring (repeat {repeat + 1}/{repeats})")
 
     def _recompile_reason(self) -> str | None:
-        if not self.job.spec.compile or self.graphs_after_warmup is None:
+        compiled = self.compilation is not None and self.compilation.compiled
+        if not compiled or self.graphs_after_warmup is None:
             return None
         new_graphs = compiled_graph_count() - self.graphs_after_warmup
         if new_graphs <= 0:
@@ -249,17 +254,25 @@ class StrategyRun:
             return settings.model_copy(update={"warmup_batches": 1})
         return settings
 
-    def _step(self, kernel: AttentionKernel, host_batches: list[Batch], device_batches: list[Batch]) -> StepFn:
-        model = self.job.model
-        if self.job.spec.compile:
-            torch._dynamo.reset()  # a fresh graph per strategy: never hit the recompile limit across kernels
-            model = compiled(model)
+    def _step(self, kernel: AttentionKernel, host_batches: list[Batch], device_batches: list[Batch],
+              warmup: list[int], settings: MeasurementSpec) -> StepFn:
+        """The step the row measures: eager or compiled, as `compile` and (for `auto`) timed steps decide."""
+        forward = self._forward(kernel)
+        build: Callable[[torch.nn.Module], StepFn]
         if self.job.spec.mode == "inference":
-            return inference_step(model, self._forward(kernel), device_batches)
-        labels = [next_token_labels(batch).to(self.job.device) for batch in host_batches]
-        self.job.model.train()  # the benchmark model has no dropout; train() only enables autograd paths
-        return training_step(model, self._forward(kernel), device_batches, labels, make_optimizer(self.job.model),
-                             self.job.loss)
+            def build(model: torch.nn.Module) -> StepFn:
+                return inference_step(model, forward, device_batches)
+        else:
+            labels = [next_token_labels(batch).to(self.job.device) for batch in host_batches]
+            self.job.model.train()  # the benchmark model has no dropout; train() only enables autograd paths
+            optimizer = make_optimizer(self.job.model)  # layers compile in place: one optimizer serves both ways
+
+            def build(model: torch.nn.Module) -> StepFn:
+                return training_step(model, forward, device_batches, labels, optimizer, self.job.loss)
+        step, self.compilation = choose_compiled_step(
+            self.job.spec.compile, self.compiler, build, warmup or [0], len(device_batches), settings,
+            self.job.device, self.job.ranks.spread)
+        return step
 
     # --- results -------------------------------------------------------------------------------------------
 
@@ -269,7 +282,7 @@ class StrategyRun:
             strategy=self.strategy.name, n_bins=self.strategy.n_bins, attention=self.attention,
             kernel=self.kernel_name, batch_size=self.batch_size, gqa=self.gqa,
             max_logit_error=gate.max_error if gate else None, logit_tolerance=gate.tolerance if gate else None,
-            correctness_passed=gate.passed if gate else None, **fields)  # type: ignore[arg-type]
+            correctness_passed=gate.passed if gate else None, compilation=self.compilation, **fields)  # type: ignore[arg-type]
 
     def _measured_result(self, measurement: Measurement, batches: list[Batch], memory: MemoryStats,
                          activity: GpuActivity | None, collectives: float | None,

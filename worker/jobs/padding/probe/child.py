@@ -42,7 +42,6 @@ from padbench.worker.engine.ranks import Ranks
 from padbench.worker.engine.sharding import autocast_forward, build_sharded
 from padbench.worker.engine.steps import (
     StepFn,
-    compiled,
     inference_step,
     make_optimizer,
     next_token_labels,
@@ -50,6 +49,7 @@ from padbench.worker.engine.steps import (
 )
 from padbench.worker.engine.strategies.worst_case import worst_case_batch
 from padbench.worker.engine.training_features import apply_training
+from padbench.worker.jobs.padding.compiling import RowCompiler
 from padbench.worker.jobs.padding.probe.protocol import ProbeGroup, ProbeRequest
 from padbench.worker.jobs.probing.child import BuiltModel, ModelKeeper, peak, size_frame, synchronize
 from padbench.worker.jobs.probing.protocol import ProbeMeasurement
@@ -61,11 +61,10 @@ _MODEL: ModelKeeper[AttentionKernel] = ModelKeeper()
 
 def _built(request: ProbeRequest, device: torch.device) -> BuiltModel[AttentionKernel]:
     def build() -> tuple[AttentionKernel, torch.nn.Module]:
-        if request.compile:
-            torch._dynamo.reset()  # new settings, a new graph: never the recompile limit of the last model's
         kernel = _kernel(request.kernel, device, torch_dtype(request.dtype))
         model = probed_model(request, device)
-        return kernel, compiled(model) if request.compile else model
+        # Compiled as the job's rows compile it: the whole model for inference, its layers in place for training.
+        return kernel, RowCompiler(model, request.mode).compile() if request.compile else model
 
     return _MODEL.get(replace(request, size=0), device, request.cpu_memory_budget_bytes, build)
 

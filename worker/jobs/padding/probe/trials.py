@@ -196,10 +196,17 @@ def probe_request(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str
     """One size under exactly the job's settings: model, dtype, kernel, max_length, mode, compile, seed."""
     return ProbeRequest(model=spec.model, dtype=spec.dtype, device=device, strategy=strategy.name,
                         kernel=kernel_name, size=size, max_length=spec.data.max_length, mode=spec.mode,
-                        compile=spec.compile, seed=spec.data.seed,
+                        compile=probes_compiled(spec), seed=spec.data.seed,
                         cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes,
                         training=spec.training if spec.mode == "training" else None,
                         precision=probed_precision(spec))
+
+
+def probes_compiled(spec: PaddingJobSpec) -> bool:
+    """Whether the probe compiles the model: for `compile: true` only. `auto` decides per row after the probe, and
+    the eager model's peak is the higher one (the compiler fuses away intermediates), so an eagerly probed size
+    fits either way."""
+    return spec.compile is True
 
 
 def probed_precision(spec: PaddingJobSpec) -> RunPrecision:
@@ -214,5 +221,5 @@ def probe_key(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, fa
                     torch=torch.__version__, transformers=package_version("transformers"),
                     kernel_library=library.get(family), model_config=model_config(spec.model).to_json_string(),
                     dtype=spec.dtype, strategy=strategy.label, kernel=kernel_name,
-                    max_length=spec.data.max_length, mode=spec.mode, compile=spec.compile,
+                    max_length=spec.data.max_length, mode=spec.mode, compile=probes_compiled(spec),
                     training=spec.training.model_dump_json() if spec.mode == "training" else None)

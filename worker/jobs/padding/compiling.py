@@ -1,0 +1,136 @@
+"""Whether a row runs compiled: `compile: true`, `false`, or `auto` — compiled where compiling pays for itself.
+
+A few steps are timed eagerly, then the model is compiled (`worker/engine/compilation.py`) and the same steps
+are timed again, the first of them on its own: its time beyond a compiled step's is the compile time. `auto`
+keeps the compiled model when the time it saves over the measured run's planned steps is more than the compile
+cost, and goes back to the eager model otherwise. A run too short for any compile to pay back is not compiled at
+all: compiling a decoder takes tens of seconds, and saves at most a fraction of each step. All of this happens
+before the warm-up; the row states the decision, its reason and the times, so compile time is never hidden in
+(nor silently left out of) what the row reports.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Literal
+
+import torch
+from torch import nn
+
+from padbench.contract.results import CompileReport
+from padbench.contract.spec import CompileChoice, MeasurementSpec
+from padbench.worker.engine import steps
+from padbench.worker.engine.compilation import compile_layers, uncompile_layers
+from padbench.worker.engine.steps import StepFn
+
+# Steps timed each way: enough for a median, few enough to cost little next to the warm-up.
+TIMED_STEPS = 3
+# No compile of a transformer takes less than this (inductor, dynamic shapes, a warm cache), and none saves more
+# than this share of an eager step: a run shorter than LEAST_COMPILE_SECONDS / MOST_SAVED_SHARE cannot pay back.
+LEAST_COMPILE_SECONDS = 20.0
+MOST_SAVED_SHARE = 0.5
+
+Scope = Literal["model", "decoder-layers"]
+
+
+def planned_steps(n_batches: int, settings: MeasurementSpec, step_seconds: float) -> int:
+    """How many steps the measurement will issue: whole passes until `min_seconds` and `min_batches`, per repeat."""
+    passes = max(1, math.ceil(settings.min_batches / n_batches),
+                 math.ceil(settings.min_seconds / (n_batches * step_seconds)) if step_seconds > 0 else 1)
+    per_repeat = passes * n_batches
+    if settings.max_batches is not None:
+        per_repeat = min(per_repeat, settings.max_batches)
+    return per_repeat * settings.repeats
+
+
+def pays_back(eager_step_s: float, compiled_step_s: float, compile_seconds: float, planned: int) -> bool:
+    return (eager_step_s - compiled_step_s) * planned > compile_seconds
+
+
+@dataclass
+class RowCompiler:
+    """What compiling means for one row: the whole model (inference) or its decoder layers in place (training)."""
+
+    model: nn.Module
+    mode: Literal["inference", "training"]
+
+    @property
+    def scope(self) -> Scope:
+        return "model" if self.mode == "inference" else "decoder-layers"
+
+    def compile(self) -> nn.Module:
+        torch._dynamo.reset()  # a fresh graph per row: never the recompile limit of the last row's kernel
+        if self.mode == "inference":
+            return steps.compiled(self.model)
+        compile_layers(self.model)
+        return self.model
+
+    def undo(self) -> None:
+        if self.mode == "training":
+            uncompile_layers(self.model)
+
+
+def _seconds(calls: Sequence[Callable[[], object]], device: torch.device) -> list[float]:
+    """Wall seconds of each call, the device synchronised after each: a compile is host time the device
+    events of the measurement would see only as a gap."""
+    seconds = []
+    for call in calls:
+        start = time.perf_counter()
+        call()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def _timed(step: StepFn, indices: Sequence[int], device: torch.device) -> list[float]:
+    return _seconds([partial(step, index) for index in indices], device)
+
+
+def choose_compiled_step(requested: CompileChoice, compiler: RowCompiler, build_step: Callable[[nn.Module], StepFn],
+                         indices: Sequence[int], n_batches: int, settings: MeasurementSpec,
+                         device: torch.device, spread: bool) -> tuple[StepFn, CompileReport | None]:
+    """The step the row measures and what the row reports of compiling it (None for `compile: false`)."""
+    eager = build_step(compiler.model)
+    if requested is False:
+        return eager, None
+    if spread:  # `compile: true` is refused at submission for several GPUs; `auto` stays eager there
+        return eager, CompileReport(requested=requested, compiled=False,
+                                    reason="not compiled: compiling a model spread over several GPUs is not measured")
+    indices = [indices[i % len(indices)] for i in range(TIMED_STEPS)]
+    eager_step_s = statistics.median(_timed(eager, indices, device))
+    planned = planned_steps(n_batches, settings, eager_step_s)
+    eager_run_s = eager_step_s * planned
+    report = CompileReport(requested=requested, compiled=False, eager_step_s=eager_step_s, reason="")
+    if requested == "auto" and eager_run_s * MOST_SAVED_SHARE < LEAST_COMPILE_SECONDS:
+        return eager, report.model_copy(update={"reason": (
+            f"not compiled: the measured run takes about {eager_run_s:.1f} s eagerly ({planned} steps); compiling "
+            f"takes at least {LEAST_COMPILE_SECONDS:g} s and saves at most {MOST_SAVED_SHARE:.0%} of a step, so it "
+            "cannot pay back")})
+    try:
+        compiled = build_step(compiler.compile())
+        first, *rest = _timed(compiled, indices, device)
+    except Exception as error:  # the compiler refused this model or kernel: eager, saying why
+        compiler.undo()
+        if requested is True:
+            raise
+        return eager, report.model_copy(update={"reason": f"not compiled: torch.compile failed: {error}"[:1000]})
+    compiled_step_s = statistics.median(rest)
+    compile_seconds = max(0.0, first - compiled_step_s)
+    report = report.model_copy(update={"compiled_step_s": compiled_step_s, "compile_seconds": compile_seconds})
+    saved = (eager_step_s - compiled_step_s) * planned
+    if requested is True or pays_back(eager_step_s, compiled_step_s, compile_seconds, planned):
+        why = "compile: true" if requested is True else (
+            f"it saves {saved:.1f} s over the measured run's {planned} steps, more than the {compile_seconds:.1f} s "
+            "it took to compile")
+        return compiled, report.model_copy(update={"compiled": True, "scope": compiler.scope,
+                                                   "reason": f"compiled: {why}"})
+    compiler.undo()
+    return eager, report.model_copy(update={"reason": (
+        f"not compiled: it would save {max(saved, 0.0):.1f} s over the measured run's {planned} steps, less than "
+        f"the {compile_seconds:.1f} s it took to compile")})
