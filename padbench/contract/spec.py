@@ -341,7 +341,8 @@ class PaddingJobSpec(JobSpecBase):
 # --- attention sweep --------------------------------------------------------------------------------------
 
 SweepKernelName = Literal[
-    "naive", "sdpa-math", "sdpa-efficient", "sdpa-flash", "varlen", "flex", "flash-attn", "flash-attn-cute"
+    "naive", "sdpa-math", "sdpa-efficient", "sdpa-flash", "varlen", "flex", "flash-attn", "flash-attn-cute",
+    "flash-attn-fp8",  # FlashAttention-3's float8 forward (Hopper and later), the "FA3 FP8" column users quote
 ]
 SweepKernelChoice = Annotated[SweepKernelName, BeforeValidator(_sweep_kernel_alias)]
 

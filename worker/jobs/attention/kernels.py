@@ -25,6 +25,7 @@ from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex
 from padbench.contract.registry import Registry
 from padbench.contract.spec import SweepKernelName
 from padbench.worker.engine.attention import ops
+from padbench.worker.jobs.attention import fp8
 from padbench.worker.jobs.attention.inputs import InputSet, Problem, make_input_sets
 
 KernelCall = Callable[[], torch.Tensor]
@@ -44,12 +45,15 @@ class SweepKernel:
     # zero for tiled kernels. Used to skip cells that cannot fit rather than wait for them to fail.
     score_matrices: tuple[int, int] = (0, 0)
     varlen_reason: str = ""
+    problem_check: Callable[[Problem], str | None] | None = None  # which problems it refuses, where not only varlen
 
     def available(self, device: torch.device, dtype: torch.dtype) -> str | None:
         """None when the kernel runs on this device in this dtype, else the reason it does not."""
         return _availability(self.name, str(device), dtype)
 
     def unsupported(self, problem: Problem) -> str | None:
+        if self.problem_check is not None:
+            return self.problem_check(problem)
         if problem.layout == "varlen" and self.bind_varlen is None:
             return self.varlen_reason
         return None
@@ -250,5 +254,6 @@ _register(SweepKernel("varlen", _varlen_binder(ops.torch_varlen), _varlen_binder
 _register(SweepKernel("flex", _bind_flex, _bind_flex, _flex_prerequisites))
 _register(SweepKernel("flash-attn", _flash_dense_binder(ops.flash_attn_dense), _varlen_binder(ops.flash_attn_varlen),
                       _cuda_half(ops.flash_attn_module)))
+_register(SweepKernel("flash-attn-fp8", fp8.bind_fp8, None, fp8.fp8_prerequisites, problem_check=fp8.fp8_unsupported))
 _register(SweepKernel("flash-attn-cute", _flash_dense_binder(ops.flash_attn_cute_dense),
                       _varlen_binder(ops.flash_attn_cute_varlen), _cuda_half(ops.flash_attn_cute_module)))
