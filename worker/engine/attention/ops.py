@@ -65,9 +65,23 @@ def flash_attn_cute_module() -> ModuleType:
     return module
 
 
-@functools.cache
+_VARLEN_CALL: tuple[Callable[..., Any], bool, bool] | None = None
+
+
 def _torch_varlen_call() -> tuple[Callable[..., Any], bool, bool]:
-    """torch's varlen_attn, whether it takes a (left, right) `window_size`, and whether it takes enable_gqa."""
+    """torch's varlen_attn, whether it takes a (left, right) `window_size`, and whether it takes enable_gqa.
+
+    Kept in a module global rather than a `functools.cache`: dynamo traces through a cache wrapper into the
+    import and signature checks, which it cannot compile (a graph break, an error inside a checkpointed layer
+    that must compile whole), while a global set by the eager gate is a constant to it.
+    """
+    global _VARLEN_CALL
+    if _VARLEN_CALL is None:
+        _VARLEN_CALL = _resolve_torch_varlen()
+    return _VARLEN_CALL
+
+
+def _resolve_torch_varlen() -> tuple[Callable[..., Any], bool, bool]:
     module = optional_module("torch.nn.attention.varlen")
     function = getattr(module, "varlen_attn", None)
     if function is None:

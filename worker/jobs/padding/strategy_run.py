@@ -159,9 +159,12 @@ class StrategyRun:
     def _measure_strategy(self) -> StrategyResult:
         kernel, host_batches, warmup = agreed_preparation(self.job.ranks, self._prepare)
         settings = self._settings()
+        device_batches = [self._to_device(kernel, batch) for batch in host_batches]
+        # Whether to compile is decided on steps of its own, outside the peaks: the row's peak is its measured
+        # configuration's. The batches (and a training step's optimizer state) stay resident, so the peaks,
+        # reset at the block's start to what is allocated then, still count them.
+        step = self._step(kernel, host_batches, device_batches, warmup, settings)
         with track_peak_memory(self.job.device) as memory:
-            device_batches = [self._to_device(kernel, batch) for batch in host_batches]
-            step = self._step(kernel, host_batches, device_batches, warmup, settings)
             self.say(0.2, f"warm-up ({len(warmup)} batches)")
             with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
                 measurement = measure(step, len(device_batches), settings, clock_for(self.job.device),
