@@ -30,6 +30,9 @@ MAX_WORKER_LABEL_LENGTH = 64
 # Labels one worker carries, or one job asks for: a handful in real use.
 MAX_WORKER_LABELS = 16
 WORKER_LABEL = re.compile(r"[a-z0-9][a-z0-9._-]*")
+# Whole measured runs of one row, whose spread gives its 95% interval (the worker's t table covers every
+# number of degrees of freedom below this).
+MAX_REPEATS = 100
 # A seed is any 64-bit value torch and numpy accept.
 MAX_SEED = 2**63 - 1
 # How long finished jobs may be kept, in days: at most a century.

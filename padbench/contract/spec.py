@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from padbench.contract.bounds import GpuName, Label, Name, PathName, Seed, WorkerLabels, refusing_urls
+from padbench.contract.bounds import MAX_REPEATS, GpuName, Label, Name, PathName, Seed, WorkerLabels, refusing_urls
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import DistributedSpec, GpuCount
 from padbench.contract.training import TrainingSpec
@@ -192,7 +192,7 @@ class MeasurementSpec(StrictModel):
     max_batches: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     # Whole measured runs per strategy, each lasting min_seconds and min_batches: their spread gives the
     # row's 95% interval and coefficient of variation (CV).
-    repeats: Annotated[int, Field(ge=1, le=100)] = 3
+    repeats: Annotated[int, Field(ge=1, le=MAX_REPEATS)] = 3
     # A row whose repeats vary more than this CV (standard deviation / mean) is marked noisy, not valid.
     noise_cv: Annotated[float, Field(gt=0, le=1)] = 0.05
     # Rows timed while another process computed on the same GPU are marked contended and left out of the
