@@ -9,6 +9,7 @@ from datetime import datetime
 from rich.table import Table
 
 from padbench.contract.api import JobOut, JobPage, JobStatus, JobSummary, WorkerOut
+from padbench.report.columns import align
 
 STATUS_STYLES = {"succeeded": "green", "failed": "red", "running": "yellow", "cancelled": "dim", "queued": ""}
 
@@ -76,9 +77,7 @@ def format_page(page: JobPage) -> str:
 
 def _plain_rows(columns: Sequence[str], rows: list[tuple[str, ...]]) -> list[str]:
     """Columns aligned with spaces: for pipes and files, where rich's box drawing would be noise."""
-    table = [tuple(columns), *rows]
-    widths = [max(len(row[column]) for row in table) for column in range(len(columns))]
-    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in table]
+    return align([tuple(columns), *rows])
 
 
 WORKER_COLUMNS = ("NAME", "DEVICE", "GPU", "GPUS BUSY", "LABELS", "LAST CONTACT", "RUNNING JOBS")
