@@ -1,6 +1,7 @@
-"""A newcomer's first run, as the README writes it: clone the repository into an empty directory, run the
-commands of its "Two commands" section there (install, then init, check, plan and run a spec sized for this
-machine) and the main job in one command (`bash scripts/demo.sh`), and get a verdict and a result table.
+"""A newcomer's first run, as the README writes it: clone the repository (its committed HEAD, as a newcomer
+gets it: uncommitted edits are not in it) into an empty directory, run the commands of its "Two commands"
+section there (install, then init, check, plan and run a spec sized for this machine) and the main job in
+one command (`bash scripts/demo.sh`), and get a verdict and a result table.
 
 The commands are read out of README.md, so the test breaks when the README drifts from what it checks. The
 install is the README's own (`bash scripts/install.sh`: a fresh `.venv` with torch and padbench); pip's
