@@ -9,6 +9,7 @@ from datetime import datetime
 from rich.table import Table
 
 from padbench.contract.api import JobOut, JobPage, JobStatus, JobSummary, WorkerOut
+from padbench.report.columns import align
 
 STATUS_STYLES = {"succeeded": "green", "failed": "red", "running": "yellow", "cancelled": "dim", "queued": ""}
 
@@ -40,6 +41,9 @@ def format_status(job: JobOut) -> str:
     if job.status is JobStatus.queued and gpu:
         # The server leases such a job only to a worker with that GPU: say why it may wait while others run.
         lines.append(("needs", f"a worker whose GPU name contains {gpu!r}"))
+    labels = job.spec.get("worker_labels")
+    if job.status is JobStatus.queued and labels:  # likewise, only a worker carrying every label takes it
+        lines.append(("needs", "a worker labelled " + ", ".join(labels)))
     if job.waiting_reason:  # the server found no live worker that could ever take it
         lines.append(("waits", job.waiting_reason))
     if job.error:
@@ -73,12 +77,10 @@ def format_page(page: JobPage) -> str:
 
 def _plain_rows(columns: Sequence[str], rows: list[tuple[str, ...]]) -> list[str]:
     """Columns aligned with spaces: for pipes and files, where rich's box drawing would be noise."""
-    table = [tuple(columns), *rows]
-    widths = [max(len(row[column]) for row in table) for column in range(len(columns))]
-    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in table]
+    return align([tuple(columns), *rows])
 
 
-WORKER_COLUMNS = ("NAME", "DEVICE", "GPU", "GPUS BUSY", "LAST CONTACT", "RUNNING JOBS")
+WORKER_COLUMNS = ("NAME", "DEVICE", "GPU", "GPUS BUSY", "LABELS", "LAST CONTACT", "RUNNING JOBS")
 AGE_UNITS = (("d", 86_400), ("h", 3600), ("min", 60))
 
 
@@ -121,7 +123,7 @@ def _running(worker: WorkerOut) -> str:
 
 def _worker_row(worker: WorkerOut, now: datetime) -> tuple[str, ...]:
     return (worker.name, worker.capabilities.device, _gpu(worker), _busy(worker),
-            format_age(worker.last_contact_at, now), _running(worker))
+            ", ".join(worker.capabilities.labels) or "-", format_age(worker.last_contact_at, now), _running(worker))
 
 
 def workers_table(workers: list[WorkerOut], now: datetime) -> Table:

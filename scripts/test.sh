@@ -11,6 +11,24 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
   { apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; } >/dev/null 2>&1 \
     || echo "test: could not install chromium; the dashboard browser test will skip" >&2
 fi
+# The generated-client test (tests/unit/test_server_openapi.py) runs openapi-python-client, which pins its own
+# typer, so it gets a venv of its own, reused while it holds this pin; without PyPI that one test skips.
+openapi_pin="openapi-python-client==0.29.1"
+openapi_venv=.venv-openapi
+if [[ "$(cat "$openapi_venv/.padbench-pin" 2>/dev/null)" != "$openapi_pin" ]]; then
+  echo "test: installing $openapi_pin into $openapi_venv/ for the generated-client test (README: Developing)" >&2
+  rm -rf "$openapi_venv"
+  if { python3 -m venv "$openapi_venv" && "$openapi_venv/bin/python" -m pip install -q "$openapi_pin"; } >/dev/null 2>&1
+  then
+    echo "$openapi_pin" > "$openapi_venv/.padbench-pin"
+  else
+    echo "test: could not install $openapi_pin; the generated-client test will skip" >&2
+    rm -rf "$openapi_venv"
+  fi
+fi
+if [[ -x "$openapi_venv/bin/openapi-python-client" ]]; then
+  export PADBENCH_OPENAPI_PYTHON_CLIENT="$PWD/$openapi_venv/bin/openapi-python-client"
+fi
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/ruff check .
 bash scripts/typecheck.sh

@@ -10,7 +10,9 @@ kernel implements (`torch-flash`), as the kernel itself declares it, so no famil
 name here. A worker offers `gpu:<text>` for every such requirement of a queued job whose text its GPU's name
 contains (in any case): containment is no exact match, so the claim asks which texts queued jobs name. A
 worker with several GPUs offers it only when every one of them matches: a throughput measured on one GPU
-model must never be taken on another.
+model must never be taken on another. A spec's `worker_labels: [nvlink]` adds `label:nvlink` for each label,
+and a worker offers `label:` for each label its operator gave it: exact names, kept in lower case by the
+contract, so a job naming several labels goes only to a worker carrying all of them.
 
 How many GPUs a job takes is no capability string: the claim matches `jobs.gpus` against the worker's free
 GPUs (see `server.queue.claim_next_job`).
@@ -30,6 +32,7 @@ from padbench.server.kinds import policy_for
 GENERIC_FLASH = "flash"
 ATTENTION_FAMILIES: frozenset[str] = frozenset(get_args(AttentionName))
 GPU_PREFIX = "gpu:"
+LABEL_PREFIX = "label:"
 
 
 def gpu_requirement(gpu: str) -> str:
@@ -38,7 +41,8 @@ def gpu_requirement(gpu: str) -> str:
 
 def job_requirements(spec: JobSpecBase) -> set[str]:
     gpu = {gpu_requirement(spec.gpu)} if spec.gpu is not None else set()
-    return {f"kind:{spec.kind}"} | policy_for(spec).requirements(spec) | gpu | ranks_requirements(spec)
+    labels = {LABEL_PREFIX + label for label in spec.worker_labels}
+    return {f"kind:{spec.kind}"} | policy_for(spec).requirements(spec) | gpu | labels | ranks_requirements(spec)
 
 
 def stored_gpus(spec: JobSpecBase) -> int:
@@ -74,4 +78,5 @@ def offered_capabilities(capabilities: Capabilities) -> set[str]:
         families.add(GENERIC_FLASH)
     offered = {f"kind:{kind}" for kind in capabilities.job_kinds} | {f"attention:{name}" for name in families}
     offered.add(f"device:{capabilities.device}")
+    offered.update(LABEL_PREFIX + label for label in capabilities.labels)
     return offered

@@ -1,15 +1,18 @@
-"""Why a queued job waits, when no worker in contact could ever take it: it asks for more GPUs than any of
-them owns. Worked out each time the job is read, from the workers' registered GPUs, never stored: a worker
-that joins, or one that stops, changes the answer at once.
+"""Why a queued job waits, when no worker in contact could ever take it: none of them carries every label
+the job names (`worker_labels`), or it asks for more GPUs than any of those that do owns. Worked out each
+time the job is read, from the workers' registered capabilities, never stored: a worker that joins, or one
+that stops, changes the answer at once.
 
-Only the GPU count is judged here; a job may still wait for a kernel, a job kind or a GPU model (`gpu:`)
-no worker offers, or simply for a busy worker to finish.
+Only labels and the GPU count are judged here; a job may still wait for a kernel, a job kind or a GPU model
+(`gpu:`) no worker offers, or simply for a busy worker to finish.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from padbench.contract.api import Capabilities
 
 
 def _gpus(count: int) -> str:
@@ -21,8 +24,24 @@ def _most_owned(owned: Sequence[int]) -> str:
     return f"the most any live worker owns is {most}" if most else "no live worker owns a GPU"
 
 
-def waiting_reason(spec: dict[str, Any], live_workers_owned: Sequence[int]) -> str | None:
-    """What keeps a queued job with this spec off every live worker, each owning `live_workers_owned[i]`
+def _quoted(labels: Sequence[str]) -> str:
+    names = [repr(label) for label in labels]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def waiting_reason(spec: dict[str, Any], live_workers: Sequence[Capabilities]) -> str | None:
+    """What keeps a queued job with this (stored, validated) spec off every live worker; None when one of
+    them could take it."""
+    wanted: list[str] = spec.get("worker_labels") or []
+    carrying = [worker for worker in live_workers if set(wanted) <= set(worker.labels)]
+    if wanted and not carrying:
+        them = "it" if len(wanted) == 1 else "them all"
+        return f"needs a worker labelled {_quoted(wanted)}; no live worker carries {them}"
+    return _gpu_count_reason(spec, [worker.owned_gpus for worker in carrying])
+
+
+def _gpu_count_reason(spec: dict[str, Any], live_workers_owned: Sequence[int]) -> str | None:
+    """What keeps the job off every live worker that carries its labels, each owning `live_workers_owned[i]`
     GPUs (0: a CPU worker); None when one of them could take it."""
     gpus, on_cpu = spec.get("gpus", 1), spec.get("device") == "cpu"
     if on_cpu:  # ranks on a CPU worker's processes, or on as many of a GPU worker's GPUs

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from padbench.contract.bounds import MAX_RETENTION_DAYS, DbId, Label, LeaseToken, Message, Name, NoNul
+from padbench.contract.bounds import MAX_RETENTION_DAYS, DbId, Label, LeaseToken, Message, Name, NoNul, WorkerLabels
 from padbench.contract.kinds import DEFAULT_KIND, JOB_KINDS, JobResult, JobSpec
 from padbench.contract.parallel import MAX_GPUS
 from padbench.contract.results import MAX_RESULT_ROWS, JobResultBase
@@ -139,6 +139,9 @@ class Capabilities(Body):
     # the attention kernels runnable on this worker, and the attention family each implements (`sdpa`, …)
     kernels: Annotated[list[Label], Field(max_length=64)] = []
     job_kinds: Annotated[list[Label], Field(max_length=16)] = list(JOB_KINDS)
+    # Its operator's labels (`padbench worker --label nvlink`): a job naming `worker_labels` runs only on a
+    # worker carrying all of them.
+    labels: WorkerLabels = []
 
     @field_validator("gpus")
     @classmethod

@@ -25,6 +25,14 @@ MAX_MESSAGE_LENGTH = 2000
 MAX_IDEMPOTENCY_KEY_LENGTH = 200
 # A job's `gpu:` (a part of a GPU's name, `H100`): the server stores it as a requirement in a String(100) column.
 MAX_GPU_NAME_LENGTH = 64
+# A worker label (`nvlink`, `team-a`): the server stores a job's as a requirement in a String(100) column.
+MAX_WORKER_LABEL_LENGTH = 64
+# Labels one worker carries, or one job asks for: a handful in real use.
+MAX_WORKER_LABELS = 16
+WORKER_LABEL = re.compile(r"[a-z0-9][a-z0-9._-]*")
+# Whole measured runs of one row, whose spread gives its 95% interval (the worker's t table covers every
+# number of degrees of freedom below this).
+MAX_REPEATS = 100
 # A seed is any 64-bit value torch and numpy accept.
 MAX_SEED = 2**63 - 1
 # How long finished jobs may be kept, in days: at most a century.
@@ -45,6 +53,19 @@ def _printable_ascii(value: str) -> str:
     if not all(" " <= character <= "~" for character in value):
         raise ValueError("must be printable ASCII characters only (space to '~')")
     return value
+
+
+def _worker_label(value: str) -> str:
+    if not WORKER_LABEL.fullmatch(value):
+        raise PydanticCustomError(
+            "worker_label", "a label is letters, digits, '.', '_' and '-', starting with a letter or digit; "
+                            "got {value!r}", {"value": value})
+    return value
+
+
+def _each_label_once(labels: list[str]) -> list[str]:
+    # A repeat means nothing more; dropping it keeps `[nvlink, NVLink]` from reading as two requirements.
+    return list(dict.fromkeys(labels))
 
 
 def refusing_urls(instead: str) -> AfterValidator:
@@ -78,3 +99,8 @@ LeaseToken = Annotated[str, Field(min_length=1, max_length=64), NoNul]
 # Part of a GPU's name as workers advertise it (`H100`, `RTX 4090`), matched in any case.
 GpuName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_GPU_NAME_LENGTH),
                     AfterValidator(_printable_ascii)]
+# A worker's label, written by its operator and named by jobs that must run on such a worker; matched in
+# any case, so it is kept in lower case.
+WorkerLabel = Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, min_length=1,
+                                               max_length=MAX_WORKER_LABEL_LENGTH), AfterValidator(_worker_label)]
+WorkerLabels = Annotated[list[WorkerLabel], Field(max_length=MAX_WORKER_LABELS), AfterValidator(_each_label_once)]

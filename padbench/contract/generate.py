@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, WithJsonSchema, model_validator
 
-from padbench.contract.bounds import Label
+from padbench.contract.bounds import MAX_REPEATS, Label
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.results import (
     Environment,
@@ -81,7 +81,7 @@ OutputLength = OutputTokens | UniformLengths | LengthsFromField
 
 class GenerateMeasurementSpec(StrictModel):
     # Whole passes over every request per strategy: their spread gives the row's 95% interval.
-    repeats: Annotated[int, Field(ge=1, le=100)] = 3
+    repeats: Annotated[int, Field(ge=1, le=MAX_REPEATS)] = 3
     # Requests served once before timing (CUDA graphs are captured and kernels compiled there).
     warmup_requests: Annotated[int, Field(ge=0, le=100_000)] = 16
     noise_cv: Annotated[float, Field(gt=0, le=1)] = 0.05

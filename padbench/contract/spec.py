@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from padbench.contract.bounds import GpuName, Label, Name, PathName, Seed, refusing_urls
+from padbench.contract.bounds import MAX_REPEATS, GpuName, Label, Name, PathName, Seed, WorkerLabels, refusing_urls
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import DistributedSpec, GpuCount
 from padbench.contract.training import TrainingSpec
@@ -204,7 +204,7 @@ class MeasurementSpec(StrictModel):
     max_batches: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     # Whole measured runs per strategy, each lasting min_seconds and min_batches: their spread gives the
     # row's 95% interval and coefficient of variation (CV).
-    repeats: Annotated[int, Field(ge=1, le=100)] = 3
+    repeats: Annotated[int, Field(ge=1, le=MAX_REPEATS)] = 3
     # A row whose repeats vary more than this CV (standard deviation / mean) is marked noisy, not valid.
     noise_cv: Annotated[float, Field(gt=0, le=1)] = 0.05
     # Rows timed while another process computed on the same GPU are marked contended and left out of the
@@ -244,6 +244,9 @@ class JobSpecBase(StrictModel):
     # Run only on a worker whose GPU's name contains this, in any case (`H100` takes "NVIDIA H100 80GB HBM3"):
     # a throughput is a property of one GPU, so a job meant for one must never run on another.
     gpu: GpuName | None = None
+    # Run only on a worker carrying every one of these labels (`padbench worker --label nvlink`), in any case:
+    # what a name cannot say about a box (its interconnect, its owner, its disks) its operator labels it with.
+    worker_labels: WorkerLabels = []
     # GPUs the job runs on at once, one process (rank) each, or `all` of the worker's; on device cpu, the
     # number of processes. Kinds that run on one GPU only leave SPANS_GPUS false and refuse more.
     gpus: GpuCount = 1

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from padbench.contract.results import AttentionCell, AttentionResult
+from padbench.report.columns import align
 from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.padding import MISSING, format_bytes
 from padbench.report.partial import partial_lines
@@ -78,10 +79,7 @@ def _table(title: str, formatter: CellFormatter, result: AttentionResult) -> lis
     for length in lengths:
         naive = cells.get((BASELINE, length))
         rows.append((str(length), *(_show(cells.get((kernel, length)), naive, formatter) for kernel in kernels)))
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    lines = [title]
-    lines += ["  ".join(value.rjust(width) for value, width in zip(row, widths, strict=True)) for row in rows]
-    return lines
+    return [title, *align(rows, rows[0])]
 
 
 def _header(result: AttentionResult) -> list[str]:

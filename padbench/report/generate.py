@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from padbench.contract.generate import GenerateResult, GenerateRow, Latency, LengthsFromField, UniformLengths
+from padbench.report.columns import align
 from padbench.report.generate_verdict import contexts, row_label, table_order, verdict_lines, winner
 from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.padding import (
     MISSING,
     WINNER_MARK,
     activity_fields,
-    align,
     clock_line,
     format_bytes,
     library_line,

@@ -19,6 +19,7 @@ from padbench.contract.results import (
     Spread,
     StrategyResult,
 )
+from padbench.report.columns import align
 from padbench.report.compilation import compile_fields, compile_lines, compiled_rows
 from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.partial import partial_lines
@@ -152,18 +153,6 @@ def table_rows(result: PaddingResult) -> tuple[list[tuple[str, ...]], list[str]]
     notes: list[str] = []
     best = winner(result)
     return [_cells(row, notes, row is best) for row in ranked_rows(result.strategies)], notes
-
-
-def align(rows: list[tuple[str, ...]], right_aligned: frozenset[str]) -> list[str]:
-    """Columns padded to their widest cell; `rows[0]` is the header, whose names pick the right-aligned ones."""
-    header = rows[0]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
-    lines = []
-    for row in rows:
-        cells = [cell.rjust(width) if header[column] in right_aligned else cell.ljust(width)
-                 for column, (cell, width) in enumerate(zip(row, widths, strict=True))]
-        lines.append("  ".join(cells).rstrip())
-    return lines
 
 
 def _header(result: PaddingResult) -> list[str]:

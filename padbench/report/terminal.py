@@ -16,13 +16,12 @@ from rich.text import Text
 
 from padbench.contract.results import JobResultBase, PaddingResult
 from padbench.report import padding
+from padbench.report.columns import PLAIN_WIDTH
 from padbench.report.kind import report_for
 from padbench.report.verdict import curve_lines, is_doubtful, ranked_rows, verdict_lines, winner
 
 WINNER_STYLE = "bold green"
 UNTRUSTED_STYLE = "dim"
-# Wide enough for any table padbench prints: a pipe has no width, and rich would otherwise cut at 80 columns.
-PLAIN_WIDTH = 10_000
 
 
 def padding_table(result: PaddingResult) -> Table:

@@ -116,7 +116,7 @@ def list_workers(session: Session) -> list[WorkerRow]:
     return [WorkerRow(worker, tuple(running.get(worker.id, ()))) for worker in workers]
 
 
-def live_workers_owned_gpus(session: Session, *, within_seconds: float) -> list[int]:
-    """How many GPUs each worker owns that was in contact in the last `within_seconds` (by the database's clock)."""
+def live_workers(session: Session, *, within_seconds: float) -> list[Capabilities]:
+    """The capabilities of each worker that was in contact in the last `within_seconds` (by the database's clock)."""
     documents = session.scalars(select(Worker.capabilities).where(Worker.last_contact_at >= db_now(-within_seconds)))
-    return [Capabilities.model_validate(document).owned_gpus for document in documents]
+    return [Capabilities.model_validate(document) for document in documents]

@@ -115,9 +115,10 @@ def running_server(workdir: Path, extra_env: dict[str, str]) -> Iterator[LiveSer
 
 
 @contextmanager
-def running_worker(server: LiveServer, name: str) -> Iterator[Worker]:
+def running_worker(server: LiveServer, name: str, labels: tuple[str, ...] = ()) -> Iterator[Worker]:
     log = server.workdir / f"worker-{name}.log"
-    command = padbench_command("worker", "--server", server.url, "--name", name)
+    command = padbench_command("worker", "--server", server.url, "--name", name,
+                               *(option for label in labels for option in ("--label", label)))
     with background(command, log, server.env | {"PADBENCH_TOKEN": server.tokens.worker}) as process:
         worker = Worker(name=name, process=process, log=log)
         server.workers.append(worker)
@@ -133,7 +134,7 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
 
 @pytest.fixture(scope="module")
 def shared_worker(shared_server: LiveServer) -> Iterator[Worker]:
-    with running_worker(shared_server, "shared") as worker:
+    with running_worker(shared_server, "shared", labels=("acceptance", "team-a")) as worker:
         yield worker
 
 

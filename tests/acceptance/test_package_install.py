@@ -2,9 +2,10 @@
 environment, used from a directory outside the repository.
 
 It must add exactly one top-level import name (`padbench`), carry its migrations and example specs as
-package data, and run the server (migrations applied), a worker and `padbench run` from there. The
-dependencies come from the test's own environment, made visible to the new one through a `.pth` file, so
-the test checks the package layout rather than downloading anything.
+package data, apply its migrations and run `padbench run` from there. The dependencies come from the test's
+own environment, made visible to the new one through a `.pth` file, so the test checks the package layout
+rather than downloading anything. The demo (a server, a worker and a job) runs once, from the README's own
+install, in `test_readme_first_run.py`.
 """
 
 from __future__ import annotations
@@ -117,11 +118,3 @@ def test_run_on_a_cpu_spec(installed: Path, tmp_path: Path) -> None:
     answer = run(installed, tmp_path, "padbench", "run", str(spec))
     assert answer.returncode == 0, answer.stderr
     assert "static" in answer.stdout and "packed" in answer.stdout
-
-
-def test_demo_runs_server_worker_and_job(installed: Path, tmp_path: Path) -> None:
-    """`padbench demo` starts the installed server (migrations on start) and worker, and runs a CPU job."""
-    answer = run(installed, tmp_path, "padbench", "demo", timeout=600)
-    assert answer.returncode == 0, answer.stderr[-3000:]
-    assert "no GPU visible: running the CPU-sized cpu-demo.yaml" in answer.stderr
-    assert "binned" in answer.stdout and "packed" in answer.stdout

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.slow
 
 def test_submit_claim_heartbeat_complete_results(shared_server: LiveServer, shared_worker: Worker) -> None:
     with shared_server.client() as client:
-        job_id = client.submit(QUICK).id
+        # The worker process advertises the labels it was started with; the job goes only to such a worker.
+        job_id = client.submit(QUICK | {"worker_labels": ["Acceptance"]}).id
         seen_running_progress = []
         job = client.wait(job_id, poll_s=0.1, on_update=lambda j: seen_running_progress.append(
             j.progress) if j.status is JobStatus.running and j.progress is not None else None)

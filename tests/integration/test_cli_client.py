@@ -207,9 +207,9 @@ def test_workers_shows_each_worker_with_its_last_contact_and_running_job(cli, li
     monkeypatch.setenv("PADBENCH_TOKEN", live_server.tokens["viewer"])
     code, out, _ = cli("workers")
     lines = out.splitlines()
-    assert code == 0 and lines[0].split() == ["NAME", "DEVICE", "GPU", "GPUS", "BUSY", "LAST", "CONTACT", "RUNNING",
-                                              "JOBS"]
-    assert re.fullmatch(rf"cli-test-worker\s+cpu\s+-\s+-\s+\d+ s ago\s+{job_id}", lines[1])
+    assert code == 0 and lines[0].split() == ["NAME", "DEVICE", "GPU", "GPUS", "BUSY", "LABELS", "LAST", "CONTACT",
+                                              "RUNNING", "JOBS"]
+    assert re.fullmatch(rf"cli-test-worker\s+cpu\s+-\s+-\s+-\s+\d+ s ago\s+{job_id}", lines[1])
     assert lines[2] == "(1 registered)"
 
 

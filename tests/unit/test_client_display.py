@@ -91,15 +91,17 @@ def test_ages_read_in_their_largest_whole_unit() -> None:
     assert format_age(None, CREATED) == "never"
 
 
-def test_the_worker_list_shows_device_gpu_last_contact_and_running_job() -> None:
-    gpu = {"device": "cuda", "gpu_name": "NVIDIA H100 80GB HBM3", "gpu_memory_bytes": 85_045_460_992}
+def test_the_worker_list_shows_device_gpu_labels_last_contact_and_running_job() -> None:
+    gpu = {"device": "cuda", "gpu_name": "NVIDIA H100 80GB HBM3", "gpu_memory_bytes": 85_045_460_992,
+           "labels": ["nvlink", "team-a"]}
     workers = [worker("h100-0", capabilities=gpu, last_contact_at=CREATED - timedelta(seconds=3), running_job_id=12),
                worker("cpu-box")]
     lines = format_workers(workers, CREATED).splitlines()
-    assert lines[0].split() == ["NAME", "DEVICE", "GPU", "GPUS", "BUSY", "LAST", "CONTACT", "RUNNING", "JOBS"]
-    assert lines[1].split() == ["h100-0", "cuda", "NVIDIA", "H100", "80GB", "HBM3", "(79", "GiB)", "-", "3", "s",
-                                "ago", "12"]
-    assert lines[2].split() == ["cpu-box", "cpu", "-", "-", "never", "-"]
+    assert lines[0].split() == ["NAME", "DEVICE", "GPU", "GPUS", "BUSY", "LABELS", "LAST", "CONTACT", "RUNNING",
+                                "JOBS"]
+    assert lines[1].split() == ["h100-0", "cuda", "NVIDIA", "H100", "80GB", "HBM3", "(79", "GiB)", "-", "nvlink,",
+                                "team-a", "3", "s", "ago", "12"]
+    assert lines[2].split() == ["cpu-box", "cpu", "-", "-", "-", "never", "-"]
     assert lines[3] == "(2 registered)"
     drawn = io.StringIO()
     Console(file=drawn, width=120).print(workers_table(workers, CREATED))
@@ -114,9 +116,9 @@ def test_a_worker_with_several_gpus_shows_them_how_many_are_busy_and_each_runnin
     workers = [worker("box", capabilities=alike, gpus_busy=3, running_job_ids=[7, 9], running_job_id=9),
                worker("mixed", capabilities=mixed, gpus_busy=0)]
     cells = [re.split(r"\s{2,}", line) for line in format_workers(workers, CREATED).splitlines()]
-    assert cells[1] == ["box", "cuda", "4 × NVIDIA H100 80GB HBM3 (79 GiB)", "3 of 4", "never", "7, 9"]
-    assert cells[2] == ["mixed", "cuda", "0: NVIDIA H100 80GB HBM3 (79 GiB); 1: NVIDIA A100 (0 GiB)", "0 of 2", "never",
-                        "-"]
+    assert cells[1] == ["box", "cuda", "4 × NVIDIA H100 80GB HBM3 (79 GiB)", "3 of 4", "-", "never", "7, 9"]
+    assert cells[2] == ["mixed", "cuda", "0: NVIDIA H100 80GB HBM3 (79 GiB); 1: NVIDIA A100 (0 GiB)", "0 of 2", "-",
+                        "never", "-"]
 
 
 def test_a_job_no_live_worker_could_take_says_why_it_waits() -> None:

@@ -8,6 +8,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from padbench.contract.model_spec import ModelSpec
+from padbench.contract.presets import MODEL_PRESETS
 from padbench.worker.engine.batches import PackedBatch, PaddedBatch
 from padbench.worker.engine.flops import ModelShape, batch_flops
 from padbench.worker.engine.model import build_model, build_on_meta
@@ -32,16 +33,29 @@ def test_matmul_flops_per_token_gpt2_seed_is_about_365_mflop() -> None:
     assert shape.matmul_flops_per_token == 364_498_944
 
 
-@pytest.mark.parametrize("preset", ["tiny-gpt2", "tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-gemma2",
-                                    "tiny-qwen3", "tiny-gemma3",
-                                    "tiny-phi3"])
-def test_formula_matches_torchs_flop_counter_within_one_percent(preset: str) -> None:
-    """GQA projections, gated MLPs, untied heads and wide heads (Gemma) counted as torch counts them.
+# The families the README names beyond the presets, at the tiny presets' size: OLMo (no biases, non-parametric
+# norms), OLMo 2 (norms after the sublayers, query/key norms) and GPT-NeoX (fused QKV, partial rotary by default,
+# parallel residual).
+_TINY_SHAPE = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+               "vocab_size": 2048, "max_position_embeddings": 256}
+CONFIG_FAMILIES = {
+    "olmo": {"model_type": "olmo", **_TINY_SHAPE, "num_key_value_heads": 2},
+    "olmo2": {"model_type": "olmo2", **_TINY_SHAPE, "num_key_value_heads": 2},
+    "gpt_neox": {"model_type": "gpt_neox", **_TINY_SHAPE, "use_parallel_residual": True},
+}
+FLOP_ORACLE_MODELS = [*(ModelSpec(preset=name) for name in MODEL_PRESETS if name.startswith("tiny")),
+                      *(ModelSpec(config=config) for config in CONFIG_FAMILIES.values())]
+
+
+@pytest.mark.parametrize("spec", FLOP_ORACLE_MODELS, ids=lambda spec: spec.label)
+def test_formula_matches_torchs_flop_counter_within_one_percent(spec: ModelSpec) -> None:
+    """Every CPU-sized preset and every family the README names: GQA projections, gated MLPs, untied heads,
+    wide heads (Gemma), fused QKV (GPT-NeoX) counted as torch counts them.
 
     The model runs its eager attention, which computes the full L×L score matrix, so the comparison counts
     attention as non-causal.
     """
-    model = build_model(ModelSpec(preset=preset), torch.float32, torch.device("cpu"), seed=0)
+    model = build_model(spec, torch.float32, torch.device("cpu"), seed=0)
     model.set_attn_implementation("eager")
     length = 48
     with FlopCounterMode(display=False) as counter, torch.inference_mode():

@@ -2,10 +2,10 @@
 (a `const` branch makes openapi-python-client refuse every integer), and every error a route can answer
 documented with its body.
 
-The last test generates a client with openapi-python-client and reads a result with it. The tool is not a
-dependency of padbench (it pins its own typer), so the test runs where it is installed on its own
-(`pipx install openapi-python-client`, or PADBENCH_OPENAPI_PYTHON_CLIENT naming its command) and skips,
-saying so, elsewhere.
+The last test generates a client with openapi-python-client and reads a result of each kind with it. The
+tool is not a dependency of padbench (it pins its own typer): `scripts/test.sh` installs it into a venv of
+its own (`.venv-openapi/`) and names its command in PADBENCH_OPENAPI_PYTHON_CLIENT; where neither that nor
+an `openapi-python-client` on PATH is found (the install needs PyPI), the test skips, saying so.
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ from padbench.server.core.config import Settings
 from padbench.server.core.security import Role, token_file_line
 from padbench.server.main import create_app
 
-H100_RESULT = Path(__file__).parents[2] / "docs" / "results" / "h100-2026-11-22" / "gpu-demo.json"
+RESULTS = Path(__file__).parents[2] / "docs" / "results"
+H100_RESULT = RESULTS / "h100-2026-11-22" / "gpu-demo.json"
+SWEEP_RESULT = RESULTS / "h200-2026-11-21" / "attention-sweep.json"  # a list of sweeps: the first is read
+GENERATE_RESULT = RESULTS / "h100-2026-11-25" / "generate-qwen3-1.7b-code-128.json"
 ONE_SIZE = [{"type": "integer", "minimum": 1, "maximum": MAX_BATCH_SIZE}, {"type": "string", "enum": ["auto"]}]
 LEASE_CALLS = ("heartbeat", "complete", "cancelled", "fail", "release")
 
@@ -90,30 +93,56 @@ def test_every_v1_route_documents_the_errors_it_can_answer(document: dict[str, A
 def generator() -> str:
     command = os.environ.get("PADBENCH_OPENAPI_PYTHON_CLIENT") or shutil.which("openapi-python-client")
     if not command:
-        pytest.skip("openapi-python-client is not installed (pipx install openapi-python-client, or set "
-                    "PADBENCH_OPENAPI_PYTHON_CLIENT to its command)")
+        pytest.skip("openapi-python-client is not installed: scripts/test.sh installs it into .venv-openapi/ "
+                    "(it needs PyPI), or set PADBENCH_OPENAPI_PYTHON_CLIENT to its command")
     return command
 
 
+def write_result(path: Path, document: dict[str, Any]) -> None:
+    """The document as the API serves it: validated by the contract and dumped again."""
+    path.write_text(JOB_RESULT_ADAPTER.validate_python(document).model_dump_json(), "utf-8")
+
+
+# Runs on the generator's own interpreter: the generated code needs attrs, which padbench does not.
+READER = """\
+import json
+from padbench_api.models import AttentionResult, GenerateResult, PaddingResult
+plain = lambda v: [plain(x) for x in v] if isinstance(v, list) else getattr(v, "value", v)
+load = lambda name: json.load(open(name))
+padding = PaddingResult.from_dict(load("padding.json"))
+sweep = AttentionResult.from_dict(load("attention.json"))
+generate = GenerateResult.from_dict(load("generate.json"))
+print(json.dumps({
+    "padding": [plain(padding.spec.batch_size), *(plain(s.batch_size) for s in padding.spec.strategies[:2]),
+                padding.strategies[0].batch_size, padding.strategies[0].tokens_per_s],
+    "attention": [plain(sweep.kind), len(sweep.cells), sweep.cells[0].kernel, sweep.cells[0].seq_len,
+                  sweep.cells[0].median_ms],
+    "generate": [plain(generate.kind), [(plain(r.strategy), r.output_tokens_per_s) for r in generate.rows]],
+}))
+"""
+
+
 @pytest.mark.slow
-def test_a_generated_client_reads_every_form_of_batch_size(document: dict[str, Any], tmp_path: Path) -> None:
+def test_a_generated_client_reads_each_kind_of_result(document: dict[str, Any], tmp_path: Path) -> None:
     command = generator()
     (tmp_path / "openapi.json").write_text(json.dumps(document), encoding="utf-8")
     generated = subprocess.run([command, "generate", "--path", "openapi.json", "--output-path", "padbench_api",
                                 "--meta", "none"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert generated.returncode == 0, generated.stdout + generated.stderr
-    result = json.loads(H100_RESULT.read_text(encoding="utf-8"))
-    result["spec"]["batch_size"] = [16, "auto"]
-    result["spec"]["strategies"][0]["batch_size"] = "auto"
-    result["spec"]["strategies"][1]["batch_size"] = 64
-    (tmp_path / "result.json").write_text(JOB_RESULT_ADAPTER.validate_python(result).model_dump_json(), "utf-8")
-    # The generated code needs attrs, which padbench does not: it runs on the generator's own interpreter.
-    reader = ("import json; from padbench_api.models import PaddingResult\n"
-              "r = PaddingResult.from_dict(json.load(open('result.json')))\n"
-              "plain = lambda v: [plain(x) for x in v] if isinstance(v, list) else getattr(v, 'value', v)\n"
-              "print(json.dumps([plain(r.spec.batch_size), *(plain(s.batch_size) for s in r.spec.strategies[:2]),"
-              " r.strategies[0].batch_size]))")
+    padding = json.loads(H100_RESULT.read_text(encoding="utf-8"))
+    padding["spec"]["batch_size"] = [16, "auto"]  # every form of batch size: a list, `auto` and a number
+    padding["spec"]["strategies"][0]["batch_size"] = "auto"
+    padding["spec"]["strategies"][1]["batch_size"] = 64
+    sweep = json.loads(SWEEP_RESULT.read_text(encoding="utf-8"))[0]
+    generate = json.loads(GENERATE_RESULT.read_text(encoding="utf-8"))
+    for name, result in (("padding", padding), ("attention", sweep), ("generate", generate)):
+        write_result(tmp_path / f"{name}.json", result)
     python = Path(command).resolve().parent / "python"
-    read = subprocess.run([str(python), "-c", reader], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    read = subprocess.run([str(python), "-c", READER], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert read.returncode == 0, read.stderr
-    assert json.loads(read.stdout) == [[16, "auto"], "auto", 64, 128]
+    cell = sweep["cells"][0]
+    assert json.loads(read.stdout) == {
+        "padding": [[16, "auto"], "auto", 64, 128, padding["strategies"][0]["tokens_per_s"]],
+        "attention": ["attention", len(sweep["cells"]), cell["kernel"], cell["seq_len"], cell["median_ms"]],
+        "generate": ["generate", [[row["strategy"], row["output_tokens_per_s"]] for row in generate["rows"]]],
+    }

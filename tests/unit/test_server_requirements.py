@@ -81,12 +81,40 @@ def test_a_worker_with_several_gpus_matches_a_gpu_text_only_when_every_gpu_does(
     assert worker("a", "b").owned_gpus == 2 and Capabilities(device="cuda").owned_gpus == 1  # listed none: one
 
 
+def owning(*counts: int, labels: tuple[str, ...] = ()) -> list[Capabilities]:
+    """Live workers owning these numbers of GPUs (0: a CPU worker), each carrying `labels`."""
+    def worker(count: int) -> Capabilities:
+        gpus = [GpuInfo(index=str(index), name="NVIDIA H100", memory_bytes=0) for index in range(count)]
+        return Capabilities(device="cuda" if count else "cpu", gpus=gpus, labels=list(labels))
+    return [worker(count) for count in counts]
+
+
 def test_a_queued_job_waits_with_a_reason_only_when_no_live_worker_owns_enough_gpus() -> None:
-    assert waiting_reason({"gpus": 4}, [2, 0]) == "needs 4 GPUs; the most any live worker owns is 2"
-    assert waiting_reason({"gpus": 4}, [4]) is None
-    assert waiting_reason({"gpus": "all"}, [0]) == "needs a worker with GPUs (gpus: all); no live worker owns a GPU"
+    assert waiting_reason({"gpus": 4}, owning(2, 0)) == "needs 4 GPUs; the most any live worker owns is 2"
+    assert waiting_reason({"gpus": 4}, owning(4)) is None
+    assert waiting_reason({"gpus": "all"}, owning(0)) == ("needs a worker with GPUs (gpus: all); no live worker "
+                                                          "owns a GPU")
     assert waiting_reason({"gpus": 1, "device": "cuda"}, []) == "needs 1 GPU; no live worker owns a GPU"
     assert waiting_reason({"gpus": 1}, []) is None  # one GPU or a CPU process: any worker that comes
-    assert waiting_reason({"gpus": 3, "device": "cpu"}, [0]) is None  # a CPU worker runs the three ranks
-    assert waiting_reason({"gpus": 3, "device": "cpu"}, [2]) == ("needs 3 GPUs or a CPU worker; the most any live "
-                                                                 "worker owns is 2")
+    assert waiting_reason({"gpus": 3, "device": "cpu"}, owning(0)) is None  # a CPU worker runs the three ranks
+    assert waiting_reason({"gpus": 3, "device": "cpu"}, owning(2)) == ("needs 3 GPUs or a CPU worker; the most any "
+                                                                       "live worker owns is 2")
+
+
+def test_a_labelled_job_waits_for_a_live_worker_carrying_every_label_with_enough_gpus() -> None:
+    wanted = {"gpus": 2, "worker_labels": ["nvlink"]}
+    assert waiting_reason(wanted, []) == "needs a worker labelled 'nvlink'; no live worker carries it"
+    assert waiting_reason(wanted | {"worker_labels": ["nvlink", "a", "b"]}, owning(8, labels=("nvlink",))) == (
+        "needs a worker labelled 'nvlink', 'a' and 'b'; no live worker carries them all")
+    # Only the workers carrying the labels count for the GPU count.
+    assert waiting_reason(wanted, [*owning(8), *owning(1, labels=("nvlink",))]) == (
+        "needs 2 GPUs; the most any live worker owns is 1")
+    assert waiting_reason(wanted, owning(2, labels=("nvlink", "team-a"))) is None
+
+
+def test_a_job_requires_its_labels_and_a_worker_offers_its_own() -> None:
+    spec = parse_job_spec({"attention": "sdpa", "worker_labels": [" NVLink", "team-a", "nvlink"]})
+    assert spec.worker_labels == ["nvlink", "team-a"]
+    assert job_requirements(spec) == {"kind:padding", "attention:sdpa", "label:nvlink", "label:team-a"}
+    offered = offered_capabilities(Capabilities(device="cpu", labels=["team-a", "NVLINK"]))
+    assert {"label:nvlink", "label:team-a"} <= offered

@@ -1,4 +1,4 @@
-"""`padbench worker --server URL --token-file PATH [--gpus 0,1,…] [--name NAME] [--once]`."""
+"""`padbench worker --server URL --token-file PATH [--gpus 0,1,…] [--name NAME] [--label NAME …] [--once]`."""
 
 from __future__ import annotations
 
@@ -47,6 +47,10 @@ def add_worker_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--name", default=None,
                         help="worker name shown on jobs (default: $PADBENCH_WORKER_NAME, else HOST-gpuLIST for "
                              "the GPUs given, or HOST)")
+    parser.add_argument("--label", action="append", default=None, metavar="NAME", dest="labels",
+                        help="a label this worker carries (repeatable: --label nvlink --label team-a); a job whose "
+                             "spec names worker_labels runs only on a worker carrying all of them (default: "
+                             "$PADBENCH_WORKER_LABELS, separated by commas)")
     parser.add_argument("--once", action="store_true", help="run one job, then exit")
     parser.add_argument("--job-timeout", type=float, default=None, metavar="SECONDS",
                         help="wall-clock limit for one job's child process "
@@ -57,7 +61,8 @@ def add_worker_command(subparsers: argparse._SubParsersAction) -> None:
 def load_settings(args: argparse.Namespace) -> WorkerSettings | None:
     """PADBENCH_* settings with the command line's options on top; None (after saying why) when refused."""
     overrides = {"server": args.server, "token": args.token, "token_file": args.token_file, "gpu": args.gpu,
-                 "gpus": args.gpus, "worker_name": args.name, "job_timeout_s": args.job_timeout}
+                 "gpus": args.gpus, "worker_name": args.name, "job_timeout_s": args.job_timeout,
+                 "worker_labels": None if args.labels is None else ",".join(args.labels)}
     # A GPU option on the command line replaces the other one's variable, as any option replaces its own.
     if args.gpus is not None:
         overrides["gpu"] = ""
@@ -116,6 +121,7 @@ def run_worker(args: argparse.Namespace) -> int:
             return 0
         print(f"padbench worker: {error}", file=sys.stderr)
         return 1
+    capabilities = capabilities.model_copy(update={"labels": settings.label_list})  # checked by the settings
     log.info("capabilities: %s", capabilities.model_dump_json())
     name = settings.worker_name or default_name(settings.gpu_list)
     config = WorkerConfig(name=name, job_timeout_s=settings.job_timeout_s,

@@ -1,7 +1,10 @@
-"""Linux process facts and limits: /proc/self/status fields, the address-space cap, dying with the parent.
+"""Process facts and limits: memory read through psutil, the peaks only /proc/self/status has, the
+address-space cap, dying with the parent.
 
 The CPU stand-ins for device memory (the OOM probe's budget, the sweep's per-cell budget, host peak RSS)
-all read the same status file and cap the same limit, so they read and cap it here.
+all read and cap the same process, so they read and cap it here. psutil gives what it can (resident and
+mapped sizes, a host's memory, every process's memory); the peaks (VmHWM, VmPeak) it does not report, and
+resetting the peak or capping the address space are kernel calls, so those stay Linux-only code here.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import resource
 import signal
 import sys
 from pathlib import Path
+
+import psutil
 
 STATUS_FILE = Path("/proc/self/status")
 CLEAR_REFS_FILE = Path("/proc/self/clear_refs")
@@ -36,20 +41,16 @@ def status_bytes(field: str) -> int:
 def group_rss_bytes(process_group: int) -> int:
     """The resident memory of every process in `process_group`, summed (processes that vanish count 0)."""
     total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            # /proc/PID/stat: "pid (comm) state ppid pgrp …"; comm may hold spaces, so split after its ')'.
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
-            if int(fields[2]) == process_group:
-                total += int(fields[21]) * resource.getpagesize()  # rss, in pages
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):  # gone, or not ours to read
+            if os.getpgid(process.pid) == process_group:
+                total += process.memory_info().rss
     return total
 
 
 def host_memory_bytes() -> int:
     """Physical memory of this machine."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return int(psutil.virtual_memory().total)
 
 
 def reset_peak_rss() -> bool:
@@ -67,7 +68,7 @@ def cap_address_space(extra_bytes: int) -> int:
     Past the cap an allocation fails with MemoryError, which is how a CPU run stands in for a GPU
     running out of memory. The hard limit is never raised.
     """
-    mapped = status_bytes("VmSize")
+    mapped = int(psutil.Process().memory_info().vms)  # VmSize
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     limit = mapped + extra_bytes
     resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))

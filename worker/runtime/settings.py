@@ -11,9 +11,10 @@ import re
 from pathlib import Path
 
 import platformdirs
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, TypeAdapter, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from padbench.contract.bounds import WorkerLabels
 from padbench.contract.parallel import MAX_GPUS
 from padbench.worker.runtime.procfs import host_memory_bytes
 
@@ -44,6 +45,17 @@ def gpu_list(text: str) -> tuple[str, ...]:
     return entries
 
 
+_LABELS = TypeAdapter(WorkerLabels)
+
+
+def label_list(text: str) -> list[str]:
+    """`nvlink, team-a` as ["nvlink", "team-a"] (lower case, each once); ValueError naming a bad label."""
+    entries = [entry.strip() for entry in text.split(",")] if text.strip() else []
+    if "" in entries:
+        raise ValueError(f"{text!r} has an empty entry; list labels between commas (e.g. nvlink,team-a)")
+    return _LABELS.validate_python(entries)
+
+
 def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("padbench"))
 
@@ -62,6 +74,9 @@ class WorkerSettings(BaseSettings):
     # One GPU (index or UUID): the same as `gpus` naming only it, kept for existing setups.
     gpu: str | None = None
     worker_name: str | None = None
+    # Labels its operator gives this worker, separated by commas (`nvlink,team-a`): a job naming
+    # `worker_labels` runs only on a worker carrying all of them. Kept as text: one variable, one list.
+    worker_labels: str = ""
     # A job's child process is killed past this wall-clock limit and the job fails, naming the limit.
     job_timeout_s: float = Field(default=DEFAULT_JOB_TIMEOUT_S, gt=0, le=7 * 24 * 3600)
     # A job's processes (resident memory, summed) are killed past this; unset: 80% of the host's memory.
@@ -86,6 +101,12 @@ class WorkerSettings(BaseSettings):
             gpu_list(value)  # refused here, at start-up, with the reason
         return value
 
+    @field_validator("worker_labels")
+    @classmethod
+    def _labels(cls, value: str) -> str:
+        label_list(value)  # refused here, at start-up, with the reason
+        return value
+
     @model_validator(mode="after")
     def _one_way_to_name_gpus(self) -> WorkerSettings:
         if self.gpu is not None and self.gpus is not None:
@@ -97,6 +118,10 @@ class WorkerSettings(BaseSettings):
         """The GPUs this worker was given, in order; None: every GPU visible to it."""
         given = self.gpus if self.gpus is not None else self.gpu
         return None if given is None else gpu_list(given)
+
+    @property
+    def label_list(self) -> list[str]:
+        return label_list(self.worker_labels)
 
     @property
     def memory_cap_bytes(self) -> int:

@@ -144,8 +144,8 @@ def get_job(job_id: JobIdPath, session: ReadSessionDep, settings: SettingsDep, p
     reason = None
     if row.job.status == JobStatus.queued.value:
         # A worker that has not been heard from for a whole lease would have lost any lease it held.
-        owned = reads.live_workers_owned_gpus(session, within_seconds=settings.lease_seconds)
-        reason = waiting_reason(row.job.spec, owned)
+        live = reads.live_workers(session, within_seconds=settings.lease_seconds)
+        reason = waiting_reason(row.job.spec, live)
     return job_out(row.job, row.worker_name, row.worker_capabilities, reason)
 
 
