@@ -16,7 +16,7 @@ import torch
 
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.spec import StrategySpec
-from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, masks, ops
+from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, flex, masks, ops
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch
 from padbench.worker.engine.correctness import reference_logits
@@ -84,8 +84,8 @@ def test_eager_and_flex_ops_apply_sinks_as_a_float64_softmax_with_the_sink(layou
     expected = attention_with_sinks(query, key, value, dense, SINKS, scale)
     real = real_positions(layout, query.shape)
     eager = ops.naive_dense(query, key, value, causal=False, scale=scale, mask=dense, sinks=SINKS)
-    flex = ops.flex_dense(query, key, value, block_mask, scale=scale, sinks=SINKS)
-    for got in (eager, flex):
+    flexed = flex.flex_dense(query, key, value, block_mask, scale=scale, sinks=SINKS)
+    for got in (eager, flexed):
         assert float((got.double() - expected)[real].abs().max()) < 1e-5
     without = ops.naive_dense(query, key, value, causal=False, scale=scale, mask=dense)
     assert float((without.double() - expected)[real].abs().max()) > 1e-2  # the sinks matter here
@@ -95,8 +95,8 @@ def test_sinks_compose_with_soft_capping_in_flex() -> None:
     dense, block_mask, _ = packed_case(WINDOW)
     query, key, value = qkv(sum(LENGTHS))
     eager = ops.naive_dense(query * 8, key, value, causal=False, mask=dense, softcap=5.0, sinks=SINKS)
-    flex = ops.flex_dense(query * 8, key, value, block_mask, softcap=5.0, sinks=SINKS)
-    assert float((eager - flex).abs().max()) < 1e-5
+    flexed = flex.flex_dense(query * 8, key, value, block_mask, softcap=5.0, sinks=SINKS)
+    assert float((eager - flexed).abs().max()) < 1e-5
 
 
 class SinkDroppingFlex(type(ATTENTION_KERNELS.get("flex-document-mask"))):  # type: ignore[misc]

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from padbench.contract.spec import StrategySpec
-from padbench.worker.engine.attention import ATTENTION_KERNELS, KernelUnavailable, ops
+from padbench.worker.engine.attention import ATTENTION_KERNELS, KernelUnavailable, flex, ops
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.batches import STRATEGIES
 from padbench.worker.engine.correctness import reference_logits
@@ -54,7 +54,7 @@ def test_every_layout_on_flex_and_eager_passes_the_gate_with_soft_capping(gemma2
 def test_a_flex_kernel_that_drops_the_cap_fails_the_gate(gemma2: tuple, layout: StrategySpec,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     model, references = gemma2
-    monkeypatch.setattr(ops, "softcap_score_mod", lambda softcap: None)
+    monkeypatch.setattr(flex, "softcap_score_mod", lambda softcap: None)
     assert not gate(kernels_of("flex", layout), model, references, layout)
 
 

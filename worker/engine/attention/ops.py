@@ -9,8 +9,8 @@ Conventions, for every op here:
 - the output has the query's layout; keys/values may have fewer heads than queries (grouped-query attention).
 
 Library signatures differ between versions (torch's `varlen_attn` changed its causal argument in 2.11,
-flash-attn-4 returns a tuple, flash-attn took `softcap` from 2.6, FlexAttention hands its log-sum-exp back
-through `return_aux` from torch 2.9); they are detected once per process and cached, never per call.
+flash-attn-4 returns a tuple, flash-attn took `softcap` from 2.6); they are detected once per process and
+cached, never per call. FlexAttention's calls are in `flex.py`.
 
 Attention sinks (gpt-oss) are one learned logit `s` per query head added to the softmax's denominator and
 attending to nothing: softmax over [scores, s] with the sink's column dropped. With Z = Σ exp(scores) = exp(lse)
@@ -24,18 +24,12 @@ import functools
 import importlib
 import inspect
 import os
-import warnings
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch.nn.attention.flex_attention import BlockMask, flex_attention
-
-# torch 2.9+ asks for FlexAttention's log-sum-exp with an AuxRequest (`return_aux`), earlier ones with
-# `return_lse=True`; https://docs.pytorch.org/docs/stable/nn.attention.flex_attention.html
-_AUX_REQUEST: Any = getattr(importlib.import_module("torch.nn.attention.flex_attention"), "AuxRequest", None)
 
 
 class KernelUnavailable(RuntimeError):
@@ -119,12 +113,12 @@ def flash_window(window: int | None) -> tuple[int, int]:
     return (window - 1 if window is not None else -1, 0)
 
 
-def _first(result: torch.Tensor | tuple[torch.Tensor, ...]) -> torch.Tensor:
+def first_tensor(result: torch.Tensor | tuple[torch.Tensor, ...]) -> torch.Tensor:
     # Some versions return (out, lse); the check is a Python isinstance, no device work.
     return result[0] if isinstance(result, tuple) else result
 
 
-def _is_gqa(query: torch.Tensor, key: torch.Tensor) -> bool:
+def is_gqa(query: torch.Tensor, key: torch.Tensor) -> bool:
     return query.shape[-2] != key.shape[-2]
 
 
@@ -157,7 +151,7 @@ def sdpa_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, c
     """
     output = F.scaled_dot_product_attention(
         query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), attn_mask=mask,
-        is_causal=causal and mask is None, scale=scale, enable_gqa=_is_gqa(query, key))
+        is_causal=causal and mask is None, scale=scale, enable_gqa=is_gqa(query, key))
     return output.transpose(1, 2)
 
 
@@ -226,14 +220,14 @@ def _window_kwargs(window: int | None) -> dict[str, Any]:
 def flash_attn_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
                      scale: float | None = None, window: int | None = None, softcap: float | None = None,
                      sinks: torch.Tensor | None = None) -> torch.Tensor:
-    return _first(flash_attn_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal,
+    return first_tensor(flash_attn_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal,
                                                       **_window_kwargs(window), **_feature_kwargs(softcap, sinks)))
 
 
 def flash_attn_cute_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
                           scale: float | None = None, window: int | None = None, softcap: float | None = None,
                           sinks: torch.Tensor | None = None) -> torch.Tensor:
-    return _first(flash_attn_cute_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal,
+    return first_tensor(flash_attn_cute_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal,
                                                            **_window_kwargs(window), **_feature_kwargs(softcap, sinks)))
 
 
@@ -249,19 +243,19 @@ def torch_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu
     kwargs: dict[str, Any] = {}
     if causal:
         kwargs = {"window_size": flash_window(window)} if takes_window else {"is_causal": True}
-    if _is_gqa(query, key):
+    if is_gqa(query, key):
         if takes_gqa:
             kwargs["enable_gqa"] = True
         else:  # this torch's varlen_attn takes equal heads only
             key, value = expand_kv_heads(query, key, value)
-    return _first(function(query, key, value, cu_seqlens_q, cu_seqlens_k, max_q, max_k, scale=scale, **kwargs))
+    return first_tensor(function(query, key, value, cu_seqlens_q, cu_seqlens_k, max_q, max_k, scale=scale, **kwargs))
 
 
 def flash_attn_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
                       cu_seqlens_k: torch.Tensor, max_q: int, max_k: int, *, causal: bool,
                       scale: float | None = None, window: int | None = None, softcap: float | None = None,
                       sinks: torch.Tensor | None = None) -> torch.Tensor:
-    return _first(flash_attn_module().flash_attn_varlen_func(
+    return first_tensor(flash_attn_module().flash_attn_varlen_func(
         query, key, value, cu_seqlens_q, cu_seqlens_k, max_q, max_k, softmax_scale=scale, causal=causal,
         **_window_kwargs(window), **_feature_kwargs(softcap, sinks)))
 
@@ -270,73 +264,10 @@ def flash_attn_cute_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.
                            cu_seqlens_k: torch.Tensor, max_q: int, max_k: int, *, causal: bool,
                            scale: float | None = None, window: int | None = None, softcap: float | None = None,
                            sinks: torch.Tensor | None = None) -> torch.Tensor:
-    return _first(flash_attn_cute_module().flash_attn_varlen_func(
+    return first_tensor(flash_attn_cute_module().flash_attn_varlen_func(
         query, key, value, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_q,
         max_seqlen_k=max_k, softmax_scale=scale, causal=causal, **_window_kwargs(window),
         **_feature_kwargs(softcap, sinks)))
-
-
-# --- FlexAttention -------------------------------------------------------------------------------------------
-
-@functools.cache
-def _compiled_flex() -> Callable[..., Any]:
-    # Dynamic shapes: every packed batch has a different total length, and one graph per length would
-    # recompile on every batch; compiling per shape then costs far more than the compiled graph saves.
-    return torch.compile(flex_attention, dynamic=True)
-
-
-@functools.cache
-def softcap_score_mod(softcap: float) -> Callable[..., Any]:
-    """FlexAttention's score_mod for Gemma 2's soft-capping: softcap · tanh(score / softcap) of the scaled logit.
-
-    One function object per cap, so a compiled flex sees the same score_mod on every call and never recompiles
-    for a new closure.
-    """
-
-    def capped(score: Any, batch: Any, head: Any, q_index: Any, kv_index: Any) -> Any:
-        return softcap * torch.tanh(score / softcap)
-
-    return capped
-
-
-def flex_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: BlockMask, *,
-               scale: float | None = None, softcap: float | None = None,
-               sinks: torch.Tensor | None = None) -> torch.Tensor:
-    """FlexAttention, compiled on CUDA (its only fast path); on CPU the unfused reference runs, for tests.
-
-    `softcap` caps the logits through a score_mod, inside the fused kernel; `sinks` (heads,) rescale the output
-    by the log-sum-exp flex returns (`sink_rescaled`).
-    """
-    q, k, v = (t.transpose(1, 2) for t in (query, key, value))
-    run = flex_reference if not query.is_cuda else _compiled_flex()
-    output = run(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=_is_gqa(query, key),
-                 score_mod=softcap_score_mod(softcap) if softcap else None, **_lse_request(sinks is not None))
-    if sinks is None:
-        return _first(output).transpose(1, 2)
-    attended, aux = output
-    lse = aux if _AUX_REQUEST is None else aux.lse
-    return sink_rescaled(attended, lse, sinks).transpose(1, 2)
-
-
-def _lse_request(wanted: bool) -> dict[str, Any]:
-    if not wanted:
-        return {}
-    return {"return_lse": True} if _AUX_REQUEST is None else {"return_aux": _AUX_REQUEST(lse=True)}
-
-
-def flex_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: BlockMask,
-                   **options: Any) -> Any:
-    """Uncompiled FlexAttention on (batch, heads, seq, head_dim): torch's unfused reference path.
-
-    `options` go to flex_attention as they are (scale, score_mod, the log-sum-exp request); without a request
-    for more, only the output comes back.
-    """
-    options.setdefault("enable_gqa", query.shape[1] != key.shape[1])
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*flex_attention called without torch.compile.*")
-        output = flex_attention(query, key, value, block_mask=block_mask, **options)
-    wants_more = options.get("return_lse") or options.get("return_aux") is not None
-    return output if wants_more else _first(output)
 
 
 # --- materialised masks ------------------------------------------------------------------------------------

@@ -15,15 +15,9 @@ import torch
 from torch.nn.attention.flex_attention import BlockMask
 
 from padbench.worker.engine.attention import masks, ops
-from padbench.worker.engine.attention.base import (
-    AttentionKernel,
-    FlashLibraryKernel,
-    FlexKernel,
-    MaskedKernel,
-    feature_inputs,
-    register_kernel,
-)
+from padbench.worker.engine.attention.base import AttentionKernel, feature_inputs, register_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling, window_bites
+from padbench.worker.engine.attention.kernel_kinds import FlashLibraryKernel, FlexKernel, MaskedKernel
 from padbench.worker.engine.batches import Batch, PackedBatch
 
 

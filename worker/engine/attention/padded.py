@@ -16,15 +16,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.flex_attention import BlockMask
 
 from padbench.worker.engine.attention import masks, ops
-from padbench.worker.engine.attention.base import (
-    AttentionKernel,
-    FlashLibraryKernel,
-    FlexKernel,
-    MaskedKernel,
-    feature_inputs,
-    register_kernel,
-)
+from padbench.worker.engine.attention.base import AttentionKernel, feature_inputs, register_kernel
 from padbench.worker.engine.attention.features import GqaHandling
+from padbench.worker.engine.attention.kernel_kinds import FlashLibraryKernel, FlexKernel, MaskedKernel
 from padbench.worker.engine.batches import Batch, PaddedBatch
 
 
