@@ -23,7 +23,9 @@ from padbench.worker.engine.correctness import reference_logits
 from padbench.worker.engine.decoding.kernels import DECODE_KERNELS
 from padbench.worker.engine.model import build_model, model_config
 from padbench.worker.engine.model_support import UnsupportedModel
+from padbench.worker.jobs.generate.gate import judge, reference_runs
 from tests.unit.test_engine_attention_kernels import packed_batch, padded_batch, sequences
+from tests.unit.test_generate_engine import decode, gate_set
 from tests.unit.test_sliding_windows import gate, sample
 
 CPU = torch.device("cpu")
@@ -207,3 +209,15 @@ def test_gpt_oss_passes_the_gate_on_eager_and_flex_and_fails_without_sinks(gpt_o
         assert gate(kernel, model, references, spec), f"{layout} on {kernel.name}"
     if layout == "packed":
         assert not gate(SinkDroppingFlex(), model, references, spec)
+
+
+@needs_moe
+def test_gpt_oss_generates_on_eager_kvcache_and_sdpa_kvcache_refuses(gpt_oss: tuple) -> None:
+    model, _ = gpt_oss
+    requests = gate_set(int(model.config.vocab_size))[:4]
+    references = reference_runs(model, requests, CPU, "fp32")
+    decoder = decode(model, DECODE_KERNELS.get("eager-kvcache"), "continuous", requests)
+    outcome = judge(requests, references, decoder.generated, decoder.first_logits, "fp32")
+    assert outcome.passed, outcome.detail
+    with pytest.raises(KernelUnavailable, match="does not apply attention sinks"):
+        decode(model, DECODE_KERNELS.get("sdpa-kvcache"), "static", requests[:2])
