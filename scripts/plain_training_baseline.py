@@ -1,8 +1,9 @@
 """A plain transformers training loop on packed sequences, to compare padbench's training figures with.
 
 What a user writes without padbench: the model from transformers in bf16, torch's varlen flash kernel
-registered as its attention (cumulative lengths found from the position ids inside it), full logits and
-`F.cross_entropy`, backward, `torch.optim.AdamW(foreach=True)`, no compile, every pack timed in one loop
+registered as its attention (cumulative lengths found from the position ids inside it; `--attention` picks
+transformers' own for models that soft-cap, as in plain_packed_baseline.py), full logits and `F.cross_entropy`,
+backward, `torch.optim.AdamW(foreach=True)`, no compile, every pack timed in one loop
 (passes over the packs until `--min-seconds`). It packs the same sequences, drawn by padbench's data loader
 with the same seed, into the same packs as padbench's `packed` strategy, so the figures differ only in how
 the step is run.
@@ -26,9 +27,9 @@ from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.engine.steps import next_token_labels
 
 try:  # run as `python3 scripts/…` (the script's folder is on the path) or as a module
-    from plain_packed_baseline import plain_model, report, same_packs
+    from plain_packed_baseline import add_attention_argument, plain_model, report, same_packs
 except ImportError:
-    from scripts.plain_packed_baseline import plain_model, report, same_packs
+    from scripts.plain_packed_baseline import add_attention_argument, plain_model, report, same_packs
 
 TRAINING_FLOP_FACTOR = 3  # backward costs twice the forward, as padbench counts it
 
@@ -44,6 +45,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=16, help="pack budget in rows of max_length tokens")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--min-seconds", type=float, default=10.0)
+    add_attention_argument(parser)
     parser.add_argument("--json")
     return parser.parse_args()
 
@@ -51,7 +53,7 @@ def arguments() -> argparse.Namespace:
 def main() -> None:
     args = arguments()
     device, dtype = torch.device("cuda"), torch.bfloat16
-    model = plain_model(args.preset, device, dtype).train()
+    model = plain_model(args.preset, device, dtype, args.attention).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
     data = DataSpec(source=args.source, tokenizer=args.tokenizer, text_field=args.text_field,
                     max_length=args.max_length, num_samples=args.num_samples)
@@ -85,8 +87,9 @@ def main() -> None:
     work = sum(TRAINING_FLOP_FACTOR * flops.batch_flops(shape, packs[i % len(packs)]).total for i in range(done))
     real_tokens = sum(packs[i % len(packs)].real_tokens for i in range(done))
     matmul = measure_matmul_tflops(device, dtype) * 1e12
-    result = {"preset": args.preset, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-              "packs": len(packs), "steps": done, "real_tokens": real_tokens, "seconds": seconds,
+    result = {"preset": args.preset, "attention": args.attention, "gpu": torch.cuda.get_device_name(),
+              "torch": torch.__version__, "packs": len(packs), "steps": done, "real_tokens": real_tokens,
+              "seconds": seconds,
               "tokens_per_s": real_tokens / seconds, "matmul_tflops": matmul / 1e12,
               "mfu_vs_matmul": work / seconds / matmul, "peak_allocated_bytes": torch.cuda.max_memory_allocated()}
     report(result, args.json)

@@ -99,5 +99,5 @@ def decode_kernel_findings(spec: GenerateJobSpec, device: torch.device,
     except KernelUnavailable as error:
         yield False, f"{spec.attention}: refused: {error.reason}"
         return
-    reason = kernel.unsupported_reason(features.softcap)
+    reason = kernel.unsupported_reason(features.softcap, features.sinks)
     yield reason is None, f"{spec.attention}: {kernel.name} " + ("runs" if reason is None else f"refused: {reason}")

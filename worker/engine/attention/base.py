@@ -15,21 +15,17 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import torch
-from torch.nn.attention.flex_attention import BlockMask
 from transformers import AttentionInterface
 
 from padbench.contract.registry import Registry
-from padbench.worker.engine.attention import masks, ops
 from padbench.worker.engine.attention.features import (
     AttentionFeatures,
     GqaHandling,
-    batch_windows,
-    mask_for,
+    missing_feature_reason,
     window_bites,
     window_reason,
 )
@@ -58,8 +54,10 @@ class AttentionKernel(ABC):
     # batch once, or compilation lands inside the timed region (seen on an H200: the median batch ran 1.09M
     # tokens/s while Σ tokens / Σ time read 0.84M).
     compiles_per_shape: ClassVar[bool] = False
-    # Logit soft-capping (Gemma 2): only kernels that apply it may run a model that uses it.
+    # Logit soft-capping (Gemma 2) and attention sinks (gpt-oss): only kernels that apply them may run a model
+    # that uses them (where the installed library takes them: `library_reason`).
     applies_softcap: ClassVar[bool] = False
+    applies_sinks: ClassVar[bool] = False
     # Sliding windows (Mistral; Gemma 2/3 and gpt-oss on their local layers): only kernels that band each
     # layer's attention by the window it is called with may run a model whose window sequences outgrow.
     applies_window: ClassVar[bool] = False
@@ -112,10 +110,16 @@ class AttentionKernel(ABC):
 
     def unsupported_reason(self, features: AttentionFeatures, longest: int) -> str | None:
         """Why this kernel cannot compute this model's attention on sequences up to `longest`; None if it can."""
-        if features.softcap is not None and not self.applies_softcap:
-            return (f"{self.name} does not apply attention logit soft-capping (the model caps at "
-                    f"{features.softcap:g}); the eager kernels do")
-        return None if self.applies_window else window_reason(self.name, features.sliding_window, longest)
+        reason = missing_feature_reason(self.name, features, applies_softcap=self.applies_softcap,
+                                        applies_sinks=self.applies_sinks, library_reason=self.library_reason)
+        if reason is not None or self.applies_window:
+            return reason
+        return window_reason(self.name, features.sliding_window, longest)
+
+    def library_reason(self, parameter: str) -> str | None:
+        """Why the installed library takes no `parameter` (softcap, learnable_sink) of a feature this kernel
+        applies through it; None when it does, or when the kernel applies the feature itself."""
+        return None
 
     # --- per batch ------------------------------------------------------------------------------------------
 
@@ -172,9 +176,12 @@ class AttentionKernel(ABC):
             raise ValueError(f"attention kernel {self.name!r} runs without dropout (got p={dropout})")
         inputs = kernel_inputs(kwargs)
         longest = inputs.get("padbench_max_seqlen", query.shape[2])
-        self._refuse_dropped_features(softcap, sliding_window, kwargs, longest=longest)
+        sinks = kwargs.get("s_aux")
+        self._refuse_dropped_features(softcap, sliding_window, sinks is not None, longest=longest)
         if softcap:
             inputs["padbench_softcap"] = softcap
+        if sinks is not None:
+            inputs["padbench_sinks"] = sinks
         if window_bites(sliding_window, longest):  # this layer's window: None on full-attention layers
             inputs["padbench_window"] = sliding_window
         query, key, value = autocast_inputs(query, key, value)
@@ -182,15 +189,13 @@ class AttentionKernel(ABC):
                              scaling if scaling is not None else query.shape[-1] ** -0.5, **inputs)
         return output, None
 
-    def _refuse_dropped_features(self, softcap: float | None, sliding_window: int | None, kwargs: dict[str, Any],
+    def _refuse_dropped_features(self, softcap: float | None, sliding_window: int | None, sinks: bool,
                                  longest: int) -> None:
         """The call-time guard behind `unsupported_reason`: a feature this kernel would ignore is an error."""
-        if softcap is None and sliding_window is None and kwargs.get("s_aux") is None:
+        if softcap is None and sliding_window is None and not sinks:
             return  # most models, every layer of every forward: nothing to check
-        if kwargs.get("s_aux") is not None:
-            raise KernelUnavailable(self.name, "the model uses attention sinks (s_aux), which it does not apply")
         features = AttentionFeatures(query_heads=1, kv_heads=1, softcap=softcap or None,
-                                     sliding_window=sliding_window or None)
+                                     sliding_window=sliding_window or None, sinks=sinks)
         reason = self.unsupported_reason(features, longest)
         if reason is not None:
             raise KernelUnavailable(self.name, reason)
@@ -199,6 +204,12 @@ class AttentionKernel(ABC):
 def kernel_inputs(arguments: dict[str, Any]) -> dict[str, Any]:
     """The `padbench_*` arguments meant for a kernel, out of everything transformers forwards."""
     return {name: value for name, value in arguments.items() if name.startswith(KERNEL_INPUT_PREFIX)}
+
+
+def feature_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The soft-cap and sinks among a kernel's inputs as ops' `softcap=` / `sinks=`, only those the layer uses."""
+    names = {"padbench_softcap": "softcap", "padbench_sinks": "sinks"}
+    return {names[name]: value for name, value in inputs.items() if name in names}
 
 
 def tiny_batch(layout: type[PaddedBatch] | type[PackedBatch], device: torch.device) -> Batch:
@@ -217,64 +228,6 @@ def tiny_batch(layout: type[PaddedBatch] | type[PackedBatch], device: torch.devi
 def longest_sequence(batch: Batch) -> int:
     """The longest sequence a batch's attention spans: what `_transformers_attention` compares windows with."""
     return batch.max_seqlen if isinstance(batch, PackedBatch) else batch.width
-
-
-class MaskedKernel(AttentionKernel):
-    """Attention through a boolean mask (True = attend), materialised inside every forward.
-
-    Not in `prepare`: every batch is on the device before timing, and a packed batch's mask is
-    O(tokens²) — 4 GB for a 63,000-token pack. Kept for all 31 packs of a run, the masks ran an H200 out of
-    memory at a budget the OOM probe, with its one batch, had found to fit. transformers, too, builds its
-    4-D masks inside the forward, so the mask is part of this layout's measured cost.
-    """
-
-    masked_op: ClassVar[Callable[..., torch.Tensor]]  # ops.sdpa_dense or ops.naive_dense
-    applies_window = True
-
-    @abstractmethod
-    def build_mask(self, batch: Batch, window: int | None) -> torch.Tensor:
-        """The mask for the whole batch, broadcastable to (rows, heads, width, width)."""
-
-    def per_forward(self, batch: Batch, windows: tuple[int | None, ...] = (None,)) -> Batch:
-        # The mask is built per batch, not per layer: one for each window the layers use, as transformers
-        # builds a full and a sliding mask per forward for models with both kinds of layer.
-        built = {window: self.build_mask(batch, window) for window in batch_windows(windows, longest_sequence(batch))}
-        return replace(batch, extras={**batch.extras, "padbench_masks": built})
-
-    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
-               padbench_masks: dict[int | None, torch.Tensor], padbench_window: int | None = None,
-               **inputs: Any) -> torch.Tensor:
-        capping = {"softcap": inputs["padbench_softcap"]} if "padbench_softcap" in inputs else {}
-        return self.masked_op(query, key, value, causal=False, scale=scale,
-                              mask=mask_for(padbench_masks, padbench_window, self.name), **capping)
-
-
-class FlexKernel(AttentionKernel):
-    """FlexAttention with a block mask built once per batch in `prepare`: fully masked tiles are skipped."""
-
-    applies_window = True
-
-    @abstractmethod
-    def build_block_mask(self, batch: Batch, window: int | None) -> BlockMask: ...
-
-    def probe(self, device: torch.device, dtype: torch.dtype) -> None:
-        # The op itself, uncompiled: compiling flex on CUDA takes tens of seconds, too long for a capability
-        # probe; the first real batch compiles it (outside timing, in the warm-up).
-        query = torch.randn(1, 2, 128, 64, device=device, dtype=dtype)
-        ops.flex_reference(query, query, query, masks.causal_block_mask(128, device))
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    def prepare(self, batch: Batch, windows: tuple[int | None, ...] = (None,)) -> Batch:
-        built = {window: self.build_block_mask(batch, window)
-                 for window in batch_windows(windows, longest_sequence(batch))}
-        return replace(batch, extras={**batch.extras, "padbench_block_masks": built})
-
-    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
-               padbench_block_masks: dict[int | None, BlockMask], padbench_window: int | None = None,
-               **inputs: Any) -> torch.Tensor:
-        return ops.flex_dense(query, key, value, mask_for(padbench_block_masks, padbench_window, self.name),
-                              scale=scale)
 
 
 @contextlib.contextmanager

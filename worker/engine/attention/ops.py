@@ -9,7 +9,13 @@ Conventions, for every op here:
 - the output has the query's layout; keys/values may have fewer heads than queries (grouped-query attention).
 
 Library signatures differ between versions (torch's `varlen_attn` changed its causal argument in 2.11,
-flash-attn-4 returns a tuple); they are detected once per process and cached, never per call.
+flash-attn-4 returns a tuple, flash-attn took `softcap` from 2.6); they are detected once per process and
+cached, never per call. FlexAttention's calls are in `flex.py`.
+
+Attention sinks (gpt-oss) are one learned logit `s` per query head added to the softmax's denominator and
+attending to nothing: softmax over [scores, s] with the sink's column dropped. With Z = Σ exp(scores) = exp(lse)
+that is the plain softmax scaled by Z / (Z + exp(s)) = sigmoid(lse − s), so a kernel that returns its
+log-sum-exp applies sinks to its output, without a column it cannot add (`sink_rescaled`).
 """
 
 from __future__ import annotations
@@ -18,14 +24,12 @@ import functools
 import importlib
 import inspect
 import os
-import warnings
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
 
 class KernelUnavailable(RuntimeError):
@@ -63,6 +67,26 @@ def flash_attn_cute_module() -> ModuleType:
     if module is None or not hasattr(module, "flash_attn_varlen_func"):
         raise KernelUnavailable("flash-attn-cute", "flash_attn.cute (flash-attn-4) is not importable")
     return module
+
+
+FLASH_MODULES: dict[str, Callable[[], ModuleType]] = {"flash-attn": flash_attn_module,
+                                                       "flash-attn-cute": flash_attn_cute_module}
+
+
+@functools.cache
+def flash_library_reason(family: str, function: str, parameter: str) -> str | None:
+    """Why the installed flash library's `function` takes no `parameter` (e.g. `softcap`); None when it does.
+
+    Also None when the library is absent: the kernel is then unavailable, and availability says why.
+    """
+    try:
+        module = FLASH_MODULES[family]()
+    except KernelUnavailable:
+        return None
+    if parameter in inspect.signature(getattr(module, function)).parameters:
+        return None
+    version = getattr(optional_module("flash_attn"), "__version__", "this version")
+    return f"the installed flash_attn ({version})'s {function} takes no {parameter}"
 
 
 _VARLEN_CALL: tuple[Callable[..., Any], bool, bool] | None = None
@@ -103,12 +127,12 @@ def flash_window(window: int | None) -> tuple[int, int]:
     return (window - 1 if window is not None else -1, 0)
 
 
-def _first(result: torch.Tensor | tuple[torch.Tensor, ...]) -> torch.Tensor:
+def first_tensor(result: torch.Tensor | tuple[torch.Tensor, ...]) -> torch.Tensor:
     # Some versions return (out, lse); the check is a Python isinstance, no device work.
     return result[0] if isinstance(result, tuple) else result
 
 
-def _is_gqa(query: torch.Tensor, key: torch.Tensor) -> bool:
+def is_gqa(query: torch.Tensor, key: torch.Tensor) -> bool:
     return query.shape[-2] != key.shape[-2]
 
 
@@ -141,19 +165,20 @@ def sdpa_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, c
     """
     output = F.scaled_dot_product_attention(
         query.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2), attn_mask=mask,
-        is_causal=causal and mask is None, scale=scale, enable_gqa=_is_gqa(query, key))
+        is_causal=causal and mask is None, scale=scale, enable_gqa=is_gqa(query, key))
     return output.transpose(1, 2)
 
 
 def naive_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
                 scale: float | None = None, mask: torch.Tensor | None = None,
-                blocked: torch.Tensor | None = None, softcap: float | None = None) -> torch.Tensor:
+                blocked: torch.Tensor | None = None, softcap: float | None = None,
+                sinks: torch.Tensor | None = None) -> torch.Tensor:
     """The materialised softmax(QKᵀ)V: the full (batch, heads, q_len, kv_len) score matrix in memory.
 
     `mask` is boolean (True = attend), broadcastable to the scores. `blocked` is its inverse (True = may not
     attend), for callers that hold it already: it spares a (q_len, kv_len) temporary on every call, which
     matters where the call's peak memory is what is measured. `softcap` bounds the scaled logits to
-    ±softcap with tanh before the mask, as Gemma 2 does.
+    ±softcap with tanh before the mask, as Gemma 2 does; `sinks` (heads,) are attention-sink logits.
     """
     if blocked is not None and (mask is not None or causal):
         raise ValueError("naive_dense: `blocked` replaces `mask` and `causal`; fold them into it")
@@ -172,7 +197,33 @@ def naive_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, 
     # Softmax in the scores' dtype (torch accumulates in fp32 internally), as a plain implementation does;
     # an fp32 copy of the (batch, heads, q, kv) matrix would double the memory of this baseline.
     weights = torch.softmax(scores, dim=-1)
-    return torch.matmul(weights, v).transpose(1, 2)
+    output = torch.matmul(weights, v)
+    if sinks is not None:
+        output = sink_rescaled(output, torch.logsumexp(scores, dim=-1), sinks)
+    return output.transpose(1, 2)
+
+
+def sink_rescaled(output: torch.Tensor, lse: torch.Tensor, sinks: torch.Tensor) -> torch.Tensor:
+    """Attention without sinks → with them: `output` (batch, heads, q, d) scaled by sigmoid(lse − sink).
+
+    `lse` (batch, heads, q) is the log-sum-exp of each query's (capped, masked) logits and `sinks` (heads,)
+    the sink logits (see the module's docstring). A query with no key (lse = −inf) stays at zero.
+    """
+    factor = torch.sigmoid(lse.float() - sinks.float()[:, None]).unsqueeze(-1)
+    return (output * factor).to(output.dtype)
+
+
+def _feature_kwargs(softcap: float | None, sinks: torch.Tensor | None) -> dict[str, Any]:
+    """flash-attn's `softcap` and flash-attn-4's `learnable_sink`, passed only when used (older versions lack
+    them; `flash_library_reason` refuses a model that needs one there)."""
+    kwargs: dict[str, Any] = {} if not softcap else {"softcap": softcap}
+    if sinks is not None:
+        if sinks.requires_grad and torch.is_grad_enabled():
+            # flash-attn-4's backward returns no gradient for learnable_sink: training would freeze the sinks.
+            raise KernelUnavailable("flash-attn-cute", "flash-attn-4 computes no gradient for attention sinks, "
+                                                       "so it cannot train a model that has them")
+        kwargs["learnable_sink"] = sinks.to(torch.bfloat16)  # the only dtype flash-attn-4 takes for sinks
+    return kwargs
 
 
 def _window_kwargs(window: int | None) -> dict[str, Any]:
@@ -181,15 +232,17 @@ def _window_kwargs(window: int | None) -> dict[str, Any]:
 
 
 def flash_attn_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
-                     scale: float | None = None, window: int | None = None) -> torch.Tensor:
-    return _first(flash_attn_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal,
-                                                      **_window_kwargs(window)))
+                     scale: float | None = None, window: int | None = None, softcap: float | None = None,
+                     sinks: torch.Tensor | None = None) -> torch.Tensor:
+    return first_tensor(flash_attn_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal,
+                                                      **_window_kwargs(window), **_feature_kwargs(softcap, sinks)))
 
 
 def flash_attn_cute_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
-                          scale: float | None = None, window: int | None = None) -> torch.Tensor:
-    return _first(flash_attn_cute_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal,
-                                                           **_window_kwargs(window)))
+                          scale: float | None = None, window: int | None = None, softcap: float | None = None,
+                          sinks: torch.Tensor | None = None) -> torch.Tensor:
+    return first_tensor(flash_attn_cute_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal,
+                                                           **_window_kwargs(window), **_feature_kwargs(softcap, sinks)))
 
 
 # --- varlen (total_tokens, heads, head_dim) --------------------------------------------------------------
@@ -204,57 +257,31 @@ def torch_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu
     kwargs: dict[str, Any] = {}
     if causal:
         kwargs = {"window_size": flash_window(window)} if takes_window else {"is_causal": True}
-    if _is_gqa(query, key):
+    if is_gqa(query, key):
         if takes_gqa:
             kwargs["enable_gqa"] = True
         else:  # this torch's varlen_attn takes equal heads only
             key, value = expand_kv_heads(query, key, value)
-    return _first(function(query, key, value, cu_seqlens_q, cu_seqlens_k, max_q, max_k, scale=scale, **kwargs))
+    return first_tensor(function(query, key, value, cu_seqlens_q, cu_seqlens_k, max_q, max_k, scale=scale, **kwargs))
 
 
 def flash_attn_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
                       cu_seqlens_k: torch.Tensor, max_q: int, max_k: int, *, causal: bool,
-                      scale: float | None = None, window: int | None = None) -> torch.Tensor:
-    return _first(flash_attn_module().flash_attn_varlen_func(
+                      scale: float | None = None, window: int | None = None, softcap: float | None = None,
+                      sinks: torch.Tensor | None = None) -> torch.Tensor:
+    return first_tensor(flash_attn_module().flash_attn_varlen_func(
         query, key, value, cu_seqlens_q, cu_seqlens_k, max_q, max_k, softmax_scale=scale, causal=causal,
-        **_window_kwargs(window)))
+        **_window_kwargs(window), **_feature_kwargs(softcap, sinks)))
 
 
 def flash_attn_cute_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
                            cu_seqlens_k: torch.Tensor, max_q: int, max_k: int, *, causal: bool,
-                           scale: float | None = None, window: int | None = None) -> torch.Tensor:
-    return _first(flash_attn_cute_module().flash_attn_varlen_func(
+                           scale: float | None = None, window: int | None = None, softcap: float | None = None,
+                           sinks: torch.Tensor | None = None) -> torch.Tensor:
+    return first_tensor(flash_attn_cute_module().flash_attn_varlen_func(
         query, key, value, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_q,
-        max_seqlen_k=max_k, softmax_scale=scale, causal=causal, **_window_kwargs(window)))
-
-
-# --- FlexAttention -------------------------------------------------------------------------------------------
-
-@functools.cache
-def _compiled_flex() -> Callable[..., Any]:
-    # Dynamic shapes: every packed batch has a different total length, and one graph per length would
-    # recompile on every batch; compiling per shape then costs far more than the compiled graph saves.
-    return torch.compile(flex_attention, dynamic=True)
-
-
-def flex_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: BlockMask, *,
-               scale: float | None = None) -> torch.Tensor:
-    """FlexAttention, compiled on CUDA (its only fast path); on CPU the unfused reference runs, for tests."""
-    q, k, v = (t.transpose(1, 2) for t in (query, key, value))
-    if not query.is_cuda:
-        return flex_reference(q, k, v, block_mask, scale=scale).transpose(1, 2)
-    return _first(_compiled_flex()(q, k, v, block_mask=block_mask, scale=scale,
-                                   enable_gqa=_is_gqa(query, key))).transpose(1, 2)
-
-
-def flex_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: BlockMask, *,
-                   scale: float | None = None) -> torch.Tensor:
-    """Uncompiled FlexAttention on (batch, heads, seq, head_dim): torch's unfused reference path."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*flex_attention called without torch.compile.*")
-        output = flex_attention(query, key, value, block_mask=block_mask, scale=scale,
-                                enable_gqa=query.shape[1] != key.shape[1])
-    return _first(output)
+        max_seqlen_k=max_k, softmax_scale=scale, causal=causal, **_window_kwargs(window),
+        **_feature_kwargs(softcap, sinks)))
 
 
 # --- materialised masks ------------------------------------------------------------------------------------

@@ -15,8 +15,9 @@ import torch
 from torch.nn.attention.flex_attention import BlockMask
 
 from padbench.worker.engine.attention import masks, ops
-from padbench.worker.engine.attention.base import AttentionKernel, FlexKernel, MaskedKernel, register_kernel
+from padbench.worker.engine.attention.base import AttentionKernel, feature_inputs, register_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling, window_bites
+from padbench.worker.engine.attention.kernel_kinds import FlashLibraryKernel, FlexKernel, MaskedKernel
 from padbench.worker.engine.batches import Batch, PackedBatch
 
 
@@ -49,7 +50,7 @@ class VarlenKernel(PackedKernel):
         # window applies within each sequence: flash varlen kernels count positions from each cu_seqlens start.
         output = self.varlen(query[0], key[0], value[0], padbench_cu_seqlens, padbench_cu_seqlens,
                              padbench_max_seqlen, padbench_max_seqlen, causal=True, scale=scale,
-                             window=padbench_window)
+                             window=padbench_window, **feature_inputs(inputs))
         return output.unsqueeze(0)
 
 
@@ -78,14 +79,18 @@ def _varlen_takes_window() -> bool:
         return True
 
 
-class FlashAttnVarlen(VarlenKernel):
+class FlashAttnVarlen(VarlenKernel, FlashLibraryKernel):
     name, family = "flash-attn-varlen", "flash-attn"
+    applies_softcap = True
+    library_function = "flash_attn_varlen_func"
     varlen = staticmethod(ops.flash_attn_varlen)
 
 
-class FlashAttnCuteVarlen(VarlenKernel):
+class FlashAttnCuteVarlen(VarlenKernel, FlashLibraryKernel):
     name, family = "flash-attn-cute-varlen", "flash-attn-cute"
     compiles_per_shape = True
+    applies_softcap = applies_sinks = True
+    library_function = "flash_attn_varlen_func"
     varlen = staticmethod(ops.flash_attn_cute_varlen)
 
 
@@ -109,7 +114,7 @@ class SdpaBlockMask(BlockDiagonalMaskKernel):
 class EagerBlockMask(BlockDiagonalMaskKernel):
     name, family = "eager-block-mask", "eager"
     masked_op = staticmethod(ops.naive_dense)
-    applies_softcap = True
+    applies_softcap = applies_sinks = True
 
     def gqa_handling(self, device: torch.device, dtype: torch.dtype) -> GqaHandling:
         return "expanded"  # the materialised scores need one key per query head

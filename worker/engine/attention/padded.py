@@ -16,8 +16,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.flex_attention import BlockMask
 
 from padbench.worker.engine.attention import masks, ops
-from padbench.worker.engine.attention.base import AttentionKernel, FlexKernel, MaskedKernel, register_kernel
+from padbench.worker.engine.attention.base import AttentionKernel, feature_inputs, register_kernel
 from padbench.worker.engine.attention.features import GqaHandling
+from padbench.worker.engine.attention.kernel_kinds import FlashLibraryKernel, FlexKernel, MaskedKernel
 from padbench.worker.engine.batches import Batch, PaddedBatch
 
 
@@ -70,25 +71,29 @@ def _flash_sdpa_takes_gqa(device: torch.device, dtype: torch.dtype) -> bool:
     return True
 
 
-class FlashAttnPadded(PaddedKernel):
+class FlashAttnPadded(PaddedKernel, FlashLibraryKernel):
     name = family = "flash-attn"
     half_precision_only = True
-    applies_window = True
+    applies_window = applies_softcap = True
+    library_function = "flash_attn_func"
 
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
                padbench_window: int | None = None, **inputs: Any) -> torch.Tensor:
-        return ops.flash_attn_dense(query, key, value, causal=True, scale=scale, window=padbench_window)
+        return ops.flash_attn_dense(query, key, value, causal=True, scale=scale, window=padbench_window,
+                                    **feature_inputs(inputs))
 
 
-class FlashAttnCutePadded(PaddedKernel):
+class FlashAttnCutePadded(PaddedKernel, FlashLibraryKernel):
     name = family = "flash-attn-cute"
     half_precision_only = True
     compiles_per_shape = True
-    applies_window = True
+    applies_window = applies_softcap = applies_sinks = True
+    library_function = "flash_attn_func"
 
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
                padbench_window: int | None = None, **inputs: Any) -> torch.Tensor:
-        return ops.flash_attn_cute_dense(query, key, value, causal=True, scale=scale, window=padbench_window)
+        return ops.flash_attn_cute_dense(query, key, value, causal=True, scale=scale, window=padbench_window,
+                                         **feature_inputs(inputs))
 
 
 def _device_lengths(batch: Batch) -> torch.Tensor:
@@ -114,7 +119,7 @@ class EagerPadded(PaddingMaskKernel):
 
     name = family = "eager"
     masked_op = staticmethod(ops.naive_dense)
-    applies_softcap = True
+    applies_softcap = applies_sinks = True
 
     def gqa_handling(self, device: torch.device, dtype: torch.dtype) -> GqaHandling:
         return "expanded"  # the materialised scores need one key per query head

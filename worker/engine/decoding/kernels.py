@@ -11,7 +11,7 @@ the new keys and values into the layer's cache rows, then attends each slot's qu
   whole region with a boolean mask (fixed shapes, so it also replays as a graph, at the price of reading
   each region in full), any other step one call per slot;
 - `eager-kvcache`: the score, softmax and value matmuls written out per slot, with logit soft-capping
-  (Gemma 2): the plain computation the others are checked against.
+  (Gemma 2) and attention sinks (gpt-oss): the plain computation the others are checked against.
 
 Queries with no key to attend to (the pads in front of a left-padded prompt) produce zeros, never NaN: their
 keys and values land in cache rows nobody attends to, but a NaN there would still poison a masked matmul.
@@ -40,6 +40,7 @@ class DecodeKernel(ABC):
     name: ClassVar[str]  # what results record
     family: ClassVar[str]  # the spec's attention name it implements
     applies_softcap: ClassVar[bool] = False
+    applies_sinks: ClassVar[bool] = False  # gpt-oss's learned per-head logit in every softmax's denominator
     half_precision_only: ClassVar[bool] = False
     # Whether a pure decode step's attention keeps fixed shapes and reads no host integers (CUDA graphs).
     graph_safe: ClassVar[bool] = True
@@ -66,10 +67,13 @@ class DecodeKernel(ABC):
             return f"it needs bf16 or fp16, not {str(dtype).removeprefix('torch.')}"
         return None
 
-    def unsupported_reason(self, softcap: float | None) -> str | None:
+    def unsupported_reason(self, softcap: float | None, sinks: bool = False) -> str | None:
         if softcap is not None and not self.applies_softcap:
             return (f"{self.name} does not apply attention logit soft-capping (the model caps at {softcap:g}); "
                     "eager-kvcache does")
+        if sinks and not self.applies_sinks:
+            return (f"{self.name} does not apply attention sinks (the model adds a learned logit per head to every "
+                    "softmax's denominator); eager-kvcache does")
         return None
 
     def _transformers_attention(self, module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor,
@@ -77,9 +81,10 @@ class DecodeKernel(ABC):
                                 scaling: float | None = None, dropout: float = 0.0, softcap: float | None = None,
                                 sliding_window: int | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
         step: StepInputs = kwargs["padbench_step"]
-        reason = self.unsupported_reason(softcap or None)
-        if reason is not None or kwargs.get("s_aux") is not None:
-            raise KernelUnavailable(self.name, reason or "the model uses attention sinks, which it does not apply")
+        sinks = kwargs.get("s_aux")
+        reason = self.unsupported_reason(softcap or None, sinks is not None)
+        if reason is not None:
+            raise KernelUnavailable(self.name, reason)
         layer = int(module.layer_idx)  # type: ignore[arg-type]
         # (1, heads, T, head_dim) in; (T, heads, head_dim) is the varlen layout of the cache.
         q, k, v = (tensor[0].transpose(0, 1) for tensor in (query, key, value))
@@ -87,13 +92,14 @@ class DecodeKernel(ABC):
         keys.index_copy_(0, step.write_index, k)
         values.index_copy_(0, step.write_index, v)
         scale = scaling if scaling is not None else q.shape[-1] ** -0.5
-        out = self.attend(q, keys, values, step, scale, softcap or None, sliding_window or None)
+        out = self.attend(q, keys, values, step, scale, softcap or None, sliding_window or None, sinks)
         return out.unsqueeze(0), None
 
     @abstractmethod
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, step: StepInputs, scale: float,
-               softcap: float | None, window: int | None) -> torch.Tensor:
-        """(T, heads, head_dim) queries in, the same out; `keys`/`values` are the layer's whole cache."""
+               softcap: float | None, window: int | None, sinks: torch.Tensor | None = None) -> torch.Tensor:
+        """(T, heads, head_dim) queries in, the same out; `keys`/`values` are the layer's whole cache; `sinks`
+        (heads,) only reach kernels that apply them."""
 
 
 class TorchFlashDecode(DecodeKernel):
@@ -110,7 +116,7 @@ class TorchFlashDecode(DecodeKernel):
         return _flash_probe(str(device), dtype)
 
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, step: StepInputs, scale: float,
-               softcap: float | None, window: int | None) -> torch.Tensor:
+               softcap: float | None, window: int | None, sinks: torch.Tensor | None = None) -> torch.Tensor:
         slots, kv_heads = step.cache.slots, keys.shape[1]
         groups = q.shape[1] // kv_heads
         if step.max_q == 1 and q.shape[0] == slots and groups > 1 and window is None:
@@ -163,7 +169,7 @@ class SlotLoopKernel(DecodeKernel):
     loops_over_slots = True
 
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, step: StepInputs, scale: float,
-               softcap: float | None, window: int | None) -> torch.Tensor:
+               softcap: float | None, window: int | None, sinks: torch.Tensor | None = None) -> torch.Tensor:
         if step.host is None:
             return self.attend_decode_batched(q, keys, values, step, scale, window)
         plan = step.host
@@ -175,7 +181,7 @@ class SlotLoopKernel(DecodeKernel):
                 seen = min(count, k_used)  # the queries before these have no key (pads): zeros
                 rows = slice(start + count - seen, start + count)
                 out[rows] = self.attend_one(q[rows], keys[k_start:k_start + k_used], values[k_start:k_start + k_used],
-                                            scale, softcap, window)
+                                            scale, softcap, window, sinks)
             start += count
         return out
 
@@ -185,7 +191,7 @@ class SlotLoopKernel(DecodeKernel):
 
     @abstractmethod
     def attend_one(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, softcap: float | None,
-                   window: int | None) -> torch.Tensor:
+                   window: int | None, sinks: torch.Tensor | None = None) -> torch.Tensor:
         """(n, heads, d) queries, the last n of a sequence whose keys are (L, kv_heads, d), bottom-right causal."""
 
 
@@ -204,7 +210,7 @@ class SdpaDecode(SlotLoopKernel):
     family = "sdpa"
 
     def attend_one(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, softcap: float | None,
-                   window: int | None) -> torch.Tensor:
+                   window: int | None, sinks: torch.Tensor | None = None) -> torch.Tensor:
         mask = causal_window_mask(q.shape[0], k.shape[0], window, q.device)
         out = F.scaled_dot_product_attention(q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1),
                                              attn_mask=mask, scale=scale, enable_gqa=True)
@@ -241,11 +247,11 @@ def decode_mask(step: StepInputs, window: int | None) -> torch.Tensor:
 class EagerDecode(SlotLoopKernel):
     name = "eager-kvcache"
     family = "eager"
-    applies_softcap = True
+    applies_softcap = applies_sinks = True
     graph_safe = False
 
     def attend_one(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, softcap: float | None,
-                   window: int | None) -> torch.Tensor:
+                   window: int | None, sinks: torch.Tensor | None = None) -> torch.Tensor:
         groups = q.shape[1] // k.shape[1]
         k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
         scores = torch.einsum("qhd,khd->hqk", q.float(), k.float()) * scale
@@ -253,6 +259,8 @@ class EagerDecode(SlotLoopKernel):
             scores = torch.tanh(scores / softcap) * softcap
         scores = scores.masked_fill(~causal_window_mask(q.shape[0], k.shape[0], window, q.device), -math.inf)
         weights = torch.softmax(scores, dim=-1)
+        if sinks is not None:  # softmax over [scores, sink] without the sink's column (ops.sink_rescaled)
+            weights = weights * torch.sigmoid(torch.logsumexp(scores, dim=-1) - sinks.float()[:, None])[..., None]
         return torch.einsum("hqk,khd->qhd", weights, v.float()).to(q.dtype)
 
 

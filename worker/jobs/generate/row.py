@@ -86,8 +86,8 @@ class StrategyRow:
     def _measure(self) -> GenerateRow:
         kernel = resolve_decode_kernel(self.job.spec.attention, self.job.device, self.job.dtype)
         self.kernel_name = kernel.name
-        softcap = AttentionFeatures.of(config_of(self.job.model)).softcap
-        reason = kernel.unsupported_reason(softcap)
+        features = AttentionFeatures.of(config_of(self.job.model))
+        reason = kernel.unsupported_reason(features.softcap, features.sinks)
         if reason is not None:
             raise RowFailed(f"kernel {kernel.name} cannot run this model: {reason}")
         self.say(0.0, f"correctness gate on {len(self.job.gate_requests)} requests")

@@ -42,7 +42,8 @@ def _built(request: SlotsRequest, device: torch.device) -> BuiltModel[DecodeKern
         dtype = torch_dtype(request.dtype)
         kernel = resolve_decode_kernel(request.attention, device, dtype)
         model: torch.nn.Module = build_model(request.model, dtype, device, request.seed, init="on_device")
-        reason = kernel.unsupported_reason(AttentionFeatures.of(config_of(model)).softcap)
+        features = AttentionFeatures.of(config_of(model))
+        reason = kernel.unsupported_reason(features.softcap, features.sinks)
         if reason is not None:
             raise SpecProblem(f"attention: kernel {kernel.name} cannot run this model: {reason}")
         return kernel, model

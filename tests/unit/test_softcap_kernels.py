@@ -1,0 +1,108 @@
+"""Gemma 2's logit soft-capping on the fast kernels: FlexAttention (a score_mod beside the block masks) and
+flash-attn / flash-attn-4 (their `softcap` argument, where the installed version takes it).
+
+A tiny Gemma 2 whose attention logits exceed the cap, with a window shorter than the sequences, runs every
+layout through the correctness gate on flex and eager; a flex kernel made to drop the cap must fail it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from padbench.contract.spec import StrategySpec
+from padbench.worker.engine.attention import ATTENTION_KERNELS, KernelUnavailable, flex, ops
+from padbench.worker.engine.attention.features import AttentionFeatures
+from padbench.worker.engine.batches import STRATEGIES
+from padbench.worker.engine.correctness import reference_logits
+from tests.unit.test_sliding_windows import LAYOUTS, WINDOW, gate, sample, windowed
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(scope="module")
+def gemma2() -> tuple[torch.nn.Module, list[torch.Tensor]]:
+    model = windowed("tiny-gemma2", layer_types=["sliding_attention", "full_attention"])
+    with torch.no_grad():  # larger queries push the logits past the cap of 50, so capping changes the function
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.weight.mul_(40)
+    return model, reference_logits(model, sample(), CPU, eager=True)
+
+
+def kernels_of(family: str, layout: StrategySpec) -> Any:
+    return next(kernel for _, kernel in ATTENTION_KERNELS.items()
+                if kernel.family == family and kernel.layout is STRATEGIES.get(layout.name).layout)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.label)
+def test_every_layout_on_flex_and_eager_passes_the_gate_with_soft_capping(gemma2: tuple,
+                                                                         layout: StrategySpec) -> None:
+    model, references = gemma2
+    features = AttentionFeatures.of(model.config)
+    assert features.softcap == 50 and features.layer_windows == (None, WINDOW)
+    for family in ("flex", "eager"):
+        kernel = kernels_of(family, layout)
+        assert kernel.unsupported_reason(features, 24) is None
+        assert gate(kernel, model, references, layout), f"{layout.label} on {kernel.name}"
+
+
+@pytest.mark.parametrize("layout", [LAYOUTS[1], LAYOUTS[3]], ids=lambda layout: layout.label)
+def test_a_flex_kernel_that_drops_the_cap_fails_the_gate(gemma2: tuple, layout: StrategySpec,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    model, references = gemma2
+    monkeypatch.setattr(flex, "softcap_score_mod", lambda softcap: None)
+    assert not gate(kernels_of("flex", layout), model, references, layout)
+
+
+def test_which_kernels_apply_soft_capping() -> None:
+    features = AttentionFeatures(query_heads=4, kv_heads=2, softcap=50.0, sliding_window=None)
+    refused = {name: kernel.unsupported_reason(features, 64) for name, kernel in ATTENTION_KERNELS.items()}
+    # flash-attn's kernels apply it where their library takes softcap; with none installed, availability refuses.
+    assert sorted(name for name, reason in refused.items() if reason is not None) == [
+        "sdpa", "sdpa-block-mask", "torch-flash", "torch-flash-varlen"]
+    assert "torch-flash does not apply attention logit soft-capping (the model caps at 50)" in str(
+        refused["torch-flash"])
+
+
+def fake_flash_library(takes: tuple[str, ...], calls: list[dict[str, Any]]) -> SimpleNamespace:
+    """A flash library whose functions take only `takes` besides the common arguments; records each call."""
+
+    def function(query: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        calls.append(kwargs)
+        return query
+
+    names = ("q", "k", "v", "softmax_scale", "causal", "window_size", *takes)
+    function.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None) for name in names])
+    return SimpleNamespace(flash_attn_func=function, flash_attn_varlen_func=function)
+
+
+def test_flash_kernels_detect_softcap_and_sinks_by_signature_and_pass_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[dict[str, Any]] = []
+    old = fake_flash_library((), calls)
+    new = fake_flash_library(("softcap", "learnable_sink"), calls)
+    monkeypatch.setitem(ops.FLASH_MODULES, "flash-attn", lambda: old)
+    monkeypatch.setitem(ops.FLASH_MODULES, "flash-attn-cute", lambda: new)
+    monkeypatch.setattr(ops, "flash_attn_module", lambda: old)
+    monkeypatch.setattr(ops, "flash_attn_cute_module", lambda: new)
+    ops.flash_library_reason.cache_clear()
+    try:
+        features = AttentionFeatures(query_heads=4, kv_heads=2, softcap=50.0, sliding_window=None, sinks=True)
+        reason = ATTENTION_KERNELS.get("flash-attn").unsupported_reason(features, 64)
+        assert reason is not None and "flash-attn cannot apply attention logit soft-capping" in reason
+        assert "flash_attn_func takes no softcap" in reason
+        assert ATTENTION_KERNELS.get("flash-attn-cute-varlen").unsupported_reason(features, 64) is None
+    finally:
+        ops.flash_library_reason.cache_clear()
+    query, sinks = torch.zeros(1, 4, 4, 16), torch.ones(4, requires_grad=True)
+    with torch.no_grad():
+        ops.flash_attn_cute_dense(query, query, query, causal=True, softcap=50.0, sinks=sinks)
+    assert calls[-1]["softcap"] == 50.0 and calls[-1]["learnable_sink"].dtype == torch.bfloat16
+    ops.flash_attn_dense(query, query, query, causal=True)
+    assert "softcap" not in calls[-1] and "learnable_sink" not in calls[-1]  # older versions lack them
+    with pytest.raises(KernelUnavailable, match="no gradient for attention sinks"):
+        ops.flash_attn_cute_dense(query, query, query, causal=True, sinks=sinks)

@@ -1,0 +1,83 @@
+"""FlexAttention calls, in the tensor convention of `ops`: compiled on CUDA, torch's unfused reference on CPU.
+
+Gemma 2's soft-capping runs inside the fused kernel as a score_mod; attention sinks rescale the output by the
+log-sum-exp flex returns (`ops.sink_rescaled`), since a score_mod cannot add the sink's column.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.nn.attention.flex_attention import BlockMask, flex_attention
+
+from padbench.worker.engine.attention.ops import first_tensor, is_gqa, sink_rescaled
+
+# torch 2.9+ asks for FlexAttention's log-sum-exp with an AuxRequest (`return_aux`), earlier ones with
+# `return_lse=True`; https://docs.pytorch.org/docs/stable/nn.attention.flex_attention.html
+_AUX_REQUEST: Any = getattr(importlib.import_module("torch.nn.attention.flex_attention"), "AuxRequest", None)
+
+
+@functools.cache
+def _compiled_flex() -> Callable[..., Any]:
+    # Dynamic shapes: every packed batch has a different total length, and one graph per length would
+    # recompile on every batch; compiling per shape then costs far more than the compiled graph saves.
+    return torch.compile(flex_attention, dynamic=True)
+
+
+@functools.cache
+def softcap_score_mod(softcap: float) -> Callable[..., Any]:
+    """FlexAttention's score_mod for Gemma 2's soft-capping: softcap · tanh(score / softcap) of the scaled logit.
+
+    One function object per cap, so a compiled flex sees the same score_mod on every call and never recompiles
+    for a new closure.
+    """
+
+    def capped(score: Any, batch: Any, head: Any, q_index: Any, kv_index: Any) -> Any:
+        return softcap * torch.tanh(score / softcap)
+
+    return capped
+
+
+def flex_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: BlockMask, *,
+               scale: float | None = None, softcap: float | None = None,
+               sinks: torch.Tensor | None = None) -> torch.Tensor:
+    """FlexAttention, compiled on CUDA (its only fast path); on CPU the unfused reference runs, for tests.
+
+    `softcap` caps the logits through a score_mod, inside the fused kernel; `sinks` (heads,) rescale the output
+    by the log-sum-exp flex returns (`sink_rescaled`).
+    """
+    q, k, v = (t.transpose(1, 2) for t in (query, key, value))
+    run = flex_reference if not query.is_cuda else _compiled_flex()
+    output = run(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=is_gqa(query, key),
+                 score_mod=softcap_score_mod(softcap) if softcap else None, **_lse_request(sinks is not None))
+    if sinks is None:
+        return first_tensor(output).transpose(1, 2)
+    attended, aux = output
+    lse = aux if _AUX_REQUEST is None else aux.lse
+    return sink_rescaled(attended, lse, sinks).transpose(1, 2)
+
+
+def _lse_request(wanted: bool) -> dict[str, Any]:
+    if not wanted:
+        return {}
+    return {"return_lse": True} if _AUX_REQUEST is None else {"return_aux": _AUX_REQUEST(lse=True)}
+
+
+def flex_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: BlockMask,
+                   **options: Any) -> Any:
+    """Uncompiled FlexAttention on (batch, heads, seq, head_dim): torch's unfused reference path.
+
+    `options` go to flex_attention as they are (scale, score_mod, the log-sum-exp request); without a request
+    for more, only the output comes back.
+    """
+    options.setdefault("enable_gqa", query.shape[1] != key.shape[1])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*flex_attention called without torch.compile.*")
+        output = flex_attention(query, key, value, block_mask=block_mask, **options)
+    wants_more = options.get("return_lse") or options.get("return_aux") is not None
+    return output if wants_more else first_tensor(output)
