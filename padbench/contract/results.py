@@ -142,8 +142,13 @@ class GpuActivity(ResultModel):
 
 
 class StrategyResult(ResultModel):
-    strategy: str  # "static", "dynamic", "binned", "packed"
+    strategy: str  # "static", "dynamic", "binned", "packed", "wrapped"
     n_bins: int | None = None
+    pad_to_multiple_of: int | None = None
+    # True where the layout runs documents together in one attention span (`wrapped`): its tokens see earlier
+    # documents, so it computes another function than the per-sequence layouts and was gated against its own
+    # rows run alone.
+    crosses_documents: bool = False
     attention: str  # as requested
     kernel: str  # what actually ran, e.g. "torch-flash-varlen", "flash-attn-cute", "eager-block-mask"
     # Models with fewer key/value heads than query heads: whether the kernel took them as they are
@@ -179,7 +184,7 @@ class StrategyResult(ResultModel):
 
     @property
     def label(self) -> str:
-        return strategy_label(self.strategy, self.n_bins)
+        return strategy_label(self.strategy, self.n_bins, self.pad_to_multiple_of)
 
 
 # Above the most rows a result can hold: 32 strategies × 16 batch sizes, or 16 kernels × 64 sequence lengths.

@@ -36,7 +36,9 @@ def _dtype_alias(value: Any) -> Any:
 
 Dtype = Annotated[Literal["bf16", "fp16", "fp32"], BeforeValidator(_dtype_alias)]
 Device = Literal["cuda", "cpu", "auto"]
-StrategyName = Literal["static", "dynamic", "binned", "packed"]
+StrategyName = Literal["static", "dynamic", "binned", "packed", "wrapped"]
+# The layouts whose batches pad rows to a common width: `pad_to_multiple_of` rounds that width up.
+PADDED_STRATEGIES: frozenset[str] = frozenset({"static", "dynamic", "binned"})
 # transformers' names for its attention implementations (`attn_implementation`), accepted where a spec names
 # a kernel and stored as the kernel they run here, so both spellings are the same job and the same row.
 TRANSFORMERS_ATTENTION_NAMES = {"flash_attention_2": "flash-attn", "sdpa": "sdpa", "flex_attention": "flex",
@@ -151,14 +153,21 @@ def check_tokenizer_named(data: DataSpec, model: ModelSpec) -> None:
 DEFAULT_N_BINS = 16
 
 
-def strategy_label(name: str, n_bins: int | None) -> str:
-    """A strategy as tables name it: `binned[16]` carries its number of bins, the others are their name."""
-    return f"binned[{n_bins}]" if name == "binned" else name
+def strategy_label(name: str, n_bins: int | None, pad_to_multiple_of: int | None = None) -> str:
+    """A strategy as tables name it: `binned[16]` carries its number of bins, `dynamic[×64]` the multiple its
+    widths are padded to (both: `binned[16, ×64]`), the others are their name."""
+    options = [str(n_bins)] if name == "binned" else []
+    options += [f"×{pad_to_multiple_of}"] if pad_to_multiple_of is not None else []
+    return f"{name}[{', '.join(options)}]" if options else name
 
 
 class StrategySpec(StrictModel):
     name: StrategyName
     n_bins: Annotated[int, Field(ge=1, le=4096)] | None = None
+    # Padded layouts only: each batch's width rounded up to a multiple of this (transformers' and TRL's
+    # `pad_to_multiple_of`), e.g. 64 so tensor-core tiles are never partly empty; the widest stays max_length
+    # rounded up.
+    pad_to_multiple_of: Annotated[int, Field(ge=1, le=4096)] | None = None
     attention: AttentionChoice | None = None  # overrides the job-level attention for this strategy
     batch_size: BatchSizeChoice | None = None  # overrides the job-level batch size (or sizes)
 
@@ -174,11 +183,19 @@ class StrategySpec(StrictModel):
     def _bins_only_for_binned(self) -> StrategySpec:
         if self.name != "binned" and self.n_bins is not None:
             raise ValueError(f"n_bins applies only to the binned strategy, not {self.name!r}")
+        if self.pad_to_multiple_of is not None and self.name not in PADDED_STRATEGIES:
+            raise ValueError(f"pad_to_multiple_of applies only to the padded strategies (static, dynamic, binned); "
+                             f"{self.name!r} pads no rows")
         return self
 
     @property
     def label(self) -> str:
-        return strategy_label(self.name, self.n_bins)
+        return strategy_label(self.name, self.n_bins, self.pad_to_multiple_of)
+
+    def widest(self, max_length: int) -> int:
+        """The widest batch this strategy builds from sequences of at most max_length tokens."""
+        multiple = self.pad_to_multiple_of or 1
+        return -(-max_length // multiple) * multiple
 
 
 # --- measurement ----------------------------------------------------------------------------------------
@@ -288,6 +305,9 @@ class PaddingJobSpec(JobSpecBase):
         if positions is not None and self.data.max_length > positions:
             raise ValueError(f"data.max_length ({self.data.max_length}) exceeds the model's positions ({positions})")
         for strategy in self.strategies:
+            if positions is not None and strategy.widest(self.data.max_length) > positions:
+                raise ValueError(f"{strategy.label}: max_length {self.data.max_length} padded to a multiple of "
+                                 f"{strategy.pad_to_multiple_of} exceeds the model's positions ({positions})")
             kernel = self.attention_for(strategy)
             if kernel in FLASH_KERNELS and self.dtype == "fp32":
                 raise ValueError(f"attention {kernel!r} ({strategy.label}) needs dtype bf16 or fp16, not fp32")

@@ -134,11 +134,23 @@ def probe_cell(probe: ProbeReport | None) -> str:
     return f"fit {probe.largest_fit}, {oom} → {probe.chosen}{' (cached)' if probe.cached else ''}"
 
 
+CROSSES_DOCUMENTS_NOTE = (
+    "{label}: rows of max_length tokens cut from all sequences run end to end, attention never reset at a "
+    "document's boundary, so a token sees the documents before it in its row: not the function the other "
+    "layouts compute. Its gate compared each row with that row run alone; tokens/s counts real tokens; it takes "
+    "no part in the verdict")
+
+
+def _strategy_cell(row: StrategyResult, notes: list[str], is_winner: bool) -> str:
+    marker = f" {_note(notes, CROSSES_DOCUMENTS_NOTE.format(label=row.label))}" if row.crosses_documents else ""
+    return f"{WINNER_MARK if is_winner else ''}{row.label}{marker}"
+
+
 def _cells(row: StrategyResult, notes: list[str], is_winner: bool = False) -> tuple[str, ...]:
     batch = "—" if row.batch_size is None else str(row.batch_size)  # None: `auto` could not be probed
     # Grouped-query attention that the kernel could only run by repeating K/V heads is said in the kernel cell.
     kernel = f"{row.kernel} (K/V expanded)" if row.gqa == "expanded" else row.kernel
-    return (f"{WINNER_MARK if is_winner else ''}{row.label}", kernel, batch, _number(row.tokens_per_s, ",.0f"),
+    return (_strategy_cell(row, notes, is_winner), kernel, batch, _number(row.tokens_per_s, ",.0f"),
             *_spread_cells(row),
             _number(row.speedup_vs_static, ".2f") + ("×" if row.speedup_vs_static is not None else ""),
             _number(row.padding_efficiency, ".2f"), _number(row.mfu, ".2f"), _number(row.mfu_vs_matmul, ".2f"),
@@ -230,7 +242,8 @@ def csv_rows(result: PaddingResult) -> list[dict[str, Any]]:
     rows = []
     for row in result.strategies:
         rows.append({
-            "strategy": row.strategy, "n_bins": row.n_bins, "attention": row.attention, "kernel": row.kernel,
+            "strategy": row.strategy, "n_bins": row.n_bins, "pad_to_multiple_of": row.pad_to_multiple_of,
+            "crosses_documents": row.crosses_documents, "attention": row.attention, "kernel": row.kernel,
             "batch_size": row.batch_size, "status": row.status, "reason": row.invalid_reason or row.error,
             "tokens_per_s": row.tokens_per_s, "speedup_vs_static": row.speedup_vs_static,
             **spread_fields(row.spread), **activity_fields(row.gpu_activity),

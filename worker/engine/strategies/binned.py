@@ -20,8 +20,13 @@ from itertools import pairwise
 import numpy as np
 
 from padbench.contract.spec import StrategySpec
-from padbench.worker.engine.batches import STRATEGIES, PaddedBatch
-from padbench.worker.engine.strategies.collate import check_sequences, in_batches, padded_batch
+from padbench.worker.engine.batches import STRATEGIES, PaddedBatch, PerSequence
+from padbench.worker.engine.strategies.collate import (
+    check_sequences,
+    in_batches,
+    padded_batch,
+    padded_width,
+)
 
 
 def length_bins(lengths: np.ndarray, n_bins: int, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -38,7 +43,7 @@ def length_bins(lengths: np.ndarray, n_bins: int, batch_size: int, rng: np.rando
     return [by_length[start:stop] for start, stop in pairwise(row_boundaries)]
 
 
-class BinnedPadding:
+class BinnedPadding(PerSequence):
     layout = PaddedBatch
 
     def batches(self, sequences: Sequence[Sequence[int]], spec: StrategySpec, batch_size: int,
@@ -52,7 +57,8 @@ class BinnedPadding:
         # Bins are visited in random batch order, so the run does not sweep from short to long sequences.
         for position in rng.permutation(len(batches)):
             chosen = batches[position]
-            yield padded_batch(sequences, chosen, int(lengths[chosen].max()), pad_token_id)
+            yield padded_batch(sequences, chosen, padded_width(int(lengths[chosen].max()), spec.pad_to_multiple_of),
+                               pad_token_id)
 
 
 STRATEGIES.add("binned", BinnedPadding())

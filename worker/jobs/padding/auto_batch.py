@@ -83,7 +83,10 @@ def _probe(spec: PaddingJobSpec, strategy: StrategySpec, device: torch.device, p
 def unprobed_result(spec: PaddingJobSpec, strategy: StrategySpec, error: str) -> StrategyResult:
     """The row of a strategy whose size could not be probed: failed, with the reason, and nothing measured."""
     attention = spec.attention_for(strategy)
-    return StrategyResult(strategy=strategy.name, n_bins=strategy.n_bins, attention=attention, kernel=attention,
+    return StrategyResult(strategy=strategy.name, n_bins=strategy.n_bins,
+                          pad_to_multiple_of=strategy.pad_to_multiple_of,
+                          crosses_documents=STRATEGIES.get(strategy.name).crosses_documents,
+                          attention=attention, kernel=attention,
                           batch_size=None, status="failed", error=error)
 
 

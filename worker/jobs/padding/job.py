@@ -20,7 +20,7 @@ from padbench.contract.results import Environment, PaddingResult, PartialResult,
 from padbench.contract.spec import DataSpec, PaddingJobSpec
 from padbench.contract.training import RunPrecision, TrainingRun, precision_run
 from padbench.worker.engine import flops
-from padbench.worker.engine.correctness import gate_sample, reference_logits, reference_noise_floor
+from padbench.worker.engine.correctness import gate_sample, references_with_noise
 from padbench.worker.engine.data import SYNTHETIC, load_sequences
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.engine.model import build_model
@@ -70,8 +70,7 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn, ranks: Ranks = ONE_R
     sample = tuple(data.sequences[index] for index in chosen)
     progress(MODEL_SHARE + DATA_SHARE, f"reference logits for {len(sample)} sequences, one at a time")
     with autocast_if(precision == "amp" and parallelism == "single", device, dtype):
-        references = tuple(reference_logits(model, sample, device))
-        noise_floor = reference_noise_floor(model, sample, device, references)
+        references, noise_floor = references_with_noise(model, sample, device)
     peak, peak_source = peak_flops(device, dtype)
     matmul_flops = None
     if device.type == "cuda":  # a CPU has no MFU worth stating: no datasheet peak, and GEMM rates vary with size

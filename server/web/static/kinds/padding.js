@@ -1,7 +1,14 @@
 // Padding jobs on the dashboard: tokens/s per layout and kernel. Loaded after common.js and charts.js.
 "use strict";
 
-function strategyLabel(row) { return row.strategy === "binned" ? `binned[${row.n_bins}]` : row.strategy; }
+// The copy of `strategy_label` (padbench/contract/spec.py): bins and the multiple widths are padded to, and a
+// dagger on a layout whose rows attend across documents (wrapped: another function than the other layouts).
+function strategyLabel(row) {
+  const options = [...(row.strategy === "binned" ? [row.n_bins] : []),
+                   ...(row.pad_to_multiple_of != null ? [`×${row.pad_to_multiple_of}`] : [])];
+  const label = options.length ? `${row.strategy}[${options.join(", ")}]` : row.strategy;
+  return row.crosses_documents ? `${label} †` : label;
+}
 
 // --- charts ---------------------------------------------------------------------------------------------
 function validRows(result) { return result.strategies.filter((row) => row.status === "ok" && row.tokens_per_s != null); }

@@ -193,9 +193,10 @@ def _still_valid(cached: CachedLimit, ceiling: int, facts: DeviceFacts) -> bool:
 
 def probe_request(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, device: Literal["cuda", "cpu"],
                   size: int) -> ProbeRequest:
-    """One size under exactly the job's settings: model, dtype, kernel, max_length, mode, compile, seed."""
+    """One size under exactly the job's settings: model, dtype, kernel, max_length, mode, compile, seed. A padded
+    strategy's rows are probed at its widest (max_length rounded up to its `pad_to_multiple_of`)."""
     return ProbeRequest(model=spec.model, dtype=spec.dtype, device=device, strategy=strategy.name,
-                        kernel=kernel_name, size=size, max_length=spec.data.max_length, mode=spec.mode,
+                        kernel=kernel_name, size=size, max_length=strategy.widest(spec.data.max_length), mode=spec.mode,
                         compile=spec.compile, seed=spec.data.seed,
                         cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes,
                         training=spec.training if spec.mode == "training" else None,
