@@ -91,6 +91,7 @@ class ProbeReport(ResultModel):
     probes: list[ProbeAttempt]
     seconds: float
     cached: bool = False
+    mode: Literal["predict", "power", "binsearch"] = "predict"  # the spec's probe.mode: how the search ran
     memory_total_bytes: int | None = None
     memory_used_by_others_bytes: int | None = None
 

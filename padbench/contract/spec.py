@@ -219,7 +219,14 @@ class MeasurementSpec(StrictModel):
     correctness_samples: Annotated[int, Field(ge=1, le=1024)] = 8
 
 
+# How the OOM probe searches: `predict` fits memory against size through measured peaks (padbench's own, fewest
+# probes); `power` and `binsearch` are PyTorch Lightning's BatchSizeFinder modes (double until out of memory;
+# then, for binsearch, bisect).
+ProbeMode = Literal["predict", "power", "binsearch"]
+
+
 class ProbeSpec(StrictModel):
+    mode: ProbeMode = "predict"
     margin: Annotated[float, Field(ge=0, lt=0.5)] = 0.05
     cap: Annotated[int, Field(ge=1, le=65_536)] = 4096
     force: bool = False  # ignore the probe cache and re-probe

@@ -131,7 +131,8 @@ def probe_cell(probe: ProbeReport | None) -> str:
     if probe is None:
         return MISSING
     oom = f"OOM {probe.smallest_oom}" if probe.smallest_oom is not None else f"no OOM ≤ {probe.largest_fit}"
-    return f"fit {probe.largest_fit}, {oom} → {probe.chosen}{' (cached)' if probe.cached else ''}"
+    mode = f" ({probe.mode})" if probe.mode != "predict" else ""
+    return f"fit {probe.largest_fit}, {oom} → {probe.chosen}{mode}{' (cached)' if probe.cached else ''}"
 
 
 CROSSES_DOCUMENTS_NOTE = (

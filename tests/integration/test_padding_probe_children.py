@@ -77,6 +77,18 @@ def test_children_that_fit_or_run_out_steer_the_search_to_the_limit(cache: Probe
     assert messages and all(message.startswith("probe ") for message in messages)
 
 
+@pytest.mark.slow  # ten sizes, each out-of-memory followed by a fresh child
+def test_lightnings_binsearch_runs_its_sizes_in_children_and_is_recorded(cache: ProbeCache) -> None:
+    report = find_batch_size(cpu_spec(mode="binsearch"), STATIC, "sdpa", quiet, cache=cache,
+                             probe_target=TARGETS + "fake_device")
+    # Doubling to the first out-of-memory, then bisection to neighbours (power stops after the doubling).
+    assert [attempt.size for attempt in report.probes] == [1, 2, 4, 8, 16, 32, 24, 28, 30, 31]
+    assert (report.largest_fit, report.smallest_oom, report.mode) == (30, 31, "binsearch")
+    assert report.predicted_limit is None and report.chosen == 29
+    with pytest.raises(ProbeFailed, match="a cached limit should have answered"):  # each mode keeps its own limit
+        find_batch_size(cpu_spec(), STATIC, "sdpa", quiet, cache=cache, probe_target=TARGETS + "must_not_run")
+
+
 def test_the_cap_limits_the_chosen_size_and_the_search(cache: ProbeCache) -> None:
     report = find_batch_size(cpu_spec(cap=8), STATIC, "sdpa", quiet, cache=cache,
                              probe_target=TARGETS + "fake_device")
