@@ -24,6 +24,7 @@ from padbench.contract.bounds import GpuName, Label, Name, PathName, Seed, refus
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import DistributedSpec, GpuCount
 from padbench.contract.training import TrainingSpec
+from padbench.contract.trl import TrlSettings, with_trl_strategy
 
 # torch's own names are accepted too and stored as the short name, so `dtype: bfloat16` and `dtype: bf16` are
 # the same job (and the same row when results are compared).
@@ -303,7 +304,14 @@ class PaddingJobSpec(JobSpecBase):
     probe: ProbeSpec = ProbeSpec()
     training: TrainingSpec = TrainingSpec()
     distributed: DistributedSpec = DistributedSpec()
+    # TRL's packing settings (SFTConfig's names): they add the layout they mean to `strategies`.
+    trl: TrlSettings | None = None
     SPANS_GPUS: ClassVar[bool] = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trl_layout(cls, document: Any) -> Any:
+        return with_trl_strategy(document)
 
     @model_validator(mode="after")
     def _consistent(self) -> PaddingJobSpec:

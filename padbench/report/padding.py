@@ -187,6 +187,7 @@ def _header(result: PaddingResult) -> list[str]:
         f"{spec.mode}{' · compiled' if spec.compile else ''} · {device} on {env.hostname} · {env.started_at}",
         f"{result.num_sequences:,} sequences, {result.real_tokens_total:,} real tokens, max_length "
         f"{spec.data.max_length}, from {spec.data.source} (digest {(env.dataset_digest or MISSING)[:12]})",
+        *([spec.trl.mapping()] if spec.trl is not None else []),
         library_line(env),
         f"MFU denominators: datasheet peak {tflops(env.peak_tflops)}, GEMM rate measured in this job "
         f"{tflops(result.matmul_tflops)}",
