@@ -96,6 +96,17 @@ class ProbeReport(ResultModel):
     memory_used_by_others_bytes: int | None = None
 
 
+class BatchTier(ResultModel):
+    """`batch_size: auto:N`: one size the probe chose, for the sequences of up to `longest` tokens."""
+
+    longest: Annotated[int, Field(ge=1, le=1_048_576)]  # this tier's longest sequence: its widest batch
+    # the job's sequences in it (longer than the tier before); None for the one tier of a layout that does not
+    # batch by length, which holds them all
+    sequences: Annotated[int, Field(ge=0, le=10_000_000)] | None = None
+    batch_size: Annotated[int, Field(ge=1)]
+    probe: ProbeReport
+
+
 class MemoryStats(ResultModel):
     # torch's CUDA allocator peaks; None on CPU, where torch keeps no allocator statistics.
     peak_allocated_bytes: int | None = None
@@ -180,6 +191,10 @@ class StrategyResult(ResultModel):
     logit_tolerance: float | None = None
     correctness_passed: bool | None = None
     probe: ProbeReport | None = None
+    # `batch_size: auto:N`: N as asked, and the sizes chosen, shortest sequences first (a layout whose batches
+    # all share one worst case has one tier, `longest` max_length)
+    auto_times: Annotated[int, Field(ge=1, le=16)] | None = None
+    batch_tiers: Annotated[list[BatchTier], Field(max_length=16)] | None = None
     per_rank: RankShares | None = None  # jobs on several GPUs: each rank's share of this row
     step_split: StepSplit | None = None  # training: forward, backward and optimizer time per step
 

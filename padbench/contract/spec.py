@@ -8,18 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidatorFunctionWrapHandler,
-    WithJsonSchema,
-    WrapValidator,
-    model_validator,
-)
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from padbench.contract.batch_size import BatchSizeChoice, auto_times, sizes_of
 from padbench.contract.bounds import GpuName, Label, Name, PathName, Seed, refusing_urls
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import DistributedSpec, GpuCount
@@ -62,50 +53,6 @@ AttentionName = Literal["flash", "flash-attn", "flash-attn-cute", "torch-flash",
 # What a spec may write for one: a name above or transformers' name for it.
 AttentionChoice = Annotated[AttentionName, BeforeValidator(_attention_alias)]
 FLASH_KERNELS: frozenset[str] = frozenset({"flash", "flash-attn", "flash-attn-cute", "torch-flash"})
-MAX_BATCH_SIZE = 1_048_576
-MAX_BATCH_SIZES = 16
-# One batch size: rows (for packed, a token budget in units of max_length rows), or `auto` for the OOM probe.
-BatchSize = Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE)] | Literal["auto"]
-# The published JSON Schema of a batch size says `oneOf` with `enum: ["auto"]`, which means the same as the
-# `anyOf` with `const: "auto"` that pydantic derives, but which client generators read: openapi-python-client,
-# for one, turns a `const` branch into a check that refuses every integer. Validation is pydantic's either way.
-ONE_BATCH_SIZE_SCHEMA: dict[str, Any] = {"oneOf": [
-    {"type": "integer", "minimum": 1, "maximum": MAX_BATCH_SIZE},
-    {"type": "string", "enum": ["auto"]},
-]}
-BATCH_SIZE_CHOICE_SCHEMA: dict[str, Any] = {
-    "oneOf": [*ONE_BATCH_SIZE_SCHEMA["oneOf"],
-              {"type": "array", "items": ONE_BATCH_SIZE_SCHEMA, "minItems": 1, "maxItems": MAX_BATCH_SIZES}],
-    "description": f"rows per batch (for packed, a token budget in units of max_length rows) from 1 to "
-                   f"{MAX_BATCH_SIZE}, `auto` (the largest that fits, found by the OOM probe), or a list of up to "
-                   f"{MAX_BATCH_SIZES} of them, each measured",
-}
-
-
-def _one_batch_size_error(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    """One clear message for the field, instead of one per member of the union, and no size listed twice."""
-    try:
-        sizes = handler(value)
-    except ValidationError:
-        raise ValueError(f"must be a size from 1 to {MAX_BATCH_SIZE}, 'auto', or a list of up to {MAX_BATCH_SIZES} "
-                         f"of them (e.g. [16, 64, auto]); got {repr(value)[:100]}") from None
-    if isinstance(sizes, list) and len(set(sizes)) != len(sizes):
-        raise ValueError(f"lists a size twice: {sizes}")
-    return sizes
-
-
-# A list measures every strategy at each size (a batch-size curve); it may include `auto`.
-BatchSizeChoice = Annotated[
-    BatchSize | Annotated[list[BatchSize], Field(min_length=1, max_length=MAX_BATCH_SIZES)],
-    WrapValidator(_one_batch_size_error),
-    WithJsonSchema(BATCH_SIZE_CHOICE_SCHEMA),
-]
-
-
-def sizes_of(choice: BatchSizeChoice) -> list[int | Literal["auto"]]:
-    return list(choice) if isinstance(choice, list) else [choice]
-
-
 class StrictModel(BaseModel):
     """Unknown keys are errors: a typo in a spec must not silently fall back to a default."""
 
@@ -340,7 +287,7 @@ class PaddingJobSpec(JobSpecBase):
         return self
 
     def new_job_problems(self) -> list[NewJobProblem]:
-        probed = any("auto" in self.batch_sizes_for(strategy) for strategy in self.strategies)
+        probed = any(auto_times(size) for strategy in self.strategies for size in self.batch_sizes_for(strategy))
         problems = model_and_probe_problems(self.model, probed, self.device, self.probe)
         if self.gpus != 1 and self.compile:
             problems.append((("compile",), "torch.compile of a model spread over several GPUs is not measured "
@@ -350,10 +297,10 @@ class PaddingJobSpec(JobSpecBase):
     def attention_for(self, strategy: StrategySpec) -> AttentionName:
         return strategy.attention or self.attention
 
-    def batch_sizes_for(self, strategy: StrategySpec) -> list[int | Literal["auto"]]:
+    def batch_sizes_for(self, strategy: StrategySpec) -> list[int | str]:
         return sizes_of(strategy.batch_size or self.batch_size)
 
-    def batch_size_for(self, strategy: StrategySpec) -> int | Literal["auto"]:
+    def batch_size_for(self, strategy: StrategySpec) -> int | str:
         """The one size of a strategy; a job with a list of sizes is expanded (one strategy per size) first."""
         sizes = self.batch_sizes_for(strategy)
         if len(sizes) != 1:

@@ -19,6 +19,7 @@ from padbench.contract.results import (
     Spread,
     StrategyResult,
 )
+from padbench.report.auto_sizes import batch_cell, tier_lines, tiers_field
 from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.partial import partial_lines
 from padbench.report.ranks import parallel_lines, rank_fields, rank_lines
@@ -148,7 +149,7 @@ def _strategy_cell(row: StrategyResult, notes: list[str], is_winner: bool) -> st
 
 
 def _cells(row: StrategyResult, notes: list[str], is_winner: bool = False) -> tuple[str, ...]:
-    batch = "—" if row.batch_size is None else str(row.batch_size)  # None: `auto` could not be probed
+    batch = batch_cell(row)
     # Grouped-query attention that the kernel could only run by repeating K/V heads is said in the kernel cell.
     kernel = f"{row.kernel} (K/V expanded)" if row.gqa == "expanded" else row.kernel
     return (_strategy_cell(row, notes, is_winner), kernel, batch, _number(row.tokens_per_s, ",.0f"),
@@ -234,7 +235,7 @@ def render_table(result: PaddingResult) -> str:
     rows, notes = table_rows(result)
     curve = curve_lines(result)
     after = ["batch-size curves (tokens/s):", *(f"  {line}" for line in curve)] if curve else []
-    after += step_split_lines(result) + rank_lines(result)
+    after += tier_lines(result) + step_split_lines(result) + rank_lines(result)
     return table_text(header_lines(result), align([COLUMNS, *rows], RIGHT_ALIGNED), notes, verdict_lines(result),
                       after)
 
@@ -246,7 +247,8 @@ def csv_rows(result: PaddingResult) -> list[dict[str, Any]]:
         rows.append({
             "strategy": row.strategy, "n_bins": row.n_bins, "pad_to_multiple_of": row.pad_to_multiple_of,
             "crosses_documents": row.crosses_documents, "attention": row.attention, "kernel": row.kernel,
-            "batch_size": row.batch_size, "status": row.status, "reason": row.invalid_reason or row.error,
+            "batch_size": row.batch_size, "auto_times": row.auto_times, "batch_tiers": tiers_field(row),
+            "status": row.status, "reason": row.invalid_reason or row.error,
             "tokens_per_s": row.tokens_per_s, "speedup_vs_static": row.speedup_vs_static,
             **spread_fields(row.spread), **activity_fields(row.gpu_activity),
             "median_batch_tokens_per_s": row.median_batch_tokens_per_s,

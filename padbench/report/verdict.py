@@ -95,6 +95,9 @@ def tied_with_top(ranked: list[StrategyResult]) -> list[StrategyResult]:
 
 
 def describe(row: StrategyResult) -> str:
+    if row.batch_tiers is not None and len(row.batch_tiers) > 1:
+        sizes = [tier.batch_size for tier in row.batch_tiers]
+        return f"{row.label} / {row.kernel} at auto:{row.auto_times} batches {min(sizes)}–{max(sizes)}"
     size = "auto-probed " if row.probe is not None else ""
     return f"{row.label} / {row.kernel} at {size}batch {row.batch_size}"
 

@@ -47,6 +47,7 @@ from padbench.worker.engine.steps import (
     next_token_labels,
     training_step,
 )
+from padbench.worker.engine.strategies.tiers import TieredStrategy, Tiers
 from padbench.worker.engine.training_features import AppliedTraining
 from padbench.worker.jobs.padding.rank_steps import (
     StrategyFailed,
@@ -122,13 +123,14 @@ FAILURE_LIMIT = 500  # characters of a failed row's error
 
 
 class StrategyRun:
-    def __init__(self, job: JobSetup, strategy: StrategySpec, progress: ProgressFn) -> None:
+    def __init__(self, job: JobSetup, strategy: StrategySpec, progress: ProgressFn, tiers: Tiers | None = None) -> None:
         self.job, self.strategy, self.progress = job, strategy, progress
         self.attention = job.spec.attention_for(strategy)
         batch_size = job.spec.batch_size_for(strategy)
-        if batch_size == "auto":  # run_padding_job probes `auto` before any strategy runs
-            raise ValueError(f"batch_size auto ({strategy.label}) was not resolved by the OOM probe")
+        if isinstance(batch_size, str):  # run_padding_job probes `auto` and `auto:N` before any strategy runs
+            raise ValueError(f"batch_size {batch_size} ({strategy.label}) was not resolved by the OOM probe")
         self.batch_size = batch_size
+        self.tiers = tiers  # `auto:N` on a strategy that batches by length: a batch size per length tier
         self.plugin = STRATEGIES.get(strategy.name)
         self.kernel_name: str = self.attention  # replaced by what actually runs once it is resolved
         self.gate: GateResult | None = None
@@ -233,9 +235,11 @@ class StrategyRun:
         return kernel.forward
 
     def _build_batches(self, plugin: Strategy, sequences: list[list[int]]) -> list[Batch]:
-        max_length = self.job.spec.data.max_length
-        batches = list(plugin.batches(sequences, self.strategy, self.batch_size, max_length,
-                                      self.job.data.pad_token_id, self.job.spec.data.seed))
+        max_length, pad, seed = self.job.spec.data.max_length, self.job.data.pad_token_id, self.job.spec.data.seed
+        if self.tiers is not None and isinstance(plugin, TieredStrategy):
+            batches = list(plugin.tiered_batches(sequences, self.strategy, self.tiers, max_length, pad, seed))
+        else:
+            batches = list(plugin.batches(sequences, self.strategy, self.batch_size, max_length, pad, seed))
         if not batches:
             raise StrategyFailed("the strategy produced no batches")
         for batch in batches:
