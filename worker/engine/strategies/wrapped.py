@@ -7,7 +7,7 @@ row's end continues in the next row without the tokens before the cut. TRL's pac
 itself: its trainer appends the tokenizer's end-of-sequence token to each text before tokenizing. Here the
 sequences are packed as the job's tokenizer produced them (a BERT-style tokenizer ends each with its [SEP]),
 so every layout of a job computes on the same tokens and counts the same real tokens.
-https://huggingface.co/docs/trl/main/en/reducing_memory_usage#packing
+https://huggingface.co/docs/trl/sft_trainer#packing
 
 It computes another function than the per-sequence layouts (a token sees earlier documents), so the gate
 compares each row with that row run alone as one sequence, and results mark the row. Every row is full

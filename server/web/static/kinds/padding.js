@@ -10,6 +10,14 @@ function strategyLabel(row) {
   return row.crosses_documents ? `${label} †` : label;
 }
 
+// The copy of `batch_cell` (padbench/report/auto_sizes.py): `auto:N` on binned ran a size per length tier.
+function batchOf(row) {
+  const tiers = row.batch_tiers ?? [];
+  if (tiers.length < 2) return row.batch_size ?? MISSING;
+  const sizes = tiers.map((tier) => tier.batch_size);
+  return `${Math.min(...sizes)}–${Math.max(...sizes)}`;
+}
+
 // --- charts ---------------------------------------------------------------------------------------------
 function validRows(result) { return result.strategies.filter((row) => row.status === "ok" && row.tokens_per_s != null); }
 
@@ -106,7 +114,7 @@ function paddingRows(row, className, validity) {
   const kernel = row.gqa === "expanded" ? `${row.kernel} (K/V expanded)` : row.kernel;
   const toggle = el("button", { type: "button", className: "expand", "aria-expanded": "false",
                                 title: "show this row's other figures", text: `▸ ${strategyLabel(row)}` });
-  const cells = [kernel, row.batch_size ?? MISSING, fmt.int(row.tokens_per_s), intervalOf(row),
+  const cells = [kernel, batchOf(row), fmt.int(row.tokens_per_s), intervalOf(row),
                  fmt.ratio(row.speedup_vs_static), fmt.fixed(row.padding_efficiency, 2), fmt.fixed(row.mfu, 2),
                  memoryOf(row), validity].map((cell) => el("td", { text: String(cell) }));
   const details = el("tr", { className: "details" },
