@@ -193,7 +193,9 @@ class StrategyRun:
 
     def _check_model_features(self, kernel: AttentionKernel) -> None:
         features = AttentionFeatures.of(self.job.model.config)
-        longest = max(map(len, self.job.data.sequences))  # every rank alike: the whole data's longest
+        lengths = [len(sequence) for sequence in self.job.data.sequences]  # every rank alike: the whole data
+        # A row that spans documents is one attention span of up to max_length tokens, however short they are.
+        longest = min(self.job.spec.data.max_length, sum(lengths)) if self.plugin.crosses_documents else max(lengths)
         reason = kernel.unsupported_reason(features, longest)
         if reason is not None:
             raise StrategyFailed(f"kernel {kernel.name} cannot run this model: {reason}")
