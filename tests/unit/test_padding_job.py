@@ -21,7 +21,7 @@ from padbench.contract.spec import PaddingJobSpec, StrategySpec
 from padbench.report.padding import render_table
 from padbench.worker.engine import steps
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
-from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
+from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch, PerSequence
 from padbench.worker.engine.loss import ChunkedLoss, HeadWeights
 from padbench.worker.engine.steps import next_token_labels
 from padbench.worker.jobs.padding import strategy_run
@@ -165,7 +165,7 @@ def test_the_gate_fails_a_broken_packing_and_the_job_goes_on(monkeypatch: pytest
     assert_measured(static, result)
 
 
-class OvercountingStatic:
+class OvercountingStatic(PerSequence):
     """A strategy whose batches claim more real tokens than they can hold: a corrupt count must fail the row."""
 
     def __init__(self) -> None:
