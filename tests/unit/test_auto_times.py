@@ -63,3 +63,13 @@ def test_the_probe_chooses_a_size_per_tier_for_binned_and_one_for_the_rest(monke
     assert [t.longest for t in sizes.tiers[1]] == [128] and sizes.tiers_of(1) is None  # static: one worst case
     assert 2 not in sizes.tiers and sizes.times == {0: 4, 1: 4}  # plain `auto`: no tiers
     assert [s.batch_size for s in sizes.spec.strategies] == [31, 31, 31]  # every row's size fits any batch
+
+
+def test_auto_n_is_bounded_and_probes_like_auto() -> None:
+    assert PaddingJobSpec(batch_size=["auto:16", "auto", 8]).batch_size == ["auto:16", "auto", 8]
+    for wrong in ("auto:0", "auto:17", "auto:", "auto:2x"):
+        with pytest.raises(ValueError, match=r"'auto:N' \(N from 1 to 16\)"):
+            PaddingJobSpec(batch_size=wrong)
+    on_cpu = PaddingJobSpec(device="cpu", dtype="fp32", attention="sdpa", batch_size="auto:4")
+    [(where, why)] = on_cpu.new_job_problems()
+    assert where == ("batch_size",) and "needs probe.cpu_memory_budget_bytes" in why
