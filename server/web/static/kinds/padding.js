@@ -98,10 +98,18 @@ function logitErrorOf(row) {
 }
 
 function detailsOf(row) {
+  const mode = row.probe && row.probe.mode && row.probe.mode !== "predict" ? ` (${row.probe.mode})` : "";
   const probe = row.probe ? `fit ${row.probe.largest_fit}, ${row.probe.smallest_oom == null ? "no OOM"
-    : `OOM ${row.probe.smallest_oom}`} → ${row.probe.chosen}` : MISSING;
+    : `OOM ${row.probe.smallest_oom}`} → ${row.probe.chosen}${mode}` : MISSING;
+  const tiers = (row.batch_tiers ?? []).length > 1
+    ? [[`batch_size auto:${row.auto_times}`,
+        row.batch_tiers.map((tier) => `≤ ${tier.longest} tokens: ${tier.batch_size}`).join(", ")]] : [];
+  // The CLI's note on a layout whose rows span documents (padbench/report/padding.py, CROSSES_DOCUMENTS_NOTE).
+  const crosses = row.crosses_documents
+    ? [["† note", "rows attend across documents: not the function the other layouts compute; gated against each "
+                  + "row run alone; not ranked"]] : [];
   return [["CV", cvOf(row)], ["repeats min–max", rangeOf(row)], ["MFU (GEMM)", fmt.fixed(row.mfu_vs_matmul, 2)],
-          ["max logit error", logitErrorOf(row)], ["probe", probe]]
+          ["max logit error", logitErrorOf(row)], ["probe", probe], ...tiers, ...crosses]
     .map(([name, value]) => `${name}: ${value}`).join(" · ");
 }
 
