@@ -14,6 +14,7 @@ import torch
 from padbench.contract.spec import DataSpec, StrategySpec
 from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.data import load_sequences
+from padbench.worker.engine.flops import ModelShape, batch_flops
 from padbench.worker.engine.strategies import worst_case_packed, worst_case_padded
 from padbench.worker.engine.strategies.worst_case import worst_case_batch
 
@@ -116,6 +117,9 @@ def test_wrapped_rows_hold_every_token_once_in_rows_of_exactly_max_length(sequen
     # span over every document in the row, so only the stream's last row pads.
     assert efficiency(batches[:-1]) == 1.0 and efficiency(batches) < 1.0
     assert STRATEGIES.get("wrapped").gate_units(sequences, MAX_LENGTH, 0) == rows
+    # FLOPs count what it computes: every row attends over its whole max_length, whatever documents it holds.
+    shape = ModelShape(n_layer=1, attention_width=8, matmul_macs_per_token=0)
+    assert batch_flops(shape, batches[0]).attention == shape.attention_flops([MAX_LENGTH] * 4)
 
 
 @pytest.mark.parametrize("name", ["static", "dynamic", "binned"])
