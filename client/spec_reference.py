@@ -14,10 +14,10 @@ from padbench.contract.spec import TRANSFORMERS_ATTENTION_NAMES, TRANSFORMERS_SW
 
 # Sections in reading order: each job kind's spec, in the order the kinds were registered, then the parts
 # they refer to, in this order; parts not named here follow alphabetically.
-PARTS = ("ModelSpec", "DataSpec", "StrategySpec", "MeasurementSpec", "ProbeSpec", "VarlenLayout")
+PARTS = ("ModelSpec", "DataSpec", "StrategySpec", "MeasurementSpec", "ProbeSpec", "TrlSettings", "VarlenLayout")
 BOUNDS = (("minimum", "≥ {}"), ("exclusiveMinimum", "> {}"), ("maximum", "≤ {}"), ("exclusiveMaximum", "< {}"),
           ("minLength", "≥ {} characters"), ("maxLength", "≤ {} characters"),
-          ("minItems", "≥ {} items"), ("maxItems", "≤ {} items"))
+          ("minItems", "≥ {} items"), ("maxItems", "≤ {} items"), ("pattern", "matching `{}`"))
 
 
 def _anchor(name: str) -> str:
@@ -42,7 +42,8 @@ def describe_type(schema: dict[str, Any]) -> str:
         kind = f"list of {describe_type(schema.get('items', {}))}"
     elif kind == "object" and "additionalProperties" in schema and isinstance(schema["additionalProperties"], dict):
         kind = f"mapping to {describe_type(schema['additionalProperties'])}"
-    bounds = [template.format(schema[key]) for key, template in BOUNDS if key in schema]
+    # A `|` (a pattern's alternation) would end the cell of the markdown table the type is written in.
+    bounds = [template.format(str(schema[key]).replace("|", "\\|")) for key, template in BOUNDS if key in schema]
     return kind + (f" ({', '.join(bounds)})" if bounds else "")
 
 

@@ -91,8 +91,20 @@ class ProbeReport(ResultModel):
     probes: list[ProbeAttempt]
     seconds: float
     cached: bool = False
+    mode: Literal["predict", "power", "binsearch"] = "predict"  # the spec's probe.mode: how the search ran
     memory_total_bytes: int | None = None
     memory_used_by_others_bytes: int | None = None
+
+
+class BatchTier(ResultModel):
+    """`batch_size: auto:N`: one size the probe chose, for the sequences of up to `longest` tokens."""
+
+    longest: Annotated[int, Field(ge=1, le=1_048_576)]  # this tier's longest sequence: its widest batch
+    # the job's sequences in it (longer than the tier before); None for the one tier of a layout that does not
+    # batch by length, which holds them all
+    sequences: Annotated[int, Field(ge=0, le=10_000_000)] | None = None
+    batch_size: Annotated[int, Field(ge=1)]
+    probe: ProbeReport
 
 
 class MemoryStats(ResultModel):
@@ -158,8 +170,13 @@ class CompileReport(ResultModel):
 
 
 class StrategyResult(ResultModel):
-    strategy: str  # "static", "dynamic", "binned", "packed"
+    strategy: str  # "static", "dynamic", "binned", "packed", "wrapped"
     n_bins: int | None = None
+    pad_to_multiple_of: int | None = None
+    # True where the layout runs documents together in one attention span (`wrapped`): its tokens see earlier
+    # documents, so it computes another function than the per-sequence layouts and was gated against its own
+    # rows run alone.
+    crosses_documents: bool = False
     attention: str  # as requested
     kernel: str  # what actually ran, e.g. "torch-flash-varlen", "flash-attn-cute", "eager-block-mask"
     # Models with fewer key/value heads than query heads: whether the kernel took them as they are
@@ -190,13 +207,17 @@ class StrategyResult(ResultModel):
     logit_tolerance: float | None = None
     correctness_passed: bool | None = None
     probe: ProbeReport | None = None
+    # `batch_size: auto:N`: N as asked, and the sizes chosen, shortest sequences first (a layout whose batches
+    # all share one worst case has one tier, `longest` max_length)
+    auto_times: Annotated[int, Field(ge=1, le=16)] | None = None
+    batch_tiers: Annotated[list[BatchTier], Field(max_length=16)] | None = None
     per_rank: RankShares | None = None  # jobs on several GPUs: each rank's share of this row
     step_split: StepSplit | None = None  # training: forward, backward and optimizer time per step
     compilation: CompileReport | None = None  # None when the job's compile is false
 
     @property
     def label(self) -> str:
-        return strategy_label(self.strategy, self.n_bins)
+        return strategy_label(self.strategy, self.n_bins, self.pad_to_multiple_of)
 
 
 # Above the most rows a result can hold: 32 strategies × 16 batch sizes, or 16 kernels × 64 sequence lengths.

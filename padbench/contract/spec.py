@@ -8,22 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidatorFunctionWrapHandler,
-    WithJsonSchema,
-    WrapValidator,
-    model_validator,
-)
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
+from padbench.contract.batch_size import BatchSizeChoice, auto_times, sizes_of
 from padbench.contract.bounds import MAX_REPEATS, GpuName, Label, Name, PathName, Seed, WorkerLabels, refusing_urls
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import DistributedSpec, GpuCount
 from padbench.contract.training import TrainingSpec
+from padbench.contract.trl import TrlSettings, with_trl_strategy
 
 # torch's own names are accepted too and stored as the short name, so `dtype: bfloat16` and `dtype: bf16` are
 # the same job (and the same row when results are compared).
@@ -36,7 +28,9 @@ def _dtype_alias(value: Any) -> Any:
 
 Dtype = Annotated[Literal["bf16", "fp16", "fp32"], BeforeValidator(_dtype_alias)]
 Device = Literal["cuda", "cpu", "auto"]
-StrategyName = Literal["static", "dynamic", "binned", "packed"]
+StrategyName = Literal["static", "dynamic", "binned", "packed", "wrapped"]
+# The layouts whose batches pad rows to a common width: `pad_to_multiple_of` rounds that width up.
+PADDED_STRATEGIES: frozenset[str] = frozenset({"static", "dynamic", "binned"})
 # transformers' names for its attention implementations (`attn_implementation`), accepted where a spec names
 # a kernel and stored as the kernel they run here, so both spellings are the same job and the same row.
 TRANSFORMERS_ATTENTION_NAMES = {"flash_attention_2": "flash-attn", "sdpa": "sdpa", "flex_attention": "flex",
@@ -59,50 +53,6 @@ AttentionName = Literal["flash", "flash-attn", "flash-attn-cute", "torch-flash",
 # What a spec may write for one: a name above or transformers' name for it.
 AttentionChoice = Annotated[AttentionName, BeforeValidator(_attention_alias)]
 FLASH_KERNELS: frozenset[str] = frozenset({"flash", "flash-attn", "flash-attn-cute", "torch-flash"})
-MAX_BATCH_SIZE = 1_048_576
-MAX_BATCH_SIZES = 16
-# One batch size: rows (for packed, a token budget in units of max_length rows), or `auto` for the OOM probe.
-BatchSize = Annotated[int, Field(ge=1, le=MAX_BATCH_SIZE)] | Literal["auto"]
-# The published JSON Schema of a batch size says `oneOf` with `enum: ["auto"]`, which means the same as the
-# `anyOf` with `const: "auto"` that pydantic derives, but which client generators read: openapi-python-client,
-# for one, turns a `const` branch into a check that refuses every integer. Validation is pydantic's either way.
-ONE_BATCH_SIZE_SCHEMA: dict[str, Any] = {"oneOf": [
-    {"type": "integer", "minimum": 1, "maximum": MAX_BATCH_SIZE},
-    {"type": "string", "enum": ["auto"]},
-]}
-BATCH_SIZE_CHOICE_SCHEMA: dict[str, Any] = {
-    "oneOf": [*ONE_BATCH_SIZE_SCHEMA["oneOf"],
-              {"type": "array", "items": ONE_BATCH_SIZE_SCHEMA, "minItems": 1, "maxItems": MAX_BATCH_SIZES}],
-    "description": f"rows per batch (for packed, a token budget in units of max_length rows) from 1 to "
-                   f"{MAX_BATCH_SIZE}, `auto` (the largest that fits, found by the OOM probe), or a list of up to "
-                   f"{MAX_BATCH_SIZES} of them, each measured",
-}
-
-
-def _one_batch_size_error(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    """One clear message for the field, instead of one per member of the union, and no size listed twice."""
-    try:
-        sizes = handler(value)
-    except ValidationError:
-        raise ValueError(f"must be a size from 1 to {MAX_BATCH_SIZE}, 'auto', or a list of up to {MAX_BATCH_SIZES} "
-                         f"of them (e.g. [16, 64, auto]); got {repr(value)[:100]}") from None
-    if isinstance(sizes, list) and len(set(sizes)) != len(sizes):
-        raise ValueError(f"lists a size twice: {sizes}")
-    return sizes
-
-
-# A list measures every strategy at each size (a batch-size curve); it may include `auto`.
-BatchSizeChoice = Annotated[
-    BatchSize | Annotated[list[BatchSize], Field(min_length=1, max_length=MAX_BATCH_SIZES)],
-    WrapValidator(_one_batch_size_error),
-    WithJsonSchema(BATCH_SIZE_CHOICE_SCHEMA),
-]
-
-
-def sizes_of(choice: BatchSizeChoice) -> list[int | Literal["auto"]]:
-    return list(choice) if isinstance(choice, list) else [choice]
-
-
 # torch.compile with dynamic shapes (one graph serves every batch shape): the whole model in inference, each
 # decoder layer on its own in training (as torchtitan compiles, so checkpointing and sharding wrap compiled
 # layers). `auto` compiles a row only where compiling pays for itself within its measured run, judged from eager
@@ -163,14 +113,21 @@ def check_tokenizer_named(data: DataSpec, model: ModelSpec) -> None:
 DEFAULT_N_BINS = 16
 
 
-def strategy_label(name: str, n_bins: int | None) -> str:
-    """A strategy as tables name it: `binned[16]` carries its number of bins, the others are their name."""
-    return f"binned[{n_bins}]" if name == "binned" else name
+def strategy_label(name: str, n_bins: int | None, pad_to_multiple_of: int | None = None) -> str:
+    """A strategy as tables name it: `binned[16]` carries its number of bins, `dynamic[×64]` the multiple its
+    widths are padded to (both: `binned[16, ×64]`), the others are their name."""
+    options = [str(n_bins)] if name == "binned" else []
+    options += [f"×{pad_to_multiple_of}"] if pad_to_multiple_of is not None else []
+    return f"{name}[{', '.join(options)}]" if options else name
 
 
 class StrategySpec(StrictModel):
     name: StrategyName
     n_bins: Annotated[int, Field(ge=1, le=4096)] | None = None
+    # Padded layouts only: each batch's width rounded up to a multiple of this (transformers' and TRL's
+    # `pad_to_multiple_of`), e.g. 64 so tensor-core tiles are never partly empty; the widest stays max_length
+    # rounded up.
+    pad_to_multiple_of: Annotated[int, Field(ge=1, le=4096)] | None = None
     attention: AttentionChoice | None = None  # overrides the job-level attention for this strategy
     batch_size: BatchSizeChoice | None = None  # overrides the job-level batch size (or sizes)
 
@@ -186,11 +143,19 @@ class StrategySpec(StrictModel):
     def _bins_only_for_binned(self) -> StrategySpec:
         if self.name != "binned" and self.n_bins is not None:
             raise ValueError(f"n_bins applies only to the binned strategy, not {self.name!r}")
+        if self.pad_to_multiple_of is not None and self.name not in PADDED_STRATEGIES:
+            raise ValueError(f"pad_to_multiple_of applies only to the padded strategies (static, dynamic, binned); "
+                             f"{self.name!r} pads no rows")
         return self
 
     @property
     def label(self) -> str:
-        return strategy_label(self.name, self.n_bins)
+        return strategy_label(self.name, self.n_bins, self.pad_to_multiple_of)
+
+    def widest(self, max_length: int) -> int:
+        """The widest batch this strategy builds from sequences of at most max_length tokens."""
+        multiple = self.pad_to_multiple_of or 1
+        return -(-max_length // multiple) * multiple
 
 
 # --- measurement ----------------------------------------------------------------------------------------
@@ -214,7 +179,14 @@ class MeasurementSpec(StrictModel):
     correctness_samples: Annotated[int, Field(ge=1, le=1024)] = 8
 
 
+# How the OOM probe searches: `predict` fits memory against size through measured peaks (padbench's own, fewest
+# probes); `power` and `binsearch` are PyTorch Lightning's BatchSizeFinder modes (double until out of memory;
+# then, for binsearch, bisect).
+ProbeMode = Literal["predict", "power", "binsearch"]
+
+
 class ProbeSpec(StrictModel):
+    mode: ProbeMode = "predict"
     margin: Annotated[float, Field(ge=0, lt=0.5)] = 0.05
     cap: Annotated[int, Field(ge=1, le=65_536)] = 4096
     force: bool = False  # ignore the probe cache and re-probe
@@ -294,7 +266,14 @@ class PaddingJobSpec(JobSpecBase):
     probe: ProbeSpec = ProbeSpec()
     training: TrainingSpec = TrainingSpec()
     distributed: DistributedSpec = DistributedSpec()
+    # TRL's packing settings (SFTConfig's names): they add the layout they mean to `strategies`.
+    trl: TrlSettings | None = None
     SPANS_GPUS: ClassVar[bool] = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trl_layout(cls, document: Any) -> Any:
+        return with_trl_strategy(document)
 
     @model_validator(mode="after")
     def _consistent(self) -> PaddingJobSpec:
@@ -303,6 +282,9 @@ class PaddingJobSpec(JobSpecBase):
         if positions is not None and self.data.max_length > positions:
             raise ValueError(f"data.max_length ({self.data.max_length}) exceeds the model's positions ({positions})")
         for strategy in self.strategies:
+            if positions is not None and strategy.widest(self.data.max_length) > positions:
+                raise ValueError(f"{strategy.label}: max_length {self.data.max_length} padded to a multiple of "
+                                 f"{strategy.pad_to_multiple_of} exceeds the model's positions ({positions})")
             kernel = self.attention_for(strategy)
             if kernel in FLASH_KERNELS and self.dtype == "fp32":
                 raise ValueError(f"attention {kernel!r} ({strategy.label}) needs dtype bf16 or fp16, not fp32")
@@ -320,7 +302,7 @@ class PaddingJobSpec(JobSpecBase):
         return self
 
     def new_job_problems(self) -> list[NewJobProblem]:
-        probed = any("auto" in self.batch_sizes_for(strategy) for strategy in self.strategies)
+        probed = any(auto_times(size) for strategy in self.strategies for size in self.batch_sizes_for(strategy))
         problems = model_and_probe_problems(self.model, probed, self.device, self.probe)
         if self.gpus != 1 and self.compile is True:
             problems.append((("compile",), "torch.compile of a model spread over several GPUs is not measured "
@@ -330,10 +312,10 @@ class PaddingJobSpec(JobSpecBase):
     def attention_for(self, strategy: StrategySpec) -> AttentionName:
         return strategy.attention or self.attention
 
-    def batch_sizes_for(self, strategy: StrategySpec) -> list[int | Literal["auto"]]:
+    def batch_sizes_for(self, strategy: StrategySpec) -> list[int | str]:
         return sizes_of(strategy.batch_size or self.batch_size)
 
-    def batch_size_for(self, strategy: StrategySpec) -> int | Literal["auto"]:
+    def batch_size_for(self, strategy: StrategySpec) -> int | str:
         """The one size of a strategy; a job with a list of sizes is expanded (one strategy per size) first."""
         sizes = self.batch_sizes_for(strategy)
         if len(sizes) != 1:

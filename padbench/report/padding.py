@@ -19,6 +19,7 @@ from padbench.contract.results import (
     Spread,
     StrategyResult,
 )
+from padbench.report.auto_sizes import batch_cell, tier_lines, tiers_field
 from padbench.report.columns import align
 from padbench.report.compilation import compile_fields, compile_lines, compiled_rows
 from padbench.report.kind import CompareKey, CompareRule, RunFacts
@@ -133,14 +134,27 @@ def probe_cell(probe: ProbeReport | None) -> str:
     if probe is None:
         return MISSING
     oom = f"OOM {probe.smallest_oom}" if probe.smallest_oom is not None else f"no OOM ≤ {probe.largest_fit}"
-    return f"fit {probe.largest_fit}, {oom} → {probe.chosen}{' (cached)' if probe.cached else ''}"
+    mode = f" ({probe.mode})" if probe.mode != "predict" else ""
+    return f"fit {probe.largest_fit}, {oom} → {probe.chosen}{mode}{' (cached)' if probe.cached else ''}"
+
+
+CROSSES_DOCUMENTS_NOTE = (
+    "{label}: rows of max_length tokens cut from all sequences run end to end, attention never reset at a "
+    "document's boundary, so a token sees the documents before it in its row: not the function the other "
+    "layouts compute. Its gate compared each row with that row run alone; tokens/s counts real tokens; it takes "
+    "no part in the verdict")
+
+
+def _strategy_cell(row: StrategyResult, notes: list[str], is_winner: bool) -> str:
+    marker = f" {_note(notes, CROSSES_DOCUMENTS_NOTE.format(label=row.label))}" if row.crosses_documents else ""
+    return f"{WINNER_MARK if is_winner else ''}{row.label}{marker}"
 
 
 def _cells(row: StrategyResult, notes: list[str], is_winner: bool = False) -> tuple[str, ...]:
-    batch = "—" if row.batch_size is None else str(row.batch_size)  # None: `auto` could not be probed
+    batch = batch_cell(row)
     # Grouped-query attention that the kernel could only run by repeating K/V heads is said in the kernel cell.
     kernel = f"{row.kernel} (K/V expanded)" if row.gqa == "expanded" else row.kernel
-    return (f"{WINNER_MARK if is_winner else ''}{row.label}", kernel, batch, _number(row.tokens_per_s, ",.0f"),
+    return (_strategy_cell(row, notes, is_winner), kernel, batch, _number(row.tokens_per_s, ",.0f"),
             *_spread_cells(row),
             _number(row.speedup_vs_static, ".2f") + ("×" if row.speedup_vs_static is not None else ""),
             _number(row.padding_efficiency, ".2f"), _number(row.mfu, ".2f"), _number(row.mfu_vs_matmul, ".2f"),
@@ -164,6 +178,7 @@ def _header(result: PaddingResult) -> list[str]:
         f"{spec.mode}{' · compiled' if compiled_rows(result) else ''} · {device} on {env.hostname} · {env.started_at}",
         f"{result.num_sequences:,} sequences, {result.real_tokens_total:,} real tokens, max_length "
         f"{spec.data.max_length}, from {spec.data.source} (digest {(env.dataset_digest or MISSING)[:12]})",
+        *([spec.trl.mapping()] if spec.trl is not None else []),
         library_line(env),
         f"MFU denominators: datasheet peak {tflops(env.peak_tflops)}, GEMM rate measured in this job "
         f"{tflops(result.matmul_tflops)}",
@@ -210,7 +225,7 @@ def render_table(result: PaddingResult) -> str:
     rows, notes = table_rows(result)
     curve = curve_lines(result)
     after = ["batch-size curves (tokens/s):", *(f"  {line}" for line in curve)] if curve else []
-    after += step_split_lines(result) + compile_lines(result) + rank_lines(result)
+    after += tier_lines(result) + step_split_lines(result) + compile_lines(result) + rank_lines(result)
     return table_text(header_lines(result), align([COLUMNS, *rows], RIGHT_ALIGNED), notes, verdict_lines(result),
                       after)
 
@@ -220,8 +235,10 @@ def csv_rows(result: PaddingResult) -> list[dict[str, Any]]:
     rows = []
     for row in result.strategies:
         rows.append({
-            "strategy": row.strategy, "n_bins": row.n_bins, "attention": row.attention, "kernel": row.kernel,
-            "batch_size": row.batch_size, "status": row.status, "reason": row.invalid_reason or row.error,
+            "strategy": row.strategy, "n_bins": row.n_bins, "pad_to_multiple_of": row.pad_to_multiple_of,
+            "crosses_documents": row.crosses_documents, "attention": row.attention, "kernel": row.kernel,
+            "batch_size": row.batch_size, "auto_times": row.auto_times, "batch_tiers": tiers_field(row),
+            "status": row.status, "reason": row.invalid_reason or row.error,
             "tokens_per_s": row.tokens_per_s, "speedup_vs_static": row.speedup_vs_static,
             **spread_fields(row.spread), **activity_fields(row.gpu_activity),
             "median_batch_tokens_per_s": row.median_batch_tokens_per_s,

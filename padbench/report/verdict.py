@@ -77,9 +77,10 @@ def is_excluded(row: Vetted) -> bool:
 
 
 def candidates(result: PaddingResult) -> list[StrategyResult]:
-    """Rows that may win, fastest first."""
-    rows = [row for row in result.strategies
-            if row.status == "ok" and row.tokens_per_s is not None and not is_excluded(row)]
+    """Rows that may win, fastest first. A layout whose rows attend across documents (wrapped) computes another
+    function than the rest, so it is never named the winner of a comparison of layouts."""
+    rows = [row for row in result.strategies if row.status == "ok" and row.tokens_per_s is not None
+            and not is_excluded(row) and not row.crosses_documents]
     return sorted(rows, key=lambda row: row.tokens_per_s or 0.0, reverse=True)
 
 
@@ -94,6 +95,9 @@ def tied_with_top(ranked: list[StrategyResult]) -> list[StrategyResult]:
 
 
 def describe(row: StrategyResult) -> str:
+    if row.batch_tiers is not None and len(row.batch_tiers) > 1:
+        sizes = [tier.batch_size for tier in row.batch_tiers]
+        return f"{row.label} / {row.kernel} at auto:{row.auto_times} batches {min(sizes)}–{max(sizes)}"
     size = "auto-probed " if row.probe is not None else ""
     return f"{row.label} / {row.kernel} at {size}batch {row.batch_size}"
 
@@ -126,7 +130,7 @@ def verdict_lines(result: PaddingResult) -> list[str]:
                          "contended row(s) left out; measurement.allow_contention keeps them)")
         else:
             lines.append("verdict: none — no row was validly measured")
-        return lines
+        return lines + _cross_document_lines(result, None)
     top = ranked[0]
     assert top.tokens_per_s is not None
     tied = tied_with_top(ranked)
@@ -147,6 +151,17 @@ def verdict_lines(result: PaddingResult) -> list[str]:
         lines.append(f"  the winner's repeats are noisy (CV {top.spread.cv:.1%} > {top.spread.cv_threshold:.0%})")
     if excluded:
         lines.append(f"  {excluded} contended row(s) left out (measurement.allow_contention is false)")
+    return lines + _cross_document_lines(result, statics[0] if statics else None)
+
+
+def _cross_document_lines(result: PaddingResult, static: StrategyResult | None) -> list[str]:
+    """Rows left out of the ranking because they compute another function, with their own figure."""
+    lines = []
+    for row in result.strategies:
+        if row.crosses_documents and row.status == "ok" and row.tokens_per_s is not None:
+            versus = f", {row.tokens_per_s / static.tokens_per_s:.2f}× static" if static and static.tokens_per_s else ""
+            lines.append(f"  not ranked: {describe(row)} ({compact_rate(row.tokens_per_s)} tokens/s{versus}) — its "
+                         "rows attend across documents, another function than the ranked layouts")
     return lines
 
 

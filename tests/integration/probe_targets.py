@@ -62,3 +62,8 @@ def fake_gpu_facts(ctx: ChildContext) -> DeviceFacts:
     """What reading a GPU gives, without one: the probe's first call on a `cuda` spec."""
     return DeviceFacts(device="cuda", name="fake GPU", total_bytes=FAKE_CAPACITY, driver="0",
                        used_by_others_bytes=0, used_by_others_source="nvml")
+
+
+def fake_rows(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
+    """The fake device with rows as wide as max_length: 3967 // max_length rows fit (30 at 128 tokens)."""
+    return _fake_measurement(request.size * request.max_length // 128, request.kernel)

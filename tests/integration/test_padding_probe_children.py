@@ -77,6 +77,18 @@ def test_children_that_fit_or_run_out_steer_the_search_to_the_limit(cache: Probe
     assert messages and all(message.startswith("probe ") for message in messages)
 
 
+@pytest.mark.slow  # ten sizes, each out-of-memory followed by a fresh child
+def test_lightnings_binsearch_runs_its_sizes_in_children_and_is_recorded(cache: ProbeCache) -> None:
+    report = find_batch_size(cpu_spec(mode="binsearch"), STATIC, "sdpa", quiet, cache=cache,
+                             probe_target=TARGETS + "fake_device")
+    # Doubling to the first out-of-memory, then bisection to neighbours (power stops after the doubling).
+    assert [attempt.size for attempt in report.probes] == [1, 2, 4, 8, 16, 32, 24, 28, 30, 31]
+    assert (report.largest_fit, report.smallest_oom, report.mode) == (30, 31, "binsearch")
+    assert report.predicted_limit is None and report.chosen == 29
+    with pytest.raises(ProbeFailed, match="a cached limit should have answered"):  # each mode keeps its own limit
+        find_batch_size(cpu_spec(), STATIC, "sdpa", quiet, cache=cache, probe_target=TARGETS + "must_not_run")
+
+
 def test_the_cap_limits_the_chosen_size_and_the_search(cache: ProbeCache) -> None:
     report = find_batch_size(cpu_spec(cap=8), STATIC, "sdpa", quiet, cache=cache,
                              probe_target=TARGETS + "fake_device")
@@ -194,6 +206,37 @@ def test_a_batch_size_list_with_auto_measures_every_strategy_at_each_size(cache:
     assert [fraction for fraction, _ in progress] == sorted(fraction for fraction, _ in progress)
     text = render_table(result)
     assert "static / sdpa: 2 → " in text and "29 (auto) → " in text and "fit 30, OOM 31 → 29" in text
+
+
+@pytest.mark.slow  # a probe per tier, then both layouts measured
+def test_auto_n_batches_binned_at_a_probed_size_per_length_tier(cache: ProbeCache,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from padbench.report.padding import render_table
+    from padbench.worker.jobs.padding import auto_batch
+    from padbench.worker.jobs.padding.job import run_padding_job
+
+    monkeypatch.setattr(auto_batch, "find_batch_size",
+                        functools.partial(find_batch_size, cache=cache, probe_target=TARGETS + "fake_rows"))
+    spec = cpu_spec().model_copy(update={
+        "batch_size": "auto:3", "strategies": [StrategySpec(name="binned", n_bins=3), STATIC],
+        "data": DataSpec(max_length=128, num_samples=48),
+        "measurement": MeasurementSpec(warmup_batches=0, min_seconds=0, min_batches=1, correctness_samples=2)})
+    result = run_padding_job(spec, quiet)
+    binned, static = result.strategies
+    assert binned.status == static.status == "ok", binned.error or static.error
+    assert binned.auto_times == static.auto_times == 3 and binned.batch_tiers and static.batch_tiers
+    # Each tier probed at its longest sequence (3967 // longest rows fit); tiers that end at the same length (the
+    # sequences cut at max_length) are one.
+    for tier in binned.batch_tiers:
+        assert tier.probe.largest_fit <= 3967 // tier.longest < (tier.probe.smallest_oom or 0)
+    assert sum(tier.sequences or 0 for tier in binned.batch_tiers) == 48 and len(binned.batch_tiers) >= 2
+    sizes = [tier.batch_size for tier in binned.batch_tiers]
+    assert sizes == sorted(sizes, reverse=True) and sizes[0] > sizes[-1] == binned.batch_size
+    [only] = static.batch_tiers  # static's batches are all max_length wide: one size
+    assert only.longest == 128 and only.batch_size == static.batch_size == 29
+    text = render_table(result)
+    assert f"binned[3] / sdpa, batch_size auto:3: ≤ {binned.batch_tiers[0].longest} tokens" in text
+    assert "static / sdpa, batch_size auto:3: one size, 29" in text
 
 
 def test_a_fresh_child_per_size_when_reuse_is_off_finds_the_same_limit(cache: ProbeCache) -> None:

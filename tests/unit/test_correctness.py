@@ -12,7 +12,9 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
+import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
+from padbench.contract.spec import StrategySpec
+from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.correctness import (
     RELATIVE_TOLERANCE,
     check_layout,
@@ -23,6 +25,7 @@ from padbench.worker.engine.correctness import (
 
 CPU = torch.device("cpu")
 LENGTHS = (5, 17, 40, 3, 90, 12)
+WRAP_LENGTH = 96  # the wrapped rows' max_length: the 167 tokens make a full row and a shorter last one
 
 
 def tiny_model(dtype: torch.dtype) -> GPT2LMHeadModel:
@@ -152,3 +155,32 @@ def test_sample_spans_the_length_range() -> None:
     assert len(chosen) == 4 and 2 in chosen and 7 in chosen  # the longest and the shortest
     assert gate_sample(lengths, 20) == list(range(8))
     assert gate_sample(lengths, 1) == [2]
+
+
+def wrapped_sample(sequences: list[list[int]]) -> tuple[list[list[int]], list[Batch]]:
+    """The wrapped strategy's rows of the sequences (WRAP_LENGTH tokens each) and its batches of two rows."""
+    wrapped = STRATEGIES.get("wrapped")
+    batches = list(wrapped.batches(sequences, StrategySpec(name="wrapped"), 2, WRAP_LENGTH, 0, 0))
+    return [list(unit) for unit in wrapped.gate_units(sequences, WRAP_LENGTH, 0)], batches
+
+
+def test_wrapped_rows_pass_against_each_row_run_alone(sequences: list[list[int]]) -> None:
+    model = tiny_model(torch.float32)
+    rows, batches = wrapped_sample(sequences)
+    result = check_layout(lambda b: padded_forward(model, b), batches, reference_logits(model, rows, CPU), "fp32")
+    assert result.passed, result.reason
+    assert [len(row) for row in rows] == [WRAP_LENGTH, sum(LENGTHS) - WRAP_LENGTH]
+
+
+def test_gate_catches_wrapped_rows_positioned_along_the_stream(sequences: list[list[int]]) -> None:
+    model = tiny_model(torch.float32)
+    rows, batches = wrapped_sample(sequences)
+
+    def stream_positions(batch: Batch) -> torch.Tensor:  # the bug: positions of the stream, not of the row
+        assert isinstance(batch, PaddedBatch)
+        first = batch.sequence_ids[0] * WRAP_LENGTH
+        positions = first + torch.arange(batch.rows * batch.width).reshape(batch.rows, batch.width)
+        return model(input_ids=batch.input_ids, position_ids=positions).logits
+
+    result = check_layout(stream_positions, batches, reference_logits(model, rows, CPU), "fp32")
+    assert not result.passed and result.max_error is not None and result.max_error > 5 * result.tolerance

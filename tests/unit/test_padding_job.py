@@ -21,7 +21,7 @@ from padbench.contract.spec import PaddingJobSpec, StrategySpec
 from padbench.report.padding import render_table
 from padbench.worker.engine import steps
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
-from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
+from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch, PerSequence
 from padbench.worker.engine.loss import ChunkedLoss, HeadWeights
 from padbench.worker.engine.steps import next_token_labels
 from padbench.worker.jobs.padding import strategy_run
@@ -30,7 +30,7 @@ from padbench.worker.runtime.device import DeviceUnavailable, resolve_device
 
 TINY_MODEL = {"config": {"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 512, "n_positions": 64}}
 MODEL_POSITIONS = TINY_MODEL["config"]["n_positions"]
-ALL_STRATEGIES = ["static", "dynamic", {"name": "binned", "n_bins": 4}, "packed"]
+ALL_STRATEGIES = ["static", "dynamic", {"name": "binned", "n_bins": 4}, "packed", "wrapped"]
 
 
 @pytest.fixture(autouse=True)
@@ -86,6 +86,9 @@ def test_every_strategy_on_every_cpu_kernel(attention: str) -> None:
     for row in result.strategies:
         assert_measured(row, result)
     assert rows[f"packed:{attention}"].padding_efficiency == 1.0
+    wrapped = rows[f"wrapped:{attention}"]  # gated against its own rows: only the stream's last row pads
+    assert wrapped.crosses_documents and not rows[f"packed:{attention}"].crosses_documents
+    assert wrapped.padding_efficiency is not None and wrapped.padding_efficiency > 0.9
     assert rows[f"static:{attention}"].speedup_vs_static == 1.0
     assert rows[f"packed:{attention}"].kernel.endswith("mask")  # the kernel that ran, not the name asked for
     assert result.num_sequences == 24 and result.model_parameters > 0 and result.flops_per_token > 0
@@ -162,7 +165,7 @@ def test_the_gate_fails_a_broken_packing_and_the_job_goes_on(monkeypatch: pytest
     assert_measured(static, result)
 
 
-class OvercountingStatic:
+class OvercountingStatic(PerSequence):
     """A strategy whose batches claim more real tokens than they can hold: a corrupt count must fail the row."""
 
     def __init__(self) -> None:

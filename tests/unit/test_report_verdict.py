@@ -146,3 +146,18 @@ def test_without_a_valid_row_there_is_no_winner_and_an_attention_sweep_no_verdic
     assert served.lines == ["verdict: none — no row was validly measured"]
     assert served.winner is None and served.summary is None and served.doubtful == [0]
     assert verdict_out(attention_result()) == VerdictOut()
+
+
+def test_wrapped_rows_are_marked_and_never_win() -> None:
+    static = row("static", [100.0, 101.0, 99.0])
+    packed = row("packed", [500.0, 505.0, 495.0], batch_size=128)
+    wrapped = row("wrapped", [700.0, 705.0, 695.0], crosses_documents=True)
+    done = result(static, packed, wrapped)
+    lines = verdict_lines(done)
+    assert lines[0] == "verdict: winner packed / torch-flash at batch 128: 500 tokens/s"
+    assert lines[-1].startswith("  not ranked: wrapped / torch-flash at batch 64 (700 tokens/s, 7.00× static)")
+    cells, notes = table_rows(done)
+    assert cells[0][0] == "wrapped [1]" and cells[1][0] == WINNER_MARK + "packed"
+    assert notes[0].startswith("wrapped: rows of max_length tokens") and "not the function" in notes[0]
+    assert csv_rows(done)[2]["crosses_documents"] is True
+    assert verdict_lines(result(wrapped))[1].startswith("  not ranked: wrapped")

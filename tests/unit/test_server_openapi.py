@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -20,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from padbench.contract.batch_size import AUTO_TIMES_PATTERN, MAX_BATCH_SIZE, MAX_BATCH_SIZES
 from padbench.contract.kinds import JOB_RESULT_ADAPTER, parse_job_spec
-from padbench.contract.spec import MAX_BATCH_SIZE, MAX_BATCH_SIZES
 from padbench.server.core.config import Settings
 from padbench.server.core.security import Role, token_file_line
 from padbench.server.main import create_app
@@ -30,7 +31,8 @@ RESULTS = Path(__file__).parents[2] / "docs" / "results"
 H100_RESULT = RESULTS / "h100-2026-11-22" / "gpu-demo.json"
 SWEEP_RESULT = RESULTS / "h200-2026-11-21" / "attention-sweep.json"  # a list of sweeps: the first is read
 GENERATE_RESULT = RESULTS / "h100-2026-11-25" / "generate-qwen3-1.7b-code-128.json"
-ONE_SIZE = [{"type": "integer", "minimum": 1, "maximum": MAX_BATCH_SIZE}, {"type": "string", "enum": ["auto"]}]
+ONE_SIZE = [{"type": "integer", "minimum": 1, "maximum": MAX_BATCH_SIZE}, {"type": "string", "enum": ["auto"]},
+            {"type": "string", "pattern": AUTO_TIMES_PATTERN}]
 LEASE_CALLS = ("heartbeat", "complete", "cancelled", "fail", "release")
 
 
@@ -53,11 +55,14 @@ def nodes(value: Any) -> Iterator[dict[str, Any]]:
             yield from nodes(item)
 
 
-def test_a_batch_size_is_one_of_an_integer_auto_or_a_list_of_them(document: dict[str, Any]) -> None:
+def test_a_batch_size_is_one_of_an_integer_auto_auto_n_or_a_list_of_them(document: dict[str, Any]) -> None:
     schemas = document["components"]["schemas"]
     choice = schemas["PaddingJobSpec"]["properties"]["batch_size"]
-    assert choice["oneOf"][:2] == ONE_SIZE and choice["default"] == 32
-    assert choice["oneOf"][2] == {"type": "array", "items": {"oneOf": ONE_SIZE}, "minItems": 1,
+    assert choice["oneOf"][:3] == ONE_SIZE and choice["default"] == 32
+    # exactly one branch takes each value, as `oneOf` requires: `auto` is no `auto:N`
+    assert not re.match(AUTO_TIMES_PATTERN, "auto") and re.match(AUTO_TIMES_PATTERN, "auto:16")
+    assert not re.match(AUTO_TIMES_PATTERN, "auto:17") and not re.match(AUTO_TIMES_PATTERN, "auto:0")
+    assert choice["oneOf"][3] == {"type": "array", "items": {"oneOf": ONE_SIZE}, "minItems": 1,
                                   "maxItems": MAX_BATCH_SIZES}
     override = schemas["StrategySpec"]["properties"]["batch_size"]["anyOf"]
     assert override[0]["oneOf"] == choice["oneOf"] and override[1] == {"type": "null"}
@@ -65,7 +70,8 @@ def test_a_batch_size_is_one_of_an_integer_auto_or_a_list_of_them(document: dict
     assert not any("const" in branch for node in unions for branch in node.get("anyOf", node.get("oneOf")))
 
 
-@pytest.mark.parametrize(("value", "stored"), [(32, 32), ("auto", "auto"), ([16, "auto"], [16, "auto"])])
+@pytest.mark.parametrize(("value", "stored"), [(32, 32), ("auto", "auto"), ([16, "auto"], [16, "auto"]),
+                                               ("auto:4", "auto:4")])
 def test_validation_of_batch_sizes_is_unchanged(value: object, stored: object) -> None:
     assert parse_job_spec({"batch_size": value, "attention": "sdpa"}).batch_size == stored
 

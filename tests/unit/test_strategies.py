@@ -1,4 +1,4 @@
-"""The four layouts: same sequences for all, padded/packed invariants, determinism, efficiency on the corpus."""
+"""The layouts: same sequences for all, padded/packed/wrapped invariants, determinism, efficiency on the corpus."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import torch
 from padbench.contract.spec import DataSpec, StrategySpec
 from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.data import load_sequences
+from padbench.worker.engine.flops import ModelShape, batch_flops
 from padbench.worker.engine.strategies import worst_case_packed, worst_case_padded
 from padbench.worker.engine.strategies.worst_case import worst_case_batch
 
@@ -24,7 +25,10 @@ SPECS = {
     "dynamic": StrategySpec(name="dynamic"),
     "binned": StrategySpec(name="binned", n_bins=4),
     "packed": StrategySpec(name="packed"),
+    "wrapped": StrategySpec(name="wrapped"),
 }
+# The layouts whose every row or segment is one whole sequence (wrapped's rows are pieces of a stream).
+PER_SEQUENCE = [name for name in SPECS if not STRATEGIES.get(name).crosses_documents]
 
 
 @pytest.fixture(scope="module")
@@ -50,12 +54,14 @@ def efficiency(batches: list[Batch]) -> float:
     return sum(batch.real_tokens for batch in batches) / sum(batch.computed_tokens for batch in batches)
 
 
-def test_all_four_strategies_are_registered_with_their_layouts() -> None:
+def test_every_strategy_is_registered_with_its_layout() -> None:
     layouts = {name: STRATEGIES.get(name).layout for name in SPECS}
-    assert layouts == {"static": PaddedBatch, "dynamic": PaddedBatch, "binned": PaddedBatch, "packed": PackedBatch}
+    assert layouts == {"static": PaddedBatch, "dynamic": PaddedBatch, "binned": PaddedBatch, "packed": PackedBatch,
+                       "wrapped": PaddedBatch}
+    assert PER_SEQUENCE == ["static", "dynamic", "binned", "packed"]
 
 
-@pytest.mark.parametrize("name", SPECS)
+@pytest.mark.parametrize("name", PER_SEQUENCE)
 def test_every_sequence_appears_exactly_once_with_its_own_tokens(name: str, sequences: list[list[int]]) -> None:
     batches = run(name, sequences)
     assert Counter(i for batch in batches for i in batch.sequence_ids) == Counter(range(len(sequences)))
@@ -92,10 +98,38 @@ def test_packed_batches_carry_restarting_positions_and_boundaries(sequences: lis
 @pytest.mark.parametrize("name", SPECS)
 def test_batches_are_deterministic_for_a_seed(name: str, sequences: list[list[int]]) -> None:
     def order(seed: int) -> list[tuple[int, ...]]:
-        return [batch.sequence_ids for batch in run(name, sequences, seed=seed)]
+        return [tuple(batch.input_ids[:, 0].tolist()) for batch in run(name, sequences, seed=seed)]
 
     assert order(1) == order(1)
     assert order(1) != order(2)
+
+
+def test_wrapped_rows_hold_every_token_once_in_rows_of_exactly_max_length(sequences: list[list[int]]) -> None:
+    batches = run("wrapped", sequences, batch_size=4)
+    rows = [row for batch in batches for row in rows_of(batch)]
+    order = np.random.default_rng(0).permutation(len(sequences))  # the strategies' shuffle for seed 0
+    stream = [token for index in order for token in sequences[index]]
+    assert [token for row in rows for token in row] == stream  # the stream, cut and nothing else
+    assert [len(row) for row in rows[:-1]] == [MAX_LENGTH] * (len(rows) - 1) and 0 < len(rows[-1]) <= MAX_LENGTH
+    assert [i for batch in batches for i in batch.sequence_ids] == list(range(len(rows)))  # rows, not documents
+    assert all(batch.width == MAX_LENGTH and bool(batch.attention_mask[:-1].all()) for batch in batches)
+    # No position ids: each row's positions are 0..max_length-1 (as TRL's wrapped rows have) and one causal
+    # span over every document in the row, so only the stream's last row pads.
+    assert efficiency(batches[:-1]) == 1.0 and efficiency(batches) < 1.0
+    assert STRATEGIES.get("wrapped").gate_units(sequences, MAX_LENGTH, 0) == rows
+    # FLOPs count what it computes: every row attends over its whole max_length, whatever documents it holds.
+    shape = ModelShape(n_layer=1, attention_width=8, matmul_macs_per_token=0)
+    assert batch_flops(shape, batches[0]).attention == shape.attention_flops([MAX_LENGTH] * 4)
+
+
+@pytest.mark.parametrize("name", ["static", "dynamic", "binned"])
+def test_pad_to_multiple_of_rounds_every_batch_width_up(name: str, sequences: list[list[int]]) -> None:
+    options = SPECS[name].model_dump() | {"pad_to_multiple_of": 48}
+    batches = run(name, sequences, spec=StrategySpec(**options))
+    for batch in batches:  # static: every batch max_length (128) wide, rounded up to 144
+        longest = MAX_LENGTH if name == "static" else max(batch.lengths)
+        assert batch.width == -(-longest // 48) * 48
+    assert rows_of(batches[0]) == [sequences[i] for i in batches[0].sequence_ids]
 
 
 def test_binned_batches_group_similar_token_lengths(sequences: list[list[int]]) -> None:

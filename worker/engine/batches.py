@@ -118,8 +118,27 @@ class Strategy(Protocol):
     @property
     def layout(self) -> type[PaddedBatch] | type[PackedBatch]: ...
 
+    @property
+    def crosses_documents(self) -> bool:
+        """True where a row's attention spans several sequences, so a token sees earlier documents."""
+        ...
+
+    def gate_units(self, sequences: Sequence[Sequence[int]], max_length: int, seed: int) -> Sequence[Sequence[int]]:
+        """What the correctness gate runs alone as its reference, indexed by the batches' `sequence_ids`: the
+        sequences themselves, unless the layout's rows are something else (a `wrapped` row)."""
+        ...
+
     def batches(self, sequences: Sequence[Sequence[int]], spec: StrategySpec, batch_size: int,
                 max_length: int, pad_token_id: int, seed: int) -> Iterator[Batch]: ...
+
+
+class PerSequence:
+    """The facts of a strategy whose every row or segment is one whole sequence, attending to itself alone."""
+
+    crosses_documents = False
+
+    def gate_units(self, sequences: Sequence[Sequence[int]], max_length: int, seed: int) -> Sequence[Sequence[int]]:
+        return sequences
 
 
 STRATEGIES: Registry[Strategy] = Registry("strategy")

@@ -111,6 +111,13 @@ def reference_noise_floor(model: torch.nn.Module, sequences: Sequence[Sequence[i
     return max(float((a.float() - b.float()).abs().max()) for a, b in zip(eager, references, strict=True))
 
 
+def references_with_noise(model: torch.nn.Module, sequences: Sequence[Sequence[int]],
+                          device: torch.device) -> tuple[tuple[torch.Tensor, ...], float]:
+    """The gate's one-at-a-time references of `sequences` and their noise floor (see reference_noise_floor)."""
+    references = tuple(reference_logits(model, sequences, device))
+    return references, reference_noise_floor(model, sequences, device, references)
+
+
 def logits_by_sequence(batch: Batch, logits: torch.Tensor) -> dict[int, torch.Tensor]:
     """Each sequence's logits at its real positions, keyed by the batch's sequence ids.
 

@@ -20,8 +20,14 @@ from itertools import pairwise
 import numpy as np
 
 from padbench.contract.spec import StrategySpec
-from padbench.worker.engine.batches import STRATEGIES, PaddedBatch
-from padbench.worker.engine.strategies.collate import check_sequences, in_batches, padded_batch
+from padbench.worker.engine.batches import STRATEGIES, PaddedBatch, PerSequence
+from padbench.worker.engine.strategies.collate import (
+    check_sequences,
+    in_batches,
+    padded_batch,
+    padded_width,
+)
+from padbench.worker.engine.strategies.tiers import Tiers, tier_of
 
 
 def length_bins(lengths: np.ndarray, n_bins: int, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -38,21 +44,39 @@ def length_bins(lengths: np.ndarray, n_bins: int, batch_size: int, rng: np.rando
     return [by_length[start:stop] for start, stop in pairwise(row_boundaries)]
 
 
-class BinnedPadding:
+def binned_batches(lengths: np.ndarray, members: np.ndarray, n_bins: int, batch_size: int,
+                   rng: np.random.Generator) -> list[np.ndarray]:
+    """The members' batches: bins of similar length, each of whole batches of members in random order."""
+    return [chosen for group in length_bins(lengths[members], n_bins, batch_size, rng)
+            for chosen in in_batches(rng.permutation(members[group]), batch_size)]
+
+
+class BinnedPadding(PerSequence):
     layout = PaddedBatch
 
     def batches(self, sequences: Sequence[Sequence[int]], spec: StrategySpec, batch_size: int,
                 max_length: int, pad_token_id: int, seed: int) -> Iterator[PaddedBatch]:
+        return self.tiered_batches(sequences, spec, [(max_length, batch_size)], max_length, pad_token_id, seed)
+
+    def tiered_batches(self, sequences: Sequence[Sequence[int]], spec: StrategySpec, tiers: Tiers,
+                       max_length: int, pad_token_id: int, seed: int) -> Iterator[PaddedBatch]:
+        """Each length tier binned at its own batch size (`batch_size: auto:N`), its share of the bins."""
         lengths = check_sequences(sequences, max_length)
         if spec.n_bins is None:
             raise ValueError("the binned strategy needs n_bins")
         rng = np.random.default_rng(seed)
-        batches = [chosen for members in length_bins(lengths, spec.n_bins, batch_size, rng)
-                   for chosen in in_batches(rng.permutation(members), batch_size)]
+        tier = tier_of(lengths, tiers)
+        batches = []
+        for number, (_, batch_size) in enumerate(tiers):
+            members = np.flatnonzero(tier == number)
+            if members.size:
+                n_bins = max(1, round(spec.n_bins * members.size / len(lengths)))
+                batches += binned_batches(lengths, members, n_bins, batch_size, rng)
         # Bins are visited in random batch order, so the run does not sweep from short to long sequences.
         for position in rng.permutation(len(batches)):
             chosen = batches[position]
-            yield padded_batch(sequences, chosen, int(lengths[chosen].max()), pad_token_id)
+            yield padded_batch(sequences, chosen, padded_width(int(lengths[chosen].max()), spec.pad_to_multiple_of),
+                               pad_token_id)
 
 
 STRATEGIES.add("binned", BinnedPadding())

@@ -35,6 +35,12 @@ def in_batches(order: np.ndarray, batch_size: int) -> Iterator[np.ndarray]:
         yield order[start:start + batch_size]
 
 
+def padded_width(longest: int, multiple: int | None) -> int:
+    """A batch's width: its longest row, rounded up to `multiple` where the strategy pads to one."""
+    step = multiple or 1
+    return -(-longest // step) * step
+
+
 def padded_batch(sequences: Sequence[Sequence[int]], chosen: Sequence[int] | np.ndarray, width: int,
                  pad_token_id: int) -> PaddedBatch:
     """Right-padded rows of the chosen sequences, each row `width` wide."""

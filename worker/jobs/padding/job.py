@@ -16,20 +16,21 @@ import torch
 from transformers import PreTrainedModel
 
 from padbench.contract.parallel import Parallelism, ParallelRun
-from padbench.contract.results import Environment, PaddingResult, PartialResult, ProbeReport, StrategyResult
+from padbench.contract.results import Environment, PaddingResult, PartialResult, StrategyResult
 from padbench.contract.spec import DataSpec, PaddingJobSpec
 from padbench.contract.training import RunPrecision, TrainingRun, precision_run
 from padbench.worker.engine import flops
-from padbench.worker.engine.correctness import gate_sample, reference_logits, reference_noise_floor
+from padbench.worker.engine.correctness import gate_sample, references_with_noise
 from padbench.worker.engine.data import SYNTHETIC, load_sequences
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
-from padbench.worker.engine.model import build_model
+from padbench.worker.engine.model import build_model, model_config
 from padbench.worker.engine.parameter_count import parameter_count
 from padbench.worker.engine.ranks import ONE_RANK, Backend, Ranks, share_of
 from padbench.worker.engine.sharding import autocast_if, build_sharded, shard_model, snapshot_weights
 from padbench.worker.engine.sharding import restore_weights as restore_model_weights
 from padbench.worker.engine.training_features import AppliedTraining, apply_training, check_training
 from padbench.worker.jobs.padding.auto_batch import (
+    AutoSizes,
     attach_probe_reports,
     expand_batch_sizes,
     needs_probe,
@@ -70,8 +71,7 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn, ranks: Ranks = ONE_R
     sample = tuple(data.sequences[index] for index in chosen)
     progress(MODEL_SHARE + DATA_SHARE, f"reference logits for {len(sample)} sequences, one at a time")
     with autocast_if(precision == "amp" and parallelism == "single", device, dtype):
-        references = tuple(reference_logits(model, sample, device))
-        noise_floor = reference_noise_floor(model, sample, device, references)
+        references, noise_floor = references_with_noise(model, sample, device)
     peak, peak_source = peak_flops(device, dtype)
     matmul_flops = None
     if device.type == "cuda":  # a CPU has no MFU worth stating: no datasheet peak, and GEMM rates vary with size
@@ -116,6 +116,12 @@ def choose_parallelism(spec: PaddingJobSpec, ranks: Ranks, device: torch.device)
     if not ranks.spread:
         return "single"
     return "sharded" if spec.mode == "training" else inference_parallelism(spec, device, ranks.world)
+
+
+def job_lengths(spec: PaddingJobSpec) -> list[int]:
+    """The token length of every sequence the job measures, read before its model is built (for `auto:N`)."""
+    data = load_sequences(data_with_tokenizer(spec), model_config(spec.model).vocab_size)
+    return [len(sequence) for sequence in data.sequences]
 
 
 def data_with_tokenizer(spec: PaddingJobSpec) -> DataSpec:
@@ -189,7 +195,8 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     group = None if not ranks.spread else RankProbing(
         ranks, training_precision(spec, ranks), choose_parallelism(spec, ranks, device) == "sharded",
         backend or "gloo", spec.distributed.collective_timeout_s)
-    sizes = probe_auto_batch_sizes(expanded, device, progress_span(progress, 0.0, probe_end), group)
+    sizes = probe_auto_batch_sizes(expanded, device, progress_span(progress, 0.0, probe_end), group,
+                                   lengths=lambda: job_lengths(spec))
     measured = sizes.spec
     progress = progress_span(progress, probe_end, 1.0)
     setup_end = MODEL_SHARE + DATA_SHARE + REFERENCE_SHARE
@@ -209,13 +216,13 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
         if number in sizes.failures:
             results.append(unprobed_result(measured, strategy, sizes.failures[number]))
         else:
-            results.append(StrategyRun(job, strategy, span).run())
+            results.append(StrategyRun(job, strategy, span, sizes.tiers_of(number)).run())
             release_device_memory(job.device)
         if on_partial is not None:
             partial = PartialResult(rows_finished=len(results), rows_planned=planned)
-            on_partial(assemble_result(spec, environment, job, results, sizes.reports, partial, parallel))
+            on_partial(assemble_result(spec, environment, job, results, sizes, partial, parallel))
     progress(1.0, "done")
-    return assemble_result(spec, environment, job, results, sizes.reports, None, parallel)
+    return assemble_result(spec, environment, job, results, sizes, None, parallel)
 
 
 def training_run(job: JobSetup) -> TrainingRun | None:
@@ -235,7 +242,7 @@ def parallel_run(job: JobSetup, backend: Backend | None) -> ParallelRun | None:
 
 
 def assemble_result(spec: PaddingJobSpec, environment: Environment, job: JobSetup, rows: Sequence[StrategyResult],
-                    probe_reports: dict[int, ProbeReport], partial: PartialResult | None,
+                    sizes: AutoSizes, partial: PartialResult | None,
                     parallel: ParallelRun | None = None) -> PaddingResult:
     """The result document for the strategy rows finished so far (all of them unless `partial` says not)."""
     lengths = [len(sequence) for sequence in job.data.sequences]
@@ -245,4 +252,4 @@ def assemble_result(spec: PaddingJobSpec, environment: Environment, job: JobSetu
         flops_per_token=flops_per_token(job),
         matmul_tflops=job.matmul_flops / 1e12 if job.matmul_flops else None,
         num_sequences=len(lengths), real_tokens_total=sum(lengths), parallel=parallel, training=training_run(job),
-        strategies=attach_probe_reports(with_speedups(rows), probe_reports), partial=partial)
+        strategies=attach_probe_reports(with_speedups(rows), sizes), partial=partial)

@@ -21,7 +21,7 @@ from padbench.worker.engine import flops
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling
 from padbench.worker.engine.batches import STRATEGIES, Batch, Strategy, first_of_each_shape
-from padbench.worker.engine.correctness import GateResult, check_layout
+from padbench.worker.engine.correctness import GateResult, check_layout, references_with_noise
 from padbench.worker.engine.data import TokenizedData
 from padbench.worker.engine.loss import TrainingLoss, resolve_loss
 from padbench.worker.engine.measure import (
@@ -36,7 +36,7 @@ from padbench.worker.engine.measure import (
 )
 from padbench.worker.engine.rank_measure import RankRun
 from padbench.worker.engine.ranks import ONE_RANK, Ranks
-from padbench.worker.engine.sharding import autocast_forward
+from padbench.worker.engine.sharding import autocast_forward, autocast_if
 from padbench.worker.engine.spread import repeat_spread
 from padbench.worker.engine.steps import (
     KernelForwardFn,
@@ -47,6 +47,7 @@ from padbench.worker.engine.steps import (
     next_token_labels,
     training_step,
 )
+from padbench.worker.engine.strategies.tiers import TieredStrategy, Tiers
 from padbench.worker.engine.training_features import AppliedTraining
 from padbench.worker.jobs.padding.compiling import RowCompiler, choose_compiled_step
 from padbench.worker.jobs.padding.rank_steps import (
@@ -123,13 +124,15 @@ FAILURE_LIMIT = 500  # characters of a failed row's error
 
 
 class StrategyRun:
-    def __init__(self, job: JobSetup, strategy: StrategySpec, progress: ProgressFn) -> None:
+    def __init__(self, job: JobSetup, strategy: StrategySpec, progress: ProgressFn, tiers: Tiers | None = None) -> None:
         self.job, self.strategy, self.progress = job, strategy, progress
         self.attention = job.spec.attention_for(strategy)
         batch_size = job.spec.batch_size_for(strategy)
-        if batch_size == "auto":  # run_padding_job probes `auto` before any strategy runs
-            raise ValueError(f"batch_size auto ({strategy.label}) was not resolved by the OOM probe")
+        if isinstance(batch_size, str):  # run_padding_job probes `auto` and `auto:N` before any strategy runs
+            raise ValueError(f"batch_size {batch_size} ({strategy.label}) was not resolved by the OOM probe")
         self.batch_size = batch_size
+        self.tiers = tiers  # `auto:N` on a strategy that batches by length: a batch size per length tier
+        self.plugin = STRATEGIES.get(strategy.name)
         self.kernel_name: str = self.attention  # replaced by what actually runs once it is resolved
         self.gate: GateResult | None = None
         self.gqa: GqaHandling | None = None  # set once the kernel is known, for models with fewer K/V heads
@@ -179,7 +182,7 @@ class StrategyRun:
 
     def _prepare(self) -> tuple[AttentionKernel, list[Batch], list[int]]:
         """Everything before the first timed step: the kernel, the gate, this rank's batches, the warm-up."""
-        plugin = STRATEGIES.get(self.strategy.name)
+        plugin = self.plugin
         kernel = resolve_kernel(self.attention, plugin.layout, self.job.device, self.job.dtype)
         self.kernel_name = kernel.name
         self._check_model_features(kernel)
@@ -197,7 +200,9 @@ class StrategyRun:
 
     def _check_model_features(self, kernel: AttentionKernel) -> None:
         features = AttentionFeatures.of(self.job.model.config)
-        longest = max(map(len, self.job.data.sequences))  # every rank alike: the whole data's longest
+        lengths = [len(sequence) for sequence in self.job.data.sequences]  # every rank alike: the whole data
+        # A row that spans documents is one attention span of up to max_length tokens, however short they are.
+        longest = min(self.job.spec.data.max_length, sum(lengths)) if self.plugin.crosses_documents else max(lengths)
         reason = kernel.unsupported_reason(features, longest)
         if reason is not None:
             raise StrategyFailed(f"kernel {kernel.name} cannot run this model: {reason}")
@@ -221,8 +226,18 @@ class StrategyRun:
 
     def _check_correctness(self, kernel: AttentionKernel, batches: list[Batch]) -> GateResult:
         forward = self._forward(kernel)
-        return check_layout(lambda batch: forward(self.job.model, batch), batches, self.job.references,
-                            self.job.spec.dtype, self.job.reference_noise)
+        references, noise = self._gate_references()
+        return check_layout(lambda batch: forward(self.job.model, batch), batches, references, self.job.spec.dtype,
+                            noise)
+
+    def _gate_references(self) -> tuple[tuple[torch.Tensor, ...], float]:
+        """The job's per-sequence references; for a layout whose rows span documents (wrapped), each of its
+        rows of the sample run alone as one sequence: that is the function it computes."""
+        if not self.plugin.crosses_documents:
+            return self.job.references, self.job.reference_noise
+        units = self.plugin.gate_units(list(self.job.sample), self.job.spec.data.max_length, self.job.spec.data.seed)
+        with autocast_if(self.job.autocast, self.job.device, self.job.dtype):
+            return references_with_noise(self.job.model, units, self.job.device)
 
     def _forward(self, kernel: AttentionKernel) -> KernelForwardFn:
         if self.job.autocast:
@@ -230,9 +245,11 @@ class StrategyRun:
         return kernel.forward
 
     def _build_batches(self, plugin: Strategy, sequences: list[list[int]]) -> list[Batch]:
-        max_length = self.job.spec.data.max_length
-        batches = list(plugin.batches(sequences, self.strategy, self.batch_size, max_length,
-                                      self.job.data.pad_token_id, self.job.spec.data.seed))
+        max_length, pad, seed = self.job.spec.data.max_length, self.job.data.pad_token_id, self.job.spec.data.seed
+        if self.tiers is not None and isinstance(plugin, TieredStrategy):
+            batches = list(plugin.tiered_batches(sequences, self.strategy, self.tiers, max_length, pad, seed))
+        else:
+            batches = list(plugin.batches(sequences, self.strategy, self.batch_size, max_length, pad, seed))
         if not batches:
             raise StrategyFailed("the strategy produced no batches")
         for batch in batches:
@@ -282,7 +299,9 @@ class StrategyRun:
     def _result(self, **fields: object) -> StrategyResult:
         gate = self.gate
         return StrategyResult(
-            strategy=self.strategy.name, n_bins=self.strategy.n_bins, attention=self.attention,
+            strategy=self.strategy.name, n_bins=self.strategy.n_bins,
+            pad_to_multiple_of=self.strategy.pad_to_multiple_of, crosses_documents=self.plugin.crosses_documents,
+            attention=self.attention,
             kernel=self.kernel_name, batch_size=self.batch_size, gqa=self.gqa,
             max_logit_error=gate.max_error if gate else None, logit_tolerance=gate.tolerance if gate else None,
             correctness_passed=gate.passed if gate else None, compilation=self.compilation, **fields)  # type: ignore[arg-type]

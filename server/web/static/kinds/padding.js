@@ -1,7 +1,22 @@
 // Padding jobs on the dashboard: tokens/s per layout and kernel. Loaded after common.js and charts.js.
 "use strict";
 
-function strategyLabel(row) { return row.strategy === "binned" ? `binned[${row.n_bins}]` : row.strategy; }
+// The copy of `strategy_label` (padbench/contract/spec.py): bins and the multiple widths are padded to, and a
+// dagger on a layout whose rows attend across documents (wrapped: another function than the other layouts).
+function strategyLabel(row) {
+  const options = [...(row.strategy === "binned" ? [row.n_bins] : []),
+                   ...(row.pad_to_multiple_of != null ? [`×${row.pad_to_multiple_of}`] : [])];
+  const label = options.length ? `${row.strategy}[${options.join(", ")}]` : row.strategy;
+  return row.crosses_documents ? `${label} †` : label;
+}
+
+// The copy of `batch_cell` (padbench/report/auto_sizes.py): `auto:N` on binned ran a size per length tier.
+function batchOf(row) {
+  const tiers = row.batch_tiers ?? [];
+  if (tiers.length < 2) return row.batch_size ?? MISSING;
+  const sizes = tiers.map((tier) => tier.batch_size);
+  return `${Math.min(...sizes)}–${Math.max(...sizes)}`;
+}
 
 // --- charts ---------------------------------------------------------------------------------------------
 function validRows(result) { return result.strategies.filter((row) => row.status === "ok" && row.tokens_per_s != null); }
@@ -83,10 +98,18 @@ function logitErrorOf(row) {
 }
 
 function detailsOf(row) {
+  const mode = row.probe && row.probe.mode && row.probe.mode !== "predict" ? ` (${row.probe.mode})` : "";
   const probe = row.probe ? `fit ${row.probe.largest_fit}, ${row.probe.smallest_oom == null ? "no OOM"
-    : `OOM ${row.probe.smallest_oom}`} → ${row.probe.chosen}` : MISSING;
+    : `OOM ${row.probe.smallest_oom}`} → ${row.probe.chosen}${mode}` : MISSING;
+  const tiers = (row.batch_tiers ?? []).length > 1
+    ? [[`batch_size auto:${row.auto_times}`,
+        row.batch_tiers.map((tier) => `≤ ${tier.longest} tokens: ${tier.batch_size}`).join(", ")]] : [];
+  // The CLI's note on a layout whose rows span documents (padbench/report/padding.py, CROSSES_DOCUMENTS_NOTE).
+  const crosses = row.crosses_documents
+    ? [["† note", "rows attend across documents: not the function the other layouts compute; gated against each "
+                  + "row run alone; not ranked"]] : [];
   return [["CV", cvOf(row)], ["repeats min–max", rangeOf(row)], ["MFU (GEMM)", fmt.fixed(row.mfu_vs_matmul, 2)],
-          ["max logit error", logitErrorOf(row)], ["probe", probe]]
+          ["max logit error", logitErrorOf(row)], ["probe", probe], ...tiers, ...crosses]
     .map(([name, value]) => `${name}: ${value}`).join(" · ");
 }
 
@@ -99,7 +122,7 @@ function paddingRows(row, className, validity) {
   const kernel = row.gqa === "expanded" ? `${row.kernel} (K/V expanded)` : row.kernel;
   const toggle = el("button", { type: "button", className: "expand", "aria-expanded": "false",
                                 title: "show this row's other figures", text: `▸ ${strategyLabel(row)}` });
-  const cells = [kernel, row.batch_size ?? MISSING, fmt.int(row.tokens_per_s), intervalOf(row),
+  const cells = [kernel, batchOf(row), fmt.int(row.tokens_per_s), intervalOf(row),
                  fmt.ratio(row.speedup_vs_static), fmt.fixed(row.padding_efficiency, 2), fmt.fixed(row.mfu, 2),
                  memoryOf(row), validity].map((cell) => el("td", { text: String(cell) }));
   const details = el("tr", { className: "details" },

@@ -43,11 +43,16 @@ class ProbeKey:
     mode: str
     compile: bool
     training: str | None = None  # canonical JSON of a training job's `training` section
+    # `probe.mode` other than the default: a doubling search brackets the limit more coarsely, and a job asking
+    # for one gets its own attempts
+    search: str | None = None
 
     def digest(self) -> str:
         fields = asdict(self)
-        if fields["training"] is None:  # inference keys stay what they were before training had settings
-            del fields["training"]
+        # keys stay what they were before these fields existed: inference, and the default search
+        for optional in ("training", "search"):
+            if fields[optional] is None:
+                del fields[optional]
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 

@@ -35,6 +35,7 @@ from padbench.worker.jobs.padding.probe.protocol import ProbeGroup, ProbeRequest
 from padbench.worker.jobs.probing import oracle
 from padbench.worker.jobs.probing.agreed import AgreedOracle, AttemptFlags, store_address
 from padbench.worker.jobs.probing.curves import MemoryCurve
+from padbench.worker.jobs.probing.modes import SEARCHES
 from padbench.worker.jobs.probing.oracle import (
     ChildOracle,
     ProbeFailed,
@@ -43,7 +44,7 @@ from padbench.worker.jobs.probing.oracle import (
     read_device_facts,
 )
 from padbench.worker.jobs.probing.protocol import DeviceFacts
-from padbench.worker.jobs.probing.search import choose_size, search_ceiling, search_limit
+from padbench.worker.jobs.probing.search import choose_size, search_ceiling
 from padbench.worker.runtime.child_session import ChildSession
 from padbench.worker.runtime.environment import flash_attn_cute_version, package_version
 from padbench.worker.runtime.progress import ProgressFn
@@ -73,7 +74,7 @@ def find_batch_size(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: s
         label = f"{strategy.label} with {kernel_name}"
         sizes = _oracle(spec, strategy, kernel_name, facts, label, progress, probes, probe_target, group)
         try:
-            result = search_limit(sizes, curve=memory_curve(kernel_name), ceiling=ceiling)
+            result = SEARCHES[spec.probe.mode](sizes, curve=memory_curve(kernel_name), ceiling=ceiling)
         finally:
             probes.strategy_done(facts.device)
     if result.largest_fit == 0:
@@ -179,6 +180,7 @@ def _report(spec: PaddingJobSpec, limit: CachedLimit, facts: DeviceFacts, *, sec
         chosen=choose_size(limit.largest_fit, limit.smallest_oom, spec.probe.margin, spec.probe.cap),
         largest_fit=limit.largest_fit, smallest_oom=limit.smallest_oom, predicted_limit=limit.predicted_limit,
         margin=spec.probe.margin, cap=spec.probe.cap, probes=limit.probes, seconds=seconds, cached=cached,
+        mode=spec.probe.mode,
         memory_total_bytes=facts.total_bytes, memory_used_by_others_bytes=facts.used_by_others_bytes,
     )
 
@@ -193,9 +195,10 @@ def _still_valid(cached: CachedLimit, ceiling: int, facts: DeviceFacts) -> bool:
 
 def probe_request(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, device: Literal["cuda", "cpu"],
                   size: int) -> ProbeRequest:
-    """One size under exactly the job's settings: model, dtype, kernel, max_length, mode, compile, seed."""
+    """One size under exactly the job's settings: model, dtype, kernel, max_length, mode, compile, seed. A padded
+    strategy's rows are probed at its widest (max_length rounded up to its `pad_to_multiple_of`)."""
     return ProbeRequest(model=spec.model, dtype=spec.dtype, device=device, strategy=strategy.name,
-                        kernel=kernel_name, size=size, max_length=spec.data.max_length, mode=spec.mode,
+                        kernel=kernel_name, size=size, max_length=strategy.widest(spec.data.max_length), mode=spec.mode,
                         compile=probes_compiled(spec), seed=spec.data.seed,
                         cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes,
                         training=spec.training if spec.mode == "training" else None,
@@ -222,4 +225,5 @@ def probe_key(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, fa
                     kernel_library=library.get(family), model_config=model_config(spec.model).to_json_string(),
                     dtype=spec.dtype, strategy=strategy.label, kernel=kernel_name,
                     max_length=spec.data.max_length, mode=spec.mode, compile=probes_compiled(spec),
-                    training=spec.training.model_dump_json() if spec.mode == "training" else None)
+                    training=spec.training.model_dump_json() if spec.mode == "training" else None,
+                    search=None if spec.probe.mode == "predict" else spec.probe.mode)
