@@ -9,9 +9,16 @@ back (NaN is not JSON).
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    Field,
+    StringConstraints,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 from pydantic_core import PydanticCustomError
 
 # Ids are INTEGER columns on both backends: SQLite would raise OverflowError and PostgreSQL
@@ -78,3 +85,18 @@ LeaseToken = Annotated[str, Field(min_length=1, max_length=64), NoNul]
 # Part of a GPU's name as workers advertise it (`H100`, `RTX 4090`), matched in any case.
 GpuName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_GPU_NAME_LENGTH),
                     AfterValidator(_printable_ascii)]
+
+
+def one_or_list(expected: str, item: str) -> WrapValidator:
+    """A field taking one value or a list of them: one clear message instead of one per member of the union
+    (`expected` says what it takes), and no value listed twice (`item` names one in that message)."""
+    def check(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            values = handler(value)
+        except ValidationError:
+            raise ValueError(f"must be {expected}; got {repr(value)[:100]}") from None
+        if isinstance(values, list) and len(set(values)) != len(values):
+            raise ValueError(f"lists {item} twice: {values}")
+        return values
+
+    return WrapValidator(check)

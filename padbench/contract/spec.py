@@ -13,14 +13,12 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    ValidationError,
-    ValidatorFunctionWrapHandler,
     WithJsonSchema,
-    WrapValidator,
     model_validator,
 )
 
-from padbench.contract.bounds import GpuName, Label, Name, PathName, Seed, refusing_urls
+from padbench.contract.bounds import GpuName, Label, Name, PathName, Seed, one_or_list, refusing_urls
+from padbench.contract.experts import ExpertsChoice, ExpertsName, experts_of
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import DistributedSpec, GpuCount
 from padbench.contract.training import TrainingSpec
@@ -79,22 +77,11 @@ BATCH_SIZE_CHOICE_SCHEMA: dict[str, Any] = {
 }
 
 
-def _one_batch_size_error(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    """One clear message for the field, instead of one per member of the union, and no size listed twice."""
-    try:
-        sizes = handler(value)
-    except ValidationError:
-        raise ValueError(f"must be a size from 1 to {MAX_BATCH_SIZE}, 'auto', or a list of up to {MAX_BATCH_SIZES} "
-                         f"of them (e.g. [16, 64, auto]); got {repr(value)[:100]}") from None
-    if isinstance(sizes, list) and len(set(sizes)) != len(sizes):
-        raise ValueError(f"lists a size twice: {sizes}")
-    return sizes
-
-
 # A list measures every strategy at each size (a batch-size curve); it may include `auto`.
 BatchSizeChoice = Annotated[
     BatchSize | Annotated[list[BatchSize], Field(min_length=1, max_length=MAX_BATCH_SIZES)],
-    WrapValidator(_one_batch_size_error),
+    one_or_list(f"a size from 1 to {MAX_BATCH_SIZE}, 'auto', or a list of up to {MAX_BATCH_SIZES} of them "
+                "(e.g. [16, 64, auto])", "a size"),
     WithJsonSchema(BATCH_SIZE_CHOICE_SCHEMA),
 ]
 
@@ -161,6 +148,7 @@ class StrategySpec(StrictModel):
     n_bins: Annotated[int, Field(ge=1, le=4096)] | None = None
     attention: AttentionChoice | None = None  # overrides the job-level attention for this strategy
     batch_size: BatchSizeChoice | None = None  # overrides the job-level batch size (or sizes)
+    experts: ExpertsName | None = None  # overrides the job-level experts' implementation (mixtures of experts)
 
     @model_validator(mode="before")
     @classmethod
@@ -270,6 +258,9 @@ class PaddingJobSpec(JobSpecBase):
         StrategySpec(name="binned", n_bins=16), StrategySpec(name="packed"),
     ]
     attention: AttentionChoice = "flash"
+    # Mixtures of experts only: transformers' implementation of the expert matmuls, or a list (one row each);
+    # unset, the model's default as transformers resolves it, recorded as it ran.
+    experts: ExpertsChoice | None = None
     batch_size: BatchSizeChoice = 32
     dtype: Dtype = "bf16"
     device: Device = "auto"
@@ -299,7 +290,8 @@ class PaddingJobSpec(JobSpecBase):
         if self.training.precision == "bf16" and self.dtype != "bf16":
             raise ValueError(f"training.precision bf16 keeps everything in bf16, but dtype is {self.dtype}: "
                              "set dtype bf16, or precision auto")
-        labels = [s.label + ":" + self.attention_for(s) for s in self.strategies]
+        labels = [s.label + ":" + self.attention_for(s) + "".join(f":{e}" for e in self.experts_for(s) if e)
+                  for s in self.strategies]
         if len(set(labels)) != len(labels):
             raise ValueError(f"strategies repeat a (strategy, attention) pair: {labels}")
         return self
@@ -314,6 +306,10 @@ class PaddingJobSpec(JobSpecBase):
 
     def attention_for(self, strategy: StrategySpec) -> AttentionName:
         return strategy.attention or self.attention
+
+    def experts_for(self, strategy: StrategySpec) -> list[ExpertsName | None]:
+        """The experts' implementations a strategy is measured with (`[None]`: the model's default)."""
+        return [strategy.experts] if strategy.experts else experts_of(self.experts)
 
     def batch_sizes_for(self, strategy: StrategySpec) -> list[int | Literal["auto"]]:
         return sizes_of(strategy.batch_size or self.batch_size)

@@ -25,7 +25,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, Pre
 
 from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.lm_head import align_lm_head
-from padbench.worker.engine.model_support import check_config_fields, check_model_type, check_not_moe
+from padbench.worker.engine.model_support import check_config_fields, check_experts_supported, check_model_type
 from padbench.worker.runtime.isolation import SpecProblem
 from padbench.worker.runtime.messages import first_line
 
@@ -98,7 +98,7 @@ def model_config(spec: ModelSpec) -> PretrainedConfig:
         field = "model.preset" if spec.preset else "model.config"
         config = _config_from_fields(fields, field)
     config = text_model_config(config, spec, field)
-    check_not_moe(config, field)
+    check_experts_supported(config, field)
     _disable_dropout(config)
     for name in ACTIVATION_FIELDS:
         activation = getattr(config, name, None)

@@ -32,13 +32,16 @@ class AutoSizes:
     failures: dict[int, str] = field(default_factory=dict)  # by strategy position: why no size was found
 
 
-def expand_batch_sizes(spec: PaddingJobSpec) -> PaddingJobSpec:
-    """One strategy per batch size, in the order the spec lists them: a list measures a batch-size curve.
+def expand_axes(spec: PaddingJobSpec) -> PaddingJobSpec:
+    """One strategy per batch size and experts' implementation, in the order the spec lists them: a list of
+    sizes measures a batch-size curve, a list of implementations one row each (the OOM probe sizes each:
+    they hold different intermediates).
 
     The copy is not validated again: its (strategy, attention) pairs repeat on purpose, one per size.
     """
-    expanded = [strategy.model_copy(update={"batch_size": size})
-                for strategy in spec.strategies for size in spec.batch_sizes_for(strategy)]
+    expanded = [strategy.model_copy(update={"batch_size": size, "experts": experts})
+                for strategy in spec.strategies for size in spec.batch_sizes_for(strategy)
+                for experts in spec.experts_for(strategy)]
     return spec.model_copy(update={"strategies": expanded})
 
 

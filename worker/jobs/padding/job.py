@@ -22,16 +22,17 @@ from padbench.contract.training import RunPrecision, TrainingRun, precision_run
 from padbench.worker.engine import flops
 from padbench.worker.engine.correctness import gate_sample, reference_logits, reference_noise_floor
 from padbench.worker.engine.data import SYNTHETIC, load_sequences
+from padbench.worker.engine.experts import experts_implementation
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.engine.model import build_model
-from padbench.worker.engine.parameter_count import parameter_count
+from padbench.worker.engine.parameter_count import active_parameter_count, parameter_count
 from padbench.worker.engine.ranks import ONE_RANK, Backend, Ranks, share_of
 from padbench.worker.engine.sharding import autocast_if, build_sharded, shard_model, snapshot_weights
 from padbench.worker.engine.sharding import restore_weights as restore_model_weights
 from padbench.worker.engine.training_features import AppliedTraining, apply_training, check_training
 from padbench.worker.jobs.padding.auto_batch import (
     attach_probe_reports,
-    expand_batch_sizes,
+    expand_axes,
     needs_probe,
     probe_auto_batch_sizes,
     unprobed_result,
@@ -80,7 +81,7 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn, ranks: Ranks = ONE_R
     initial_state = snapshot_weights(model) if spec.mode == "training" else None
     return JobSetup(spec, device, dtype, model, data, sample, references, noise_floor, peak, peak_source, matmul_flops,
                     initial_state, ranks=ranks, share=tuple(share_of(data.sequences, ranks)), precision=precision,
-                    parallelism=parallelism, applied_training=applied)
+                    parallelism=parallelism, applied_training=applied, default_experts=experts_implementation(model))
 
 
 def build_job_model(spec: PaddingJobSpec, device: torch.device, precision: RunPrecision, parallelism: Parallelism,
@@ -184,7 +185,7 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     if spec.mode == "training":  # before the probe and the build: a feature that cannot run fails the job at once
         check_training(spec.training, device, ranks.world)
     check_model_fits(spec, device, ranks.world)
-    expanded = expand_batch_sizes(spec)
+    expanded = expand_axes(spec)
     probe_end = PROBE_SHARE if needs_probe(expanded) else 0.0
     group = None if not ranks.spread else RankProbing(
         ranks, training_precision(spec, ranks), choose_parallelism(spec, ranks, device) == "sharded",
@@ -241,7 +242,7 @@ def assemble_result(spec: PaddingJobSpec, environment: Environment, job: JobSetu
     lengths = [len(sequence) for sequence in job.data.sequences]
     return PaddingResult(
         spec=spec, environment=environment.model_copy(update={"clocks_at_end": read_gpu_clocks(job.device)}),
-        model_parameters=parameter_count(job.model),
+        model_parameters=parameter_count(job.model), active_parameters=active_parameter_count(job.model),
         flops_per_token=flops_per_token(job),
         matmul_tflops=job.matmul_flops / 1e12 if job.matmul_flops else None,
         num_sequences=len(lengths), real_tokens_total=sum(lengths), parallel=parallel, training=training_run(job),

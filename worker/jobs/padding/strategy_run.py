@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
+from padbench.contract.experts import ExpertLoad
 from padbench.contract.parallel import Parallelism
 from padbench.contract.results import GpuActivity, MemoryStats, StrategyResult
 from padbench.contract.spec import MeasurementSpec, PaddingJobSpec, StrategySpec
@@ -22,6 +23,8 @@ from padbench.worker.engine.attention.features import AttentionFeatures, GqaHand
 from padbench.worker.engine.batches import STRATEGIES, Batch, Strategy, first_of_each_shape
 from padbench.worker.engine.correctness import GateResult, check_layout
 from padbench.worker.engine.data import TokenizedData
+from padbench.worker.engine.expert_load import count_expert_load
+from padbench.worker.engine.experts import ExpertsUnavailable, use_experts
 from padbench.worker.engine.loss import TrainingLoss, resolve_loss
 from padbench.worker.engine.measure import (
     Measurement,
@@ -92,6 +95,7 @@ class JobSetup:
     precision: RunPrecision = "bf16"  # what the weights are kept in: the dtype, or `amp` over fp32 weights
     parallelism: Parallelism = "single"
     applied_training: AppliedTraining | None = None  # how a training job's model trains (None: inference)
+    default_experts: str | None = None  # mixtures of experts: what transformers chose to run them with
 
     @property
     def autocast(self) -> bool:
@@ -130,6 +134,8 @@ class StrategyRun:
             raise ValueError(f"batch_size auto ({strategy.label}) was not resolved by the OOM probe")
         self.batch_size = batch_size
         self.kernel_name: str = self.attention  # replaced by what actually runs once it is resolved
+        self.experts: str | None = None  # mixtures of experts: the implementation that ran, once chosen
+        self.expert_load: ExpertLoad | None = None
         self.gate: GateResult | None = None
         self.gqa: GqaHandling | None = None  # set once the kernel is known, for models with fewer K/V heads
         self.graphs_after_warmup: int | None = None
@@ -158,6 +164,7 @@ class StrategyRun:
         settings = self._settings()
         with track_peak_memory(self.job.device) as memory:
             device_batches = [self._to_device(kernel, batch) for batch in host_batches]
+            self.expert_load = count_expert_load(self.job.model, self._forward(kernel), device_batches, self.job.ranks)
             step = self._step(kernel, host_batches, device_batches)
             self.say(0.2, f"warm-up ({len(warmup)} batches)")
             with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
@@ -176,6 +183,10 @@ class StrategyRun:
         kernel = resolve_kernel(self.attention, plugin.layout, self.job.device, self.job.dtype)
         self.kernel_name = kernel.name
         self._check_model_features(kernel)
+        try:
+            self.experts = use_experts(self.job.model, self.strategy.experts, self.job.device, self.job.default_experts)
+        except ExpertsUnavailable as error:
+            raise StrategyFailed(str(error)) from None
         self.say(0.0, f"correctness gate on {len(self.job.sample)} sequences")
         sample = self._build_batches(plugin, list(self.job.sample))
         device_sample = [self._to_device(kernel, batch) for batch in sample]
@@ -267,7 +278,8 @@ class StrategyRun:
         gate = self.gate
         return StrategyResult(
             strategy=self.strategy.name, n_bins=self.strategy.n_bins, attention=self.attention,
-            kernel=self.kernel_name, batch_size=self.batch_size, gqa=self.gqa,
+            kernel=self.kernel_name, batch_size=self.batch_size, gqa=self.gqa, experts=self.experts,
+            expert_load=self.expert_load,
             max_logit_error=gate.max_error if gate else None, logit_tolerance=gate.tolerance if gate else None,
             correctness_passed=gate.passed if gate else None, **fields)  # type: ignore[arg-type]
 

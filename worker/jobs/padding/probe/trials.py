@@ -199,7 +199,7 @@ def probe_request(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str
                         compile=spec.compile, seed=spec.data.seed,
                         cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes,
                         training=spec.training if spec.mode == "training" else None,
-                        precision=probed_precision(spec))
+                        precision=probed_precision(spec), experts=strategy.experts)
 
 
 def probed_precision(spec: PaddingJobSpec) -> RunPrecision:
