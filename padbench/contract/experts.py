@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from padbench.contract.bounds import one_or_list
 
+# Config attributes that count routed experts in the mixture-of-experts families transformers ships.
+EXPERT_FIELDS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 ExpertsName = Literal["eager", "batched_mm", "grouped_mm"]
 EXPERTS_NAMES: tuple[str, ...] = ("eager", "batched_mm", "grouped_mm")
 MAX_EXPERTS_CHOICES = len(EXPERTS_NAMES)
@@ -26,6 +28,20 @@ ExpertsChoice = Annotated[
     one_or_list(f"one of {', '.join(EXPERTS_NAMES)} or a list of them (e.g. [grouped_mm, eager])",
                 "an implementation"),
 ]
+
+
+def stated_experts(fields: dict[str, object]) -> tuple[str, int] | None:
+    """The field architecture fields count routed experts in, and the count; None when they state none."""
+    for name in EXPERT_FIELDS:
+        count = fields.get(name)
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            return name, count
+    return None
+
+
+def dense_model_experts_problem(model: str) -> str:
+    return (f"applies only to mixtures of experts, and model {model!r} has no routed experts (its config states "
+            f"none of {', '.join(EXPERT_FIELDS)}): remove experts")
 
 
 def experts_of(choice: ExpertsChoice | None) -> list[ExpertsName | None]:

@@ -18,7 +18,13 @@ from pydantic import (
 )
 
 from padbench.contract.bounds import GpuName, Label, Name, PathName, Seed, one_or_list, refusing_urls
-from padbench.contract.experts import ExpertsChoice, ExpertsName, experts_of
+from padbench.contract.experts import (
+    ExpertsChoice,
+    ExpertsName,
+    dense_model_experts_problem,
+    experts_of,
+    stated_experts,
+)
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import DistributedSpec, GpuCount
 from padbench.contract.training import TrainingSpec
@@ -299,10 +305,21 @@ class PaddingJobSpec(JobSpecBase):
     def new_job_problems(self) -> list[NewJobProblem]:
         probed = any("auto" in self.batch_sizes_for(strategy) for strategy in self.strategies)
         problems = model_and_probe_problems(self.model, probed, self.device, self.probe)
+        experts_problem = self._experts_problem()
+        if experts_problem is not None:
+            problems.append((("experts",), experts_problem))
         if self.gpus != 1 and self.compile:
             problems.append((("compile",), "torch.compile of a model spread over several GPUs is not measured "
                                            "here yet: set compile false, or gpus 1"))
         return problems
+
+    def _experts_problem(self) -> str | None:
+        """`experts` on a model whose stated fields count no experts (a preset, or a config naming them all)."""
+        named = self.experts is not None or any(s.experts for s in self.strategies)
+        fields = self.model.architecture() if self.model.preset else None
+        if not named or fields is None or stated_experts(fields) is not None:
+            return None
+        return dense_model_experts_problem(self.model.label)
 
     def attention_for(self, strategy: StrategySpec) -> AttentionName:
         return strategy.attention or self.attention

@@ -17,12 +17,9 @@ import torch
 import transformers
 from transformers import PretrainedConfig
 
-from padbench.contract.experts import EXPERTS_NAMES
+from padbench.contract.experts import EXPERT_FIELDS, EXPERTS_NAMES, stated_experts
 from padbench.contract.registry import Registry
 from padbench.worker.runtime.isolation import SpecProblem
-
-# Config attributes that count experts in the mixture-of-experts families transformers ships.
-EXPERT_FIELDS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 
 
 class ExpertsUnavailable(SpecProblem):
@@ -86,11 +83,7 @@ if set(EXPERTS_IMPLEMENTATIONS) != set(EXPERTS_NAMES):  # the contract's Literal
 def expert_field(config: PretrainedConfig) -> tuple[str, int] | None:
     """The field the config counts its routed experts in, as the user wrote it, and the count; None for a
     dense model."""
-    for name in EXPERT_FIELDS:
-        experts = getattr(config, name, None)
-        if isinstance(experts, int) and experts > 0:
-            return name, experts
-    return None
+    return stated_experts({name: getattr(config, name, None) for name in EXPERT_FIELDS})
 
 
 def is_mixture_of_experts(config: PretrainedConfig) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel
 
+from padbench.contract.experts import dense_model_experts_problem
 from padbench.contract.parallel import Parallelism, ParallelRun
 from padbench.contract.results import Environment, PaddingResult, PartialResult, ProbeReport, StrategyResult
 from padbench.contract.spec import DataSpec, PaddingJobSpec
@@ -22,9 +23,9 @@ from padbench.contract.training import RunPrecision, TrainingRun, precision_run
 from padbench.worker.engine import flops
 from padbench.worker.engine.correctness import gate_sample, reference_logits, reference_noise_floor
 from padbench.worker.engine.data import SYNTHETIC, load_sequences
-from padbench.worker.engine.experts import experts_implementation
+from padbench.worker.engine.experts import experts_implementation, is_mixture_of_experts
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
-from padbench.worker.engine.model import build_model
+from padbench.worker.engine.model import build_model, model_config
 from padbench.worker.engine.parameter_count import active_parameter_count, parameter_count
 from padbench.worker.engine.ranks import ONE_RANK, Backend, Ranks, share_of
 from padbench.worker.engine.sharding import autocast_if, build_sharded, shard_model, snapshot_weights
@@ -44,6 +45,7 @@ from padbench.worker.jobs.padding.strategy_run import JobSetup, StrategyRun
 from padbench.worker.runtime.device import resolve_device, torch_dtype
 from padbench.worker.runtime.environment import collect_environment, gpu_topology
 from padbench.worker.runtime.gpu_activity import read_gpu_clocks
+from padbench.worker.runtime.isolation import SpecProblem
 from padbench.worker.runtime.peaks import peak_flops
 from padbench.worker.runtime.progress import ProgressFn, progress_span
 
@@ -185,6 +187,7 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     if spec.mode == "training":  # before the probe and the build: a feature that cannot run fails the job at once
         check_training(spec.training, device, ranks.world)
     check_model_fits(spec, device, ranks.world)
+    check_experts_named(spec)
     expanded = expand_axes(spec)
     probe_end = PROBE_SHARE if needs_probe(expanded) else 0.0
     group = None if not ranks.spread else RankProbing(
@@ -217,6 +220,14 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
             on_partial(assemble_result(spec, environment, job, results, sizes.reports, partial, parallel))
     progress(1.0, "done")
     return assemble_result(spec, environment, job, results, sizes.reports, None, parallel)
+
+
+def check_experts_named(spec: PaddingJobSpec) -> None:
+    """`experts` is refused on a dense model before anything is built (a preset is refused at submission)."""
+    if spec.experts is None and not any(strategy.experts for strategy in spec.strategies):
+        return
+    if not is_mixture_of_experts(model_config(spec.model)):
+        raise SpecProblem(f"experts: {dense_model_experts_problem(spec.model.label)}")
 
 
 def training_run(job: JobSetup) -> TrainingRun | None:
