@@ -9,6 +9,11 @@ two figures differ only in how the forward is run.
 
     python3 scripts/plain_packed_baseline.py --preset llama-3.2-1b --source .data/wikitext/all.raw \\
         --tokenizer .data/bert-base-uncased --batch-size 32 --json plain.json
+
+`--attention NAME` runs transformers' own attention function of that name instead (`sdpa`, which finds the
+packed sequences in the position ids and masks across them, or `flash_attention_2`, `kernels-community/…`).
+A mixture of experts (`--preset qwen3-30b-a3b`) runs its experts as transformers chooses by default, as a user's
+`from_pretrained` model would; the result records the implementation.
 """
 
 from __future__ import annotations
@@ -46,11 +51,16 @@ def plain_varlen_attention(module: torch.nn.Module, query: torch.Tensor, key: to
     return output.unsqueeze(0), None
 
 
-def plain_model(preset: str, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
-    """The preset's model from transformers, seeded, its attention torch's varlen flash kernel."""
-    AttentionInterface.register("plain-varlen", plain_varlen_attention)
+PLAIN_VARLEN = "plain-varlen"
+
+
+def plain_model(preset: str, device: torch.device, dtype: torch.dtype, attention: str = PLAIN_VARLEN
+                ) -> torch.nn.Module:
+    """The preset's model from transformers, seeded, its attention torch's varlen flash kernel (or transformers'
+    attention function `attention`), its experts (a mixture's) transformers' default."""
+    AttentionInterface.register(PLAIN_VARLEN, plain_varlen_attention)
     config = model_config(ModelSpec(preset=preset))
-    config._attn_implementation = "plain-varlen"
+    config._attn_implementation = attention
     torch.manual_seed(0)
     with torch.device(device):
         return AutoModelForCausalLM.from_config(config, dtype=dtype)
@@ -79,11 +89,13 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=1024)
     parser.add_argument("--batch-size", type=int, default=32, help="pack budget in rows of max_length tokens")
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--attention", default=PLAIN_VARLEN,
+                        help="transformers' attention function to run (default: this script's own varlen one)")
     parser.add_argument("--json")
     args = parser.parse_args()
 
     device, dtype = torch.device("cuda"), torch.bfloat16
-    model = plain_model(args.preset, device, dtype).eval()
+    model = plain_model(args.preset, device, dtype, args.attention).eval()
     data = DataSpec(source=args.source, tokenizer=args.tokenizer, max_length=args.max_length,
                     num_samples=args.num_samples)
     packs = same_packs(data, model.config.vocab_size, args.batch_size)
@@ -104,6 +116,7 @@ def main() -> None:
     matmul = measure_matmul_tflops(device, dtype) * 1e12
     real_tokens = sum(pack.real_tokens for pack in packs)
     result = {"preset": args.preset, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "attention": args.attention, "experts": getattr(model.config, "_experts_implementation", None),
               "packs": len(packs), "real_tokens": real_tokens, "seconds": seconds,
               "tokens_per_s": real_tokens / seconds, "matmul_tflops": matmul / 1e12,
               "mfu_vs_matmul": work / seconds / matmul,

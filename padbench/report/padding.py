@@ -19,6 +19,7 @@ from padbench.contract.results import (
     Spread,
     StrategyResult,
 )
+from padbench.report.experts import active_line, compare_kernel, kernel_cell, load_fields, load_lines
 from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.partial import partial_lines
 from padbench.report.ranks import parallel_lines, rank_fields, rank_lines
@@ -136,9 +137,8 @@ def probe_cell(probe: ProbeReport | None) -> str:
 
 def _cells(row: StrategyResult, notes: list[str], is_winner: bool = False) -> tuple[str, ...]:
     batch = "—" if row.batch_size is None else str(row.batch_size)  # None: `auto` could not be probed
-    # Grouped-query attention that the kernel could only run by repeating K/V heads is said in the kernel cell.
-    kernel = f"{row.kernel} (K/V expanded)" if row.gqa == "expanded" else row.kernel
-    return (f"{WINNER_MARK if is_winner else ''}{row.label}", kernel, batch, _number(row.tokens_per_s, ",.0f"),
+    return (f"{WINNER_MARK if is_winner else ''}{row.label}", kernel_cell(row), batch,
+            _number(row.tokens_per_s, ",.0f"),
             *_spread_cells(row),
             _number(row.speedup_vs_static, ".2f") + ("×" if row.speedup_vs_static is not None else ""),
             _number(row.padding_efficiency, ".2f"), _number(row.mfu, ".2f"), _number(row.mfu_vs_matmul, ".2f"),
@@ -174,6 +174,7 @@ def _header(result: PaddingResult) -> list[str]:
         f"{spec.mode}{' · compiled' if spec.compile else ''} · {device} on {env.hostname} · {env.started_at}",
         f"{result.num_sequences:,} sequences, {result.real_tokens_total:,} real tokens, max_length "
         f"{spec.data.max_length}, from {spec.data.source} (digest {(env.dataset_digest or MISSING)[:12]})",
+        *active_line(result),
         library_line(env),
         f"MFU denominators: datasheet peak {tflops(env.peak_tflops)}, GEMM rate measured in this job "
         f"{tflops(result.matmul_tflops)}",
@@ -220,7 +221,7 @@ def render_table(result: PaddingResult) -> str:
     rows, notes = table_rows(result)
     curve = curve_lines(result)
     after = ["batch-size curves (tokens/s):", *(f"  {line}" for line in curve)] if curve else []
-    after += step_split_lines(result) + rank_lines(result)
+    after += step_split_lines(result) + load_lines(result) + rank_lines(result)
     return table_text(header_lines(result), align([COLUMNS, *rows], RIGHT_ALIGNED), notes, verdict_lines(result),
                       after)
 
@@ -241,6 +242,7 @@ def csv_rows(result: PaddingResult) -> list[dict[str, Any]]:
             "batches": row.batches, "measured_seconds": row.measured_seconds, "warmup_seconds": row.warmup_seconds,
             **memory_fields(row.memory), "max_logit_error": row.max_logit_error, "logit_tolerance": row.logit_tolerance,
             "correctness_passed": row.correctness_passed, **rank_fields(row), **step_split_fields(row),
+            **load_fields(row),
         })
     return rows
 
@@ -271,12 +273,13 @@ def run_facts(result: PaddingResult) -> RunFacts:
 
 
 def comparison_figures(result: PaddingResult) -> dict[CompareKey, float | None]:
-    """Keyed by strategy and kernel; a layout measured at several batch sizes has a row per size."""
-    pairs = [(row.label, row.kernel) for row in result.strategies]
+    """Keyed by strategy and kernel (with the experts' implementation of a mixture of experts); a layout measured
+    at several batch sizes has a row per size."""
+    pairs = [(row.label, compare_kernel(row)) for row in result.strategies]
     figures: dict[CompareKey, float | None] = {}
     for row, pair in zip(result.strategies, pairs, strict=True):
         strategy = f"{row.label} @ {row.batch_size}" if pairs.count(pair) > 1 else row.label
-        figures[(strategy, row.kernel)] = row.tokens_per_s if row.status == "ok" else None
+        figures[(strategy, pair[1])] = row.tokens_per_s if row.status == "ok" else None
     return figures
 
 

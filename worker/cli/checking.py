@@ -21,7 +21,7 @@ from padbench.worker.engine.batches import STRATEGIES
 from padbench.worker.engine.data import load_tokenizer
 from padbench.worker.engine.decoding.kernels import resolve_decode_kernel
 from padbench.worker.engine.experts import EXPERTS_IMPLEMENTATIONS, expert_field, experts_implementation, top_k
-from padbench.worker.engine.model import build_on_meta
+from padbench.worker.engine.model import build_on_meta, config_of
 from padbench.worker.engine.parameter_count import active_parameter_count
 from padbench.worker.runtime.device import resolve_device, torch_dtype
 from padbench.worker.runtime.messages import first_line
@@ -98,15 +98,16 @@ def padding_kernel_findings(spec: PaddingJobSpec, device: torch.device,
 
 def experts_findings(spec: PaddingJobSpec, model: torch.nn.Module, device: torch.device) -> Iterator[Finding]:
     """A mixture of experts: its experts and active parameters, and whether each implementation runs here."""
-    experts = expert_field(model.config)
-    named = sorted({name for strategy in spec.strategies for name in spec.experts_for(strategy) if name})
+    config = config_of(model)
+    experts = expert_field(config)
+    named: list[str] = sorted({name for strategy in spec.strategies for name in spec.experts_for(strategy) if name})
     if experts is None:
         if named:
             yield False, f"experts: {dense_model_experts_problem(spec.model.label)}"
         return
     field, count = experts
     active = active_parameter_count(model) or 0
-    yield True, (f"experts: {count} routed ({field}), {top_k(model.config)} per token; {active / 1e6:,.1f}M "
+    yield True, (f"experts: {count} routed ({field}), {top_k(config)} per token; {active / 1e6:,.1f}M "
                  "parameters active per token")
     for name in named or [experts_implementation(model) or "eager"]:
         reason = EXPERTS_IMPLEMENTATIONS.get(name).unavailable_reason(device)

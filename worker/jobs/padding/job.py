@@ -154,18 +154,20 @@ def release_device_memory(device: torch.device) -> None:
 def with_speedups(results: Sequence[StrategyResult]) -> list[StrategyResult]:
     """Speed-up vs static, only where a valid static measurement exists in the same job.
 
-    With several static rows (one per attention choice or batch size), a row compares with the fastest static
-    row of the same requested attention when there is one, else with the fastest valid static row.
+    With several static rows (one per attention choice, experts' implementation or batch size), a row compares
+    with the fastest static row of the same requested attention and experts when there is one, else with the
+    fastest valid static row.
     """
-    statics: dict[str, float] = {}
+    statics: dict[tuple[str, str | None], float] = {}
     for row in results:  # with a list of batch sizes, a static row per size: compare with the fastest
         if row.strategy == "static" and row.tokens_per_s:
-            statics[row.attention] = max(row.tokens_per_s, statics.get(row.attention, 0.0))
+            key = (row.attention, row.experts)
+            statics[key] = max(row.tokens_per_s, statics.get(key, 0.0))
     if not statics:
         return list(results)
     fastest = max(statics.values())
     return [result.model_copy(update={
-        "speedup_vs_static": result.tokens_per_s / statics.get(result.attention, fastest)
+        "speedup_vs_static": result.tokens_per_s / statics.get((result.attention, result.experts), fastest)
         if result.tokens_per_s else None}) for result in results]
 
 
