@@ -23,13 +23,20 @@ def compare_kernel(row: StrategyResult) -> str:
     return f"{row.kernel} · {row.experts}" if row.experts else row.kernel
 
 
+# What a mixture's training step leaves out, said beside its figures.
+AUX_LOSS_NOTE = ("training loss: next-token cross-entropy alone, without the routers' load-balancing loss "
+                 "(transformers adds it only with output_router_logits; a softmax over each router's scores, "
+                 "a negligible share of a step)")
+
+
 def active_line(result: PaddingResult) -> list[str]:
     active = result.active_parameters
     if active is None:
         return []
-    return [f"mixture of experts: {active / 1e6:,.1f}M of the {result.model_parameters / 1e6:,.1f}M parameters "
-            f"active per token ({active / result.model_parameters:.0%}: its top-k routed experts and every parameter "
-            "outside the experts); FLOPs and MFU count the active ones"]
+    lines = [f"mixture of experts: {active / 1e6:,.1f}M of the {result.model_parameters / 1e6:,.1f}M parameters "
+             f"active per token ({active / result.model_parameters:.0%}: its top-k routed experts and every "
+             "parameter outside the experts); FLOPs and MFU count the active ones"]
+    return lines + ([AUX_LOSS_NOTE] if result.spec.mode == "training" else [])
 
 
 def load_lines(result: PaddingResult) -> list[str]:

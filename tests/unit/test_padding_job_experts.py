@@ -122,3 +122,19 @@ def test_load_summary_counts_each_layer_and_padding_share() -> None:
     assert load.routed_tokens == 10 and load.padding_share == pytest.approx(0.4)
     assert [(layer.max_tokens, layer.mean_tokens) for layer in load.layers] == [(5, 5.0), (8, 5.0)]
     assert load.max_imbalance == pytest.approx(1.6) and load.mean_imbalance == pytest.approx(1.3)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_every_layout_and_experts_implementation_passes_the_bf16_gate_on_a_gpu() -> None:
+    """bf16 on a GPU: routers near a tie may pick another k-th expert in another layout's reduction order; the
+    gate's tolerance (the dtype's, or twice the noise floor of two correct references) must still hold, and
+    grouped_mm must run as torch's grouped matmul (compute capability 8.0 or later)."""
+    result = run_padding_job(spec(model="tiny-olmoe", device="cuda", dtype="bf16", attention="torch-flash",
+                                  strategies=["static", "dynamic", {"name": "binned", "n_bins": 2}, "packed"],
+                                  experts=["grouped_mm", "batched_mm", "eager"],
+                                  data={"source": "synthetic", "max_length": 256, "num_samples": 64, "seed": 1}),
+                             lambda fraction, message: None)
+    assert len(result.strategies) == 12
+    assert all(row.status == "ok" and row.correctness_passed for row in result.strategies), \
+        [(row.label, row.experts, row.error) for row in result.strategies if row.status != "ok"]

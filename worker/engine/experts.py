@@ -117,7 +117,11 @@ def use_experts(model: torch.nn.Module, name: str | None, device: torch.device,
         hint = "" if name else "; name one that can (experts: eager)"
         raise ExpertsUnavailable(f"{whose} cannot run on {device}: {reason}{hint}")
     if chosen != experts_implementation(model):
-        model.set_experts_implementation(chosen)  # type: ignore[operator]
+        switch = getattr(model, "set_experts_implementation", None)
+        if switch is None:  # an older transformers: only what the model was built with runs
+            raise ExpertsUnavailable(f"experts {chosen!r}: transformers {transformers.__version__} cannot switch a "
+                                     "built model's experts (no set_experts_implementation)")
+        switch(chosen)
     return chosen
 
 

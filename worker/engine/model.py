@@ -108,6 +108,10 @@ def model_config(spec: ModelSpec) -> PretrainedConfig:
     # A benchmark forward never generates: without this, transformers fills a KV cache on every call,
     # copying each layer's keys and values (torch.cat) — 18% of a packed gpt2-seed forward on an H200.
     config.use_cache = False
+    if getattr(config, "output_router_logits", False):
+        # A mixture's routers' load-balancing loss: padbench's training loss is the next-token cross-entropy
+        # alone (see padbench/report/experts.py), so the router logits it would gather are never read.
+        config.output_router_logits = False
     return config
 
 
