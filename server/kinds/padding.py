@@ -22,8 +22,8 @@ def padding_requirements(spec: PaddingJobSpec) -> set[str]:
 
 
 def padding_cost(spec: PaddingJobSpec) -> JobCost:
-    sizes = sum(len(spec.batch_sizes_for(strategy)) for strategy in spec.strategies)
-    tokens = spec.data.num_samples * spec.data.max_length * sizes * spec.measurement.repeats
+    rows = sum(len(spec.batch_sizes_for(strategy)) * len(spec.experts_for(strategy)) for strategy in spec.strategies)
+    tokens = spec.data.num_samples * spec.data.max_length * rows * spec.measurement.repeats
     weights = weights_upper_bound(spec.model.architecture())
     if weights is None:
         return JobCost(tokens=tokens, flops=None)
