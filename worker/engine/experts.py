@@ -9,7 +9,8 @@ replaced by another (transformers itself falls back from `grouped_mm` to a Pytho
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import cast
 
@@ -123,6 +124,20 @@ def use_experts(model: torch.nn.Module, name: str | None, device: torch.device,
                                      "built model's experts (no set_experts_implementation)")
         switch(chosen)
     return chosen
+
+
+@contextlib.contextmanager
+def experts_as(model: torch.nn.Module, name: str) -> Iterator[None]:
+    """Run a mixture's experts as `name` for the duration (nothing for a dense model), then as before."""
+    previous = experts_implementation(model)
+    if previous is None or previous == name:
+        yield
+        return
+    model.set_experts_implementation(name)  # type: ignore[operator]
+    try:
+        yield
+    finally:
+        model.set_experts_implementation(previous)  # type: ignore[operator]
 
 
 def top_k(config: PretrainedConfig) -> int:
