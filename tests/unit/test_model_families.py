@@ -2,9 +2,10 @@
 
 Tiny presets of Llama, Qwen 2, Mistral, Gemma 2, Phi-3 and GPT-2 keep each family's features: grouped-query
 attention (2 key/value heads for 4 query heads), rotary positions, gated MLPs, untied heads, Gemma's logit
-soft-capping; those of Mixtral, Qwen 3 MoE and OLMoE route each token to 2 of 4 experts (routing is per token, so
-every layout must agree with the one-sequence reference like a dense model). The batches come from the real strategies and go through the real kernels, compared with the
-one-sequence reference exactly as a job's correctness gate does.
+soft-capping; those of Mixtral, Qwen 3 MoE and OLMoE route each token to 2 of 4 experts (routing is per token,
+so every layout must agree with the one-sequence reference like a dense model). The batches come from the real
+strategies and go through the real kernels, compared with the one-sequence reference exactly as a job's
+correctness gate does.
 """
 
 from __future__ import annotations

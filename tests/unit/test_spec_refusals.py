@@ -17,7 +17,7 @@ from tests.unit.test_report_padding import sample_result
 # (spec document, the message the CLI prints for it)
 REFUSALS: list[tuple[dict[str, Any], str]] = [
     ({"model": {"preset": "llama3"}}, "model.preset: 'llama3' is not one of 'tiny', 'gpt2', "),
-    ({"model": {"preset": "llama3"}}, "or 'tiny-gemma3' (did you mean 'llama-3.2-1b'?)"),
+    ({"model": {"preset": "llama3"}}, "or 'tiny-gpt-oss' (did you mean 'llama-3.2-1b'?)"),
     ({"attention": "flash_attn"}, "attention: 'flash_attn' is not one of 'flash', "),
     ({"model": "llama3"}, "model: 'llama3' is not a preset (did you mean 'llama-3.2-1b'?); write a local model "
                           "directory as a path (./llama3) and a Hugging Face Hub model as org/name or hub:llama3"),
