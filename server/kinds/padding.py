@@ -16,9 +16,11 @@ HUB_PREFIX = "hf:"
 
 
 def padding_requirements(spec: PaddingJobSpec) -> set[str]:
-    """Every attention family the strategies name (`flash`, `sdpa`, `flex`, …), and the device if pinned."""
+    """Every attention family the strategies name (`flash`, `sdpa`, `flex`, …), every experts implementation
+    (`grouped_mm`, …), and the device if pinned."""
     families = {f"attention:{spec.attention_for(strategy)}" for strategy in spec.strategies}
-    return families | device_requirements(spec.device)
+    experts = {f"experts:{name}" for strategy in spec.strategies for name in spec.experts_for(strategy) if name}
+    return families | experts | device_requirements(spec.device)
 
 
 def padding_cost(spec: PaddingJobSpec) -> JobCost:

@@ -21,6 +21,7 @@ from padbench.worker.engine.experts import ExpertsUnavailable, use_experts
 from padbench.worker.engine.model import build_model
 from padbench.worker.jobs.padding.job import run_padding_job
 from padbench.worker.runtime.isolation import SpecProblem
+from padbench.worker.supervisor.capabilities import runnable_experts
 
 CPU = torch.device("cpu")
 
@@ -138,3 +139,7 @@ def test_every_layout_and_experts_implementation_passes_the_bf16_gate_on_a_gpu()
     assert len(result.strategies) == 12
     assert all(row.status == "ok" and row.correctness_passed for row in result.strategies), \
         [(row.label, row.experts, row.error) for row in result.strategies if row.status != "ok"]
+
+
+def test_a_worker_lists_the_implementations_that_run_on_it() -> None:
+    assert runnable_experts("cpu") == ["batched_mm", "eager", "grouped_mm"]  # torch 2.13 has a CPU grouped matmul
