@@ -41,7 +41,7 @@ case "$part" in
     run llama-3.1-8b-fa4 gpu-llm-llama-3.1-8b-fa4.yaml ;;
   moe)
     run olmoe-1b-7b gpu-moe-olmoe-1b-7b.yaml; plain olmoe-1b-7b 32 sdpa 4000
-    run qwen3-30b-a3b gpu-moe-qwen3-30b-a3b.yaml; plain qwen3-30b-a3b 16 sdpa 2000 ;;
+    run qwen3-30b-a3b gpu-moe-qwen3-30b-a3b.yaml; plain qwen3-30b-a3b 8 sdpa 2000 ;;
   profile)
     python3 -P scripts/profile_forward.py --preset llama-3.1-8b --tokens 16384 > "$out/profile-llama-3.1-8b.txt" 2>&1 ;;
 esac
