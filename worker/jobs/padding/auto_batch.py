@@ -84,10 +84,11 @@ def _probe(spec: PaddingJobSpec, strategy: StrategySpec, device: torch.device, p
 
 
 def unprobed_result(spec: PaddingJobSpec, strategy: StrategySpec, error: str) -> StrategyResult:
-    """The row of a strategy whose size could not be probed: failed, with the reason, and nothing measured."""
+    """The row of a strategy whose size could not be probed: failed, with the reason, and nothing measured (a
+    mixture's row names the experts implementation it was to run, as the kernel cell names the attention asked)."""
     attention = spec.attention_for(strategy)
     return StrategyResult(strategy=strategy.name, n_bins=strategy.n_bins, attention=attention, kernel=attention,
-                          batch_size=None, status="failed", error=error)
+                          experts=strategy.experts, batch_size=None, status="failed", error=error)
 
 
 def attach_probe_reports(results: list[StrategyResult], reports: dict[int, ProbeReport]) -> list[StrategyResult]:
