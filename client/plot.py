@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from padbench.contract.generate import GenerateResult, GenerateRow
 from padbench.contract.registry import Registry
 from padbench.contract.results import AttentionResult, JobResultBase, PaddingResult, Spread, StrategyResult
+from padbench.report.experts import compare_kernel
 from padbench.report.generate_verdict import row_label
 from padbench.report.identity import title
 from padbench.report.kind import kinds_in_words, report_for
@@ -61,7 +62,7 @@ def batch_curves(result: PaddingResult) -> dict[str, list[tuple[int, float]]]:
     curves: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for row in _valid_rows(result):
         if row.batch_size is not None:
-            curves[f"{row.label} · {row.kernel}"].append((row.batch_size, row.tokens_per_s or 0.0))
+            curves[f"{row.label} · {compare_kernel(row)}"].append((row.batch_size, row.tokens_per_s or 0.0))
     return {key: sorted(points) for key, points in curves.items() if len({size for size, _ in points}) > 1}
 
 
@@ -73,7 +74,7 @@ def rate_formatter() -> Any:
 
 
 def _bar_key(row: StrategyResult) -> str:
-    return f"{row.label}\n{row.kernel}"
+    return f"{row.label}\n{compare_kernel(row)}"  # a mixture's rows of two experts implementations are two bars
 
 
 def _interval_bars(axes: Axes, xs: list[float], spreads: list[Spread | None]) -> None:

@@ -106,7 +106,9 @@ def _unknown(part: str, walked: KeyPath, kind: type[JobSpecBase], sections: dict
     close = nearest(part, _field_names(sections[walked]))
     elsewhere = sorted((".".join((*path, part)) for path, model in sections.items()
                         if path != walked and part in model.model_fields), key=len)
-    hint = ".".join((*walked, close)) if close else (elsewhere[0] if elsewhere else None)
+    # A key that exists as written in another section was put in the wrong place, which is likelier than a
+    # typo of a different key here (`repeats` is `measurement.repeats`, not `experts`), as the spec file says.
+    hint = elsewhere[0] if elsewhere else (".".join((*walked, close)) if close else None)
     where = f" in {'.'.join(walked)}" if walked else ""
     suggestion = f" (did you mean {hint!r}?)" if hint else ""
     return f"no key {part!r}{where} in a {kind_tag(kind)} spec{suggestion}"

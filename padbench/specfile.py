@@ -51,20 +51,22 @@ def _where_typed(location: tuple[Any, ...]) -> tuple[type[BaseModel], tuple[str,
 
 
 def _unknown_key_hint(location: tuple[Any, ...]) -> str | None:
-    """The key meant: a close one in the same section, else the same key (or a close one) in another."""
+    """The key meant: the same key in another section (written in the wrong place: `repeats` is
+    `measurement.repeats`, whatever key here it resembles), else a close one in the same section, else a close one
+    in another."""
     where = _where_typed(location)
     if where is None:
         return None
     kind, section, typed = where
     sections = spec_sections(kind)
-    here = sections.get(section)
-    if here is not None and (close := nearest(typed, here.model_fields)):
-        return close
     elsewhere = {".".join((*path, key)): key for path, model in sections.items() if path != section
                  for key in model.model_fields}
     exact = sorted((dotted for dotted, key in elsewhere.items() if key == typed), key=len)
     if exact:
         return exact[0]
+    here = sections.get(section)
+    if here is not None and (close := nearest(typed, here.model_fields)):
+        return close
     close = nearest(typed, set(elsewhere.values()))
     return min((dotted for dotted, key in elsewhere.items() if key == close), key=len) if close else None
 

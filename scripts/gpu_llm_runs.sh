@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The causal-LM measurements of docs/benchmarks.md on one GPU: padbench's example specs for each model
 # shape and, in the same run, the plain transformers packed baseline (scripts/plain_packed_baseline.py)
-# on the same packs. Usage: scripts/gpu_llm_runs.sh qwen|small|large|fa4|fa4-more|profile OUTDIR
+# on the same packs. Usage: scripts/gpu_llm_runs.sh qwen|small|large|fa4|fa4-more|moe|profile OUTDIR
 #   qwen: qwen2.5-0.5b inference, eager and compiled
 #   small: llama-3.2-1b inference, eager and compiled, and training
 #   large: llama-3.1-8b inference, eager and compiled;  fa4, fa4-more: the three shapes on flash-attn-4
 #   profile: where llama-3.1-8b's packed forward spends time
+#   moe: olmoe-1b-7b (grouped_mm and eager experts) and qwen3-30b-a3b inference, each beside the plain baseline
+#        running transformers' own sdpa attention and default experts on the same packs
 # Expects padbench importable (installed, or the offline wheels on PYTHONPATH; `-P` keeps the checkout's
 # padbench/ folder, which holds only the contract, from shadowing the installed package) and .data/.
 set -uo pipefail
@@ -16,9 +18,10 @@ python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda"
 run() {  # NAME SPEC: one padbench job, its table and JSON
   python3 -P -m padbench.cli run "examples/$2" --json "$out/$1.json" > "$out/$1.txt" 2>&1
 }
-plain() {  # PRESET BATCH: the plain baseline on the same packs
+plain() {  # PRESET BATCH [ATTENTION SAMPLES]: the plain baseline on the same packs
   python3 scripts/plain_packed_baseline.py --preset "$1" --source .data/wikitext/all.raw \
-    --tokenizer .data/bert-base-uncased --batch-size "$2" --json "$out/plain-$1.json" > "$out/plain-$1.txt" 2>&1
+    --tokenizer .data/bert-base-uncased --batch-size "$2" --attention "${3:-plain-varlen}" \
+    --num-samples "${4:-8000}" --json "$out/plain-$1.json" > "$out/plain-$1.txt" 2>&1
 }
 case "$part" in
   qwen)
@@ -36,6 +39,9 @@ case "$part" in
   fa4-more)  # the same for the other two shapes
     run qwen2.5-0.5b-fa4 gpu-llm-qwen2.5-0.5b-fa4.yaml
     run llama-3.1-8b-fa4 gpu-llm-llama-3.1-8b-fa4.yaml ;;
+  moe)
+    run olmoe-1b-7b gpu-moe-olmoe-1b-7b.yaml; plain olmoe-1b-7b 32 sdpa 4000
+    run qwen3-30b-a3b gpu-moe-qwen3-30b-a3b.yaml; plain qwen3-30b-a3b 8 sdpa 2000 ;;
   profile)
     python3 -P scripts/profile_forward.py --preset llama-3.1-8b --tokens 16384 > "$out/profile-llama-3.1-8b.txt" 2>&1 ;;
 esac

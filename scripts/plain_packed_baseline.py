@@ -14,6 +14,10 @@ packs' position ids, from which transformers builds each forward's document mask
     python3 scripts/plain_packed_baseline.py --preset llama-3.2-1b --source .data/wikitext/all.raw \\
         --tokenizer .data/bert-base-uncased --batch-size 32 --json plain.json
     python3 scripts/plain_packed_baseline.py --preset gemma-2-2b --attention flex_attention ...
+
+`--attention sdpa` runs transformers' SDPA attention, which finds the packed sequences in the position ids and
+masks across them. A mixture of experts (`--preset qwen3-30b-a3b`) runs its experts as transformers chooses by
+default, as a user's `from_pretrained` model would; the result records the implementation.
 """
 
 from __future__ import annotations
@@ -37,9 +41,9 @@ from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.engine.model import model_config
 
 PLAIN_VARLEN = "plain-varlen"
-# What --attention takes: this script's varlen function, or transformers' own implementations that apply
-# soft-capping and sinks.
-ATTENTION_CHOICES = (PLAIN_VARLEN, "flex_attention", "eager")
+# What --attention takes: this script's varlen function, or transformers' own implementations: flex_attention and
+# eager apply soft-capping and sinks; sdpa finds the packed sequences in the position ids and masks across them.
+ATTENTION_CHOICES = (PLAIN_VARLEN, "flex_attention", "eager", "sdpa")
 
 
 def plain_varlen_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -125,7 +129,8 @@ def main() -> None:
     matmul = measure_matmul_tflops(device, dtype) * 1e12
     real_tokens = sum(pack.real_tokens for pack in packs)
     result = {"preset": args.preset, "attention": args.attention, "gpu": torch.cuda.get_device_name(),
-              "torch": torch.__version__, "packs": len(packs), "real_tokens": real_tokens, "seconds": seconds,
+              "torch": torch.__version__, "experts": getattr(model.config, "_experts_implementation", None),
+              "packs": len(packs), "real_tokens": real_tokens, "seconds": seconds,
               "tokens_per_s": real_tokens / seconds, "matmul_tflops": matmul / 1e12,
               "mfu_vs_matmul": work / seconds / matmul,
               "peak_allocated_bytes": torch.cuda.max_memory_allocated()}

@@ -3,16 +3,18 @@
 A job requires `kind:<kind>` and what its kind's policy adds (`server.kinds`): `device:cuda` when its spec
 pins the GPU (or asks for several GPUs, or `all`, without `device: cpu`: its ranks need GPUs), and — for
 padding jobs — `attention:<family>` for every attention family its strategies name (`flash`, `sdpa`,
-`flex`, …). A spec's `gpu: H100` adds `gpu:h100` (its text in lower case).
-A worker offers `kind:` for each job kind it runs, `device:<device>`, and `attention:` for every attention
-family it lists: a worker names, beside each kernel that runs on it (`torch-flash-varlen`), the family that
-kernel implements (`torch-flash`), as the kernel itself declares it, so no family is read out of a kernel's
-name here. A worker offers `gpu:<text>` for every such requirement of a queued job whose text its GPU's name
-contains (in any case): containment is no exact match, so the claim asks which texts queued jobs name. A
-worker with several GPUs offers it only when every one of them matches: a throughput measured on one GPU
-model must never be taken on another. A spec's `worker_labels: [nvlink]` adds `label:nvlink` for each label,
-and a worker offers `label:` for each label its operator gave it: exact names, kept in lower case by the
-contract, so a job naming several labels goes only to a worker carrying all of them.
+`flex`, …) and `experts:<name>` for every experts implementation it names (`grouped_mm` runs only where torch
+has a grouped matmul for the GPU). A spec's `gpu: H100` adds `gpu:h100` (its text in lower case).
+A worker offers `kind:` for each job kind it runs, `device:<device>`, `attention:` for every attention family
+it lists and `experts:` for every experts implementation it lists: a worker names, beside each kernel that runs
+on it (`torch-flash-varlen`), the family that kernel implements (`torch-flash`), as the kernel itself declares
+it, so no family is read out of a kernel's name here. A worker offers `gpu:<text>` for every such requirement
+of a queued job whose text its GPU's name contains (in any case): containment is no exact match, so the claim
+asks which texts queued jobs name. A worker with several GPUs offers it only when every one of them matches: a
+throughput measured on one GPU model must never be taken on another.
+A spec's `worker_labels: [nvlink]` adds `label:nvlink` for each label, and a worker offers `label:` for each
+label its operator gave it: exact names, kept in lower case by the contract, so a job naming several labels
+goes only to a worker carrying all of them.
 
 How many GPUs a job takes is no capability string: the claim matches `jobs.gpus` against the worker's free
 GPUs (see `server.queue.claim_next_job`).
@@ -77,6 +79,7 @@ def offered_capabilities(capabilities: Capabilities) -> set[str]:
     if families & (FLASH_KERNELS - {GENERIC_FLASH}):
         families.add(GENERIC_FLASH)
     offered = {f"kind:{kind}" for kind in capabilities.job_kinds} | {f"attention:{name}" for name in families}
+    offered |= {f"experts:{name}" for name in capabilities.experts}
     offered.add(f"device:{capabilities.device}")
     offered.update(LABEL_PREFIX + label for label in capabilities.labels)
     return offered

@@ -138,6 +138,8 @@ class Capabilities(Body):
     gpus: Annotated[list[GpuInfo], Field(max_length=MAX_GPUS)] = []
     # the attention kernels runnable on this worker, and the attention family each implements (`sdpa`, …)
     kernels: Annotated[list[Label], Field(max_length=64)] = []
+    # the experts implementations of mixtures of experts that run on this worker (`grouped_mm`, …)
+    experts: Annotated[list[Label], Field(max_length=16)] = []
     job_kinds: Annotated[list[Label], Field(max_length=16)] = list(JOB_KINDS)
     # Its operator's labels (`padbench worker --label nvlink`): a job naming `worker_labels` runs only on a
     # worker carrying all of them.

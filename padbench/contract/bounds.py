@@ -9,9 +9,16 @@ back (NaN is not JSON).
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    Field,
+    StringConstraints,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 from pydantic_core import PydanticCustomError
 
 # Ids are INTEGER columns on both backends: SQLite would raise OverflowError and PostgreSQL
@@ -104,3 +111,18 @@ GpuName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, 
 WorkerLabel = Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, min_length=1,
                                                max_length=MAX_WORKER_LABEL_LENGTH), AfterValidator(_worker_label)]
 WorkerLabels = Annotated[list[WorkerLabel], Field(max_length=MAX_WORKER_LABELS), AfterValidator(_each_label_once)]
+
+
+def one_or_list(expected: str, item: str) -> WrapValidator:
+    """A field taking one value or a list of them: one clear message instead of one per member of the union
+    (`expected` says what it takes), and no value listed twice (`item` names one in that message)."""
+    def check(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            values = handler(value)
+        except ValidationError:
+            raise ValueError(f"must be {expected}; got {repr(value)[:100]}") from None
+        if isinstance(values, list) and len(set(values)) != len(values):
+            raise ValueError(f"lists {item} twice: {values}")
+        return values
+
+    return WrapValidator(check)

@@ -30,6 +30,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from padbench.contract.bounds import NoNul, PathName, refusing_urls
+from padbench.contract.experts import stated_experts
 from padbench.contract.model_types import CAUSAL_LM_MODEL_TYPES
 from padbench.contract.presets import MODEL_PRESETS, PresetName
 
@@ -195,8 +196,9 @@ def weights_upper_bound(fields: dict[str, Any] | None) -> int | None:
     """Weights a token passes through, from architecture fields alone (2 FLOPs each per token).
 
     Counted generously, whatever the family: full-width attention projections (4·E² a layer, more than GQA
-    needs) and a three-matrix gated MLP (3·E·I), plus the LM head (E·V). None when width or depth is not
-    stated (a model directory, or fields left to the config class's defaults).
+    needs) and a three-matrix gated MLP (3·E·I), plus the LM head (E·V); a mixture of experts' MLP is its
+    top-k experts' and any shared expert's. None when width or depth is not stated (a model directory, or fields
+    left to the config class's defaults).
     """
     shape = width_and_depth(fields)
     if fields is None or shape is None:
@@ -204,6 +206,10 @@ def weights_upper_bound(fields: dict[str, Any] | None) -> int | None:
     width, layers = shape
     vocab = _first_int(fields, "vocab_size") or 0  # a config class default the server cannot know: not counted
     inner = _first_int(fields, "intermediate_size", "n_inner") or 4 * width
+    routed = _first_int(fields, "num_experts_per_tok") if stated_experts(fields) else None
+    if routed is not None:
+        expert = _first_int(fields, "moe_intermediate_size", "intermediate_size") or 4 * width
+        inner = routed * expert + (_first_int(fields, "shared_expert_intermediate_size") or 0)
     return layers * (4 * width * width + 3 * width * inner) + width * vocab
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
+from padbench.contract.experts import ExpertLoad
 from padbench.contract.parallel import ParallelRun, RankShares
 from padbench.contract.spec import AttentionJobSpec, CompileChoice, JobSpecBase, PaddingJobSpec, strategy_label
 from padbench.contract.training import StepSplit, TrainingRun
@@ -182,6 +183,10 @@ class StrategyResult(ResultModel):
     # Models with fewer key/value heads than query heads: whether the kernel took them as they are
     # ("native") or repeated them per query group first ("expanded"); None for models without GQA.
     gqa: Literal["native", "expanded"] | None = None
+    # Mixtures of experts: transformers' experts implementation that ran (None for dense models), and how the
+    # router spread the row's tokens over the experts.
+    experts: Annotated[str, Field(max_length=64)] | None = None
+    expert_load: ExpertLoad | None = None
     batch_size: int | None  # None only when `batch_size: auto` could not be probed
     status: Literal["ok", "invalid", "failed"]
     invalid_reason: str | None = None
@@ -268,6 +273,9 @@ class PaddingResult(JobResultBase):
     kind: Literal["padding"] = "padding"
     spec: PaddingJobSpec
     model_parameters: int
+    # Mixtures of experts: the parameters one token goes through (router, its top-k experts, shared ones, the
+    # rest of the model); None for dense models, where every parameter is active.
+    active_parameters: int | None = None
     flops_per_token: float
     matmul_tflops: float | None = None  # the device's GEMM rate in the job's dtype, measured in the same job
     num_sequences: int

@@ -12,6 +12,13 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 
 from padbench.contract.batch_size import BatchSizeChoice, auto_times, sizes_of
 from padbench.contract.bounds import MAX_REPEATS, GpuName, Label, Name, PathName, Seed, WorkerLabels, refusing_urls
+from padbench.contract.experts import (
+    ExpertsChoice,
+    ExpertsName,
+    dense_model_experts_problem,
+    experts_of,
+    stated_experts,
+)
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import DistributedSpec, GpuCount
 from padbench.contract.training import TrainingSpec
@@ -130,6 +137,7 @@ class StrategySpec(StrictModel):
     pad_to_multiple_of: Annotated[int, Field(ge=1, le=4096)] | None = None
     attention: AttentionChoice | None = None  # overrides the job-level attention for this strategy
     batch_size: BatchSizeChoice | None = None  # overrides the job-level batch size (or sizes)
+    experts: ExpertsName | None = None  # overrides the job-level experts' implementation (mixtures of experts)
 
     @model_validator(mode="before")
     @classmethod
@@ -257,6 +265,9 @@ class PaddingJobSpec(JobSpecBase):
         StrategySpec(name="binned", n_bins=16), StrategySpec(name="packed"),
     ]
     attention: AttentionChoice = "flash"
+    # Mixtures of experts only: transformers' implementation of the expert matmuls, or a list (one row each);
+    # unset, the model's default as transformers resolves it, recorded as it ran.
+    experts: ExpertsChoice | None = None
     batch_size: BatchSizeChoice = 32
     dtype: Dtype = "bf16"
     device: Device = "auto"
@@ -296,7 +307,8 @@ class PaddingJobSpec(JobSpecBase):
         if self.training.precision == "bf16" and self.dtype != "bf16":
             raise ValueError(f"training.precision bf16 keeps everything in bf16, but dtype is {self.dtype}: "
                              "set dtype bf16, or precision auto")
-        labels = [s.label + ":" + self.attention_for(s) for s in self.strategies]
+        labels = [s.label + ":" + self.attention_for(s) + "".join(f":{e}" for e in self.experts_for(s) if e)
+                  for s in self.strategies]
         if len(set(labels)) != len(labels):
             raise ValueError(f"strategies repeat a (strategy, attention) pair: {labels}")
         return self
@@ -304,13 +316,28 @@ class PaddingJobSpec(JobSpecBase):
     def new_job_problems(self) -> list[NewJobProblem]:
         probed = any(auto_times(size) for strategy in self.strategies for size in self.batch_sizes_for(strategy))
         problems = model_and_probe_problems(self.model, probed, self.device, self.probe)
+        experts_problem = self._experts_problem()
+        if experts_problem is not None:
+            problems.append((("experts",), experts_problem))
         if self.gpus != 1 and self.compile is True:
             problems.append((("compile",), "torch.compile of a model spread over several GPUs is not measured "
                                            "here yet: set compile auto or false, or gpus 1"))
         return problems
 
+    def _experts_problem(self) -> str | None:
+        """`experts` on a model whose stated fields count no experts (a preset, or a config naming them all)."""
+        named = self.experts is not None or any(s.experts for s in self.strategies)
+        fields = self.model.architecture() if self.model.preset else None
+        if not named or fields is None or stated_experts(fields) is not None:
+            return None
+        return dense_model_experts_problem(self.model.label)
+
     def attention_for(self, strategy: StrategySpec) -> AttentionName:
         return strategy.attention or self.attention
+
+    def experts_for(self, strategy: StrategySpec) -> list[ExpertsName | None]:
+        """The experts' implementations a strategy is measured with (`[None]`: the model's default)."""
+        return [strategy.experts] if strategy.experts else experts_of(self.experts)
 
     def batch_sizes_for(self, strategy: StrategySpec) -> list[int | str]:
         return sizes_of(strategy.batch_size or self.batch_size)

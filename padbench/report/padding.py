@@ -22,6 +22,7 @@ from padbench.contract.results import (
 from padbench.report.auto_sizes import batch_cell, tier_lines, tiers_field
 from padbench.report.columns import align
 from padbench.report.compilation import compile_fields, compile_lines, compiled_rows
+from padbench.report.experts import active_line, compare_kernel, kernel_cell, load_fields, load_lines
 from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.partial import partial_lines
 from padbench.report.ranks import parallel_lines, rank_fields, rank_lines
@@ -152,9 +153,7 @@ def _strategy_cell(row: StrategyResult, notes: list[str], is_winner: bool) -> st
 
 def _cells(row: StrategyResult, notes: list[str], is_winner: bool = False) -> tuple[str, ...]:
     batch = batch_cell(row)
-    # Grouped-query attention that the kernel could only run by repeating K/V heads is said in the kernel cell.
-    kernel = f"{row.kernel} (K/V expanded)" if row.gqa == "expanded" else row.kernel
-    return (_strategy_cell(row, notes, is_winner), kernel, batch, _number(row.tokens_per_s, ",.0f"),
+    return (_strategy_cell(row, notes, is_winner), kernel_cell(row), batch, _number(row.tokens_per_s, ",.0f"),
             *_spread_cells(row),
             _number(row.speedup_vs_static, ".2f") + ("×" if row.speedup_vs_static is not None else ""),
             _number(row.padding_efficiency, ".2f"), _number(row.mfu, ".2f"), _number(row.mfu_vs_matmul, ".2f"),
@@ -179,6 +178,7 @@ def _header(result: PaddingResult) -> list[str]:
         f"{result.num_sequences:,} sequences, {result.real_tokens_total:,} real tokens, max_length "
         f"{spec.data.max_length}, from {spec.data.source} (digest {(env.dataset_digest or MISSING)[:12]})",
         *([spec.trl.mapping()] if spec.trl is not None else []),
+        *active_line(result),
         library_line(env),
         f"MFU denominators: datasheet peak {tflops(env.peak_tflops)}, GEMM rate measured in this job "
         f"{tflops(result.matmul_tflops)}",
@@ -225,7 +225,8 @@ def render_table(result: PaddingResult) -> str:
     rows, notes = table_rows(result)
     curve = curve_lines(result)
     after = ["batch-size curves (tokens/s):", *(f"  {line}" for line in curve)] if curve else []
-    after += tier_lines(result) + step_split_lines(result) + compile_lines(result) + rank_lines(result)
+    after += (tier_lines(result) + step_split_lines(result) + load_lines(result) + compile_lines(result)
+              + rank_lines(result))
     return table_text(header_lines(result), align([COLUMNS, *rows], RIGHT_ALIGNED), notes, verdict_lines(result),
                       after)
 
@@ -249,6 +250,7 @@ def csv_rows(result: PaddingResult) -> list[dict[str, Any]]:
             **memory_fields(row.memory), "max_logit_error": row.max_logit_error, "logit_tolerance": row.logit_tolerance,
             "correctness_passed": row.correctness_passed, **rank_fields(row), **step_split_fields(row),
             **compile_fields(row),
+            **load_fields(row),
         })
     return rows
 
@@ -279,12 +281,13 @@ def run_facts(result: PaddingResult) -> RunFacts:
 
 
 def comparison_figures(result: PaddingResult) -> dict[CompareKey, float | None]:
-    """Keyed by strategy and kernel; a layout measured at several batch sizes has a row per size."""
-    pairs = [(row.label, row.kernel) for row in result.strategies]
+    """Keyed by strategy and kernel (with the experts' implementation of a mixture of experts); a layout measured
+    at several batch sizes has a row per size."""
+    pairs = [(row.label, compare_kernel(row)) for row in result.strategies]
     figures: dict[CompareKey, float | None] = {}
     for row, pair in zip(result.strategies, pairs, strict=True):
         strategy = f"{row.label} @ {row.batch_size}" if pairs.count(pair) > 1 else row.label
-        figures[(strategy, row.kernel)] = row.tokens_per_s if row.status == "ok" else None
+        figures[(strategy, pair[1])] = row.tokens_per_s if row.status == "ok" else None
     return figures
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.report.experts import compare_kernel
 
 
 def _gib(count: int | None) -> str:
@@ -28,7 +29,7 @@ def _rank_line(row: StrategyResult) -> list[str]:
         return []
     per_gpu = "—" if shares.tokens_per_s_per_gpu is None else f"{shares.tokens_per_s_per_gpu:,.0f}"
     left = f", {shares.batches_left_out} batches left out to step together" if shares.batches_left_out else ""
-    lines = [f"{row.label} / {row.kernel}: {per_gpu} tokens/s per GPU{left}"]
+    lines = [f"{row.label} / {compare_kernel(row)}: {per_gpu} tokens/s per GPU{left}"]
     for rank in shares.ranks:
         collective = "—" if rank.collective_seconds_per_step is None else \
             f"{rank.collective_seconds_per_step * 1e3:.1f} ms/step in collectives"

@@ -17,6 +17,7 @@ from rich.text import Text
 from padbench.contract.results import JobResultBase, PaddingResult
 from padbench.report import padding
 from padbench.report.columns import PLAIN_WIDTH
+from padbench.report.experts import load_lines
 from padbench.report.kind import report_for
 from padbench.report.verdict import curve_lines, is_doubtful, ranked_rows, verdict_lines, winner
 
@@ -63,6 +64,11 @@ def print_padding(result: PaddingResult, console: Console) -> None:
         console.print(Text("\nbatch-size curves (tokens/s):"))
         for line in curve:
             console.print(Text(f"  {line}"))
+    load = load_lines(result)  # a mixture of experts: how the routers spread the work, padding's share of it
+    if load:
+        console.print()
+        for line in load:
+            console.print(Text(line))
 
 
 def console_for(stream: TextIO) -> Console:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.report.experts import compare_kernel
 
 
 def training_lines(result: PaddingResult) -> list[str]:
@@ -24,7 +25,8 @@ def _split_line(row: StrategyResult) -> list[str]:
     total = split.forward_s + split.backward_s + split.optimizer_s
     phases = (f"forward {split.forward_s * 1e3:.1f} ms, backward {split.backward_s * 1e3:.1f} ms, "
               f"optimizer {split.optimizer_s * 1e3:.1f} ms")
-    return [f"{row.label} / {row.kernel}: {phases} per step ({total * 1e3:.1f} ms, {split.steps} steps timed apart)"]
+    return [f"{row.label} / {compare_kernel(row)}: {phases} per step ({total * 1e3:.1f} ms, {split.steps} steps "
+            "timed apart)"]
 
 
 def step_split_lines(result: PaddingResult) -> list[str]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from padbench.contract.results import GpuActivity, JobResultBase, PaddingResult, Spread, StrategyResult
 from padbench.contract.spec import MeasurementSpec
+from padbench.report.experts import compare_kernel
 from padbench.report.kind import Verdict, report_for
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def describe(row: StrategyResult) -> str:
         sizes = [tier.batch_size for tier in row.batch_tiers]
         return f"{row.label} / {row.kernel} at auto:{row.auto_times} batches {min(sizes)}–{max(sizes)}"
     size = "auto-probed " if row.probe is not None else ""
-    return f"{row.label} / {row.kernel} at {size}batch {row.batch_size}"
+    return f"{row.label} / {compare_kernel(row)} at {size}batch {row.batch_size}"
 
 
 def ratio_interval(top: Vetted, base: Vetted, base_name: str) -> str:
@@ -172,8 +173,8 @@ def summary(result: PaddingResult) -> str | None:
         return None
     top, tied = ranked[0], tied_with_top(ranked)
     if tied:
-        return "within noise: " + ", ".join(f"{row.label} / {row.kernel}" for row in [top, *tied])
-    return f"{top.label} / {top.kernel}: {compact_rate(top.tokens_per_s or 0.0)} tokens/s"
+        return "within noise: " + ", ".join(f"{row.label} / {compare_kernel(row)}" for row in [top, *tied])
+    return f"{top.label} / {compare_kernel(top)}: {compact_rate(top.tokens_per_s or 0.0)} tokens/s"
 
 
 def padding_verdict(result: PaddingResult) -> Verdict:
@@ -234,7 +235,8 @@ def _tolerated_shortfall(row: StrategyResult, best: StrategyResult) -> float:
 def curves(result: PaddingResult) -> list[Curve]:
     groups: dict[str, list[StrategyResult]] = {}
     for row in result.strategies:
-        groups.setdefault(f"{row.label} / {row.attention}", []).append(row)
+        experts = f" · {row.experts}" if row.experts else ""  # a mixture's curve per experts implementation
+        groups.setdefault(f"{row.label} / {row.attention}{experts}", []).append(row)
     return [Curve(name, tuple(sorted(rows, key=lambda row: row.batch_size or 0)))
             for name, rows in groups.items() if len({row.batch_size for row in rows}) > 1]
 

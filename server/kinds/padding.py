@@ -16,14 +16,16 @@ HUB_PREFIX = "hf:"
 
 
 def padding_requirements(spec: PaddingJobSpec) -> set[str]:
-    """Every attention family the strategies name (`flash`, `sdpa`, `flex`, …), and the device if pinned."""
+    """Every attention family the strategies name (`flash`, `sdpa`, `flex`, …), every experts implementation
+    (`grouped_mm`, …), and the device if pinned."""
     families = {f"attention:{spec.attention_for(strategy)}" for strategy in spec.strategies}
-    return families | device_requirements(spec.device)
+    experts = {f"experts:{name}" for strategy in spec.strategies for name in spec.experts_for(strategy) if name}
+    return families | experts | device_requirements(spec.device)
 
 
 def padding_cost(spec: PaddingJobSpec) -> JobCost:
-    sizes = sum(len(spec.batch_sizes_for(strategy)) for strategy in spec.strategies)
-    tokens = spec.data.num_samples * spec.data.max_length * sizes * spec.measurement.repeats
+    rows = sum(len(spec.batch_sizes_for(strategy)) * len(spec.experts_for(strategy)) for strategy in spec.strategies)
+    tokens = spec.data.num_samples * spec.data.max_length * rows * spec.measurement.repeats
     weights = weights_upper_bound(spec.model.architecture())
     if weights is None:
         return JobCost(tokens=tokens, flops=None)

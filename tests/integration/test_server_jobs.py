@@ -150,6 +150,15 @@ def test_pagination_and_status_filter(live_server: LiveServer) -> None:
         assert {tuple(error["loc"]) for error in bad.json()["detail"]} == {("query", "status"), ("query", "limit")}
 
 
+def test_a_worker_without_the_experts_implementation_gets_204(live_server: LiveServer) -> None:
+    with live_server.client("submitter") as user, live_server.client("worker") as gpu:
+        submit(user, {"model": "tiny-olmoe", "dtype": "fp32", "attention": "sdpa", "experts": ["grouped_mm", "eager"]})
+        eager_only = Capabilities(device="cpu", kernels=["sdpa"], experts=["eager"]).model_dump(mode="json")
+        assert claim(gpu, register(gpu, "old-torch", eager_only)) is None
+        both = Capabilities(device="cpu", kernels=["sdpa"], experts=["eager", "grouped_mm"]).model_dump(mode="json")
+        assert claim(gpu, register(gpu, "new-torch", both)) is not None
+
+
 def test_a_worker_without_the_kernels_gets_204(live_server: LiveServer) -> None:
     with live_server.client("submitter") as user, live_server.client("worker") as gpu:
         submit(user, {"dtype": "bf16", "attention": "flash"})

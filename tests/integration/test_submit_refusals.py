@@ -24,6 +24,8 @@ REFUSALS: list[tuple[dict[str, Any], str, str]] = [
     ({"device": "cpu", "batch_size": "auto"}, "spec.batch_size",
      "auto on device cpu needs probe.cpu_memory_budget_bytes"),
     ({"repeats": 3}, "spec.repeats", "unknown key (did you mean 'measurement.repeats'?)"),
+    ({"experts": "eager", "model": "tiny-llama"}, "spec.experts",
+     "applies only to mixtures of experts, and model 'tiny-llama' has no routed experts"),
     ({"kind": "generate", "device": "cpu", "dtype": "fp32", "attention": "sdpa", "batch_size": "auto"},
      "spec.batch_size", "auto on device cpu needs probe.cpu_memory_budget_bytes"),
     ({"trl": {"packing": True, "packing_strategy": "wrapped", "padding_free": True}}, "spec.trl",

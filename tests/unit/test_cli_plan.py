@@ -45,6 +45,17 @@ def test_state_that_does_not_fit_exits_1_naming_the_bytes(tmp_path: Path, capsys
     assert code == 1 and "does not fit: 62.6 GiB per rank needed, 40.0 GiB free (--gpu-memory)" in out
 
 
+def test_mixtral_on_one_gpu_does_not_fit_and_the_plan_names_the_gpus_and_bytes_that_hold_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = plan(tmp_path, {"kind": "padding", "model": "mixtral-8x7b", "gpus": 1}, capsys,
+                        "--gpu-memory", "80GiB")
+    assert code == 1
+    assert "46,702,792,704 parameters (46.70 B)" in out
+    assert "active: 12,879,925,248 parameters per token (12.88 B)" in out
+    assert "does not fit: 87.0 GiB per rank needed, 80.0 GiB free (--gpu-memory)" in out
+    assert "needs at least 2 GPUs of this memory: 49.4 GiB (53,032,169,472 bytes) per GPU, sharded (gpus: 2)" in out
+
+
 def test_70b_inference_is_planned_sharded_on_80_gib_gpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = plan(tmp_path, {"kind": "padding", "model": "llama-3.1-70b", "gpus": 8}, capsys,
                         "--gpu-memory", "80GiB")

@@ -131,6 +131,15 @@ def test_a_list_of_batch_sizes_multiplies_the_estimate() -> None:
     assert job_cost(curve).tokens == 2 * job_cost(one).tokens  # each strategy at each size
 
 
+def test_a_list_of_experts_multiplies_the_estimate_and_a_mixture_counts_its_top_k_experts() -> None:
+    base = {"model": "olmoe-1b-7b", "data": {"num_samples": 100, "max_length": 64}, "measurement": {"repeats": 1}}
+    one, both = parse_job_spec(base), parse_job_spec({**base, "experts": ["grouped_mm", "eager"]})
+    assert job_cost(both).tokens == 2 * job_cost(one).tokens  # each strategy with each implementation
+    # 16 layers × (4·2048² attention + 3·2048·(8 experts × 1024)) + head 2048·50,304: the 8 routed experts, not 64.
+    per_token = 16 * (4 * 2048**2 + 3 * 2048 * 8 * 1024) + 2048 * 50_304
+    assert job_cost(one).flops == 2.0 * per_token * job_cost(one).tokens
+
+
 URLS = ["file:///etc", "http://example.org/model", "https://host/x.txt", "s3://bucket/key", "HF://org/name",
         "git+ssh://host/repo"]
 # (where the name goes in a spec, the field its error names)

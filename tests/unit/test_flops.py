@@ -10,8 +10,10 @@ from torch.utils.flop_counter import FlopCounterMode
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.presets import MODEL_PRESETS
 from padbench.worker.engine.batches import PackedBatch, PaddedBatch
+from padbench.worker.engine.experts import routed_macs_per_token, router_macs_per_token
 from padbench.worker.engine.flops import ModelShape, batch_flops
 from padbench.worker.engine.model import build_model, build_on_meta
+from padbench.worker.engine.parameter_count import active_parameter_count, parameter_count
 from padbench.worker.runtime.peaks import peak_flops, peak_flops_for_name
 
 # tiny: 2 layers, width 64, MLP 256, vocab 30,522. MACs per token: per layer 3·64² + 64² + 2·64·256 = 49,152,
@@ -43,6 +45,7 @@ CONFIG_FAMILIES = {
     "olmo2": {"model_type": "olmo2", **_TINY_SHAPE, "num_key_value_heads": 2},
     "gpt_neox": {"model_type": "gpt_neox", **_TINY_SHAPE, "use_parallel_residual": True},
 }
+MIXTURES = ["tiny-mixtral", "tiny-qwen3-moe", "tiny-olmoe", "tiny-gpt-oss"]
 FLOP_ORACLE_MODELS = [*(ModelSpec(preset=name) for name in MODEL_PRESETS if name.startswith("tiny")),
                       *(ModelSpec(config=config) for config in CONFIG_FAMILIES.values())]
 
@@ -53,10 +56,14 @@ def test_formula_matches_torchs_flop_counter_within_one_percent(spec: ModelSpec)
     wide heads (Gemma), fused QKV (GPT-NeoX) counted as torch counts them.
 
     The model runs its eager attention, which computes the full L×L score matrix, so the comparison counts
-    attention as non-causal.
+    attention as non-causal. A mixture of experts runs `batched_mm`, which multiplies every routed (token,
+    expert) pair once, so torch's count is exact; `eager` skips experts no token reached, and torch's counter
+    has no rule for `grouped_mm`.
     """
     model = build_model(spec, torch.float32, torch.device("cpu"), seed=0)
     model.set_attn_implementation("eager")
+    if getattr(model.config, "num_experts_per_tok", None):  # a mixture of experts
+        model.set_experts_implementation("batched_mm")
     length = 48
     with FlopCounterMode(display=False) as counter, torch.inference_mode():
         model(input_ids=torch.randint(1, 1000, (1, length)))
@@ -110,3 +117,31 @@ def test_unknown_gpu_fp32_and_cpu_have_no_peak() -> None:
         None, "'NVIDIA Imaginary 9000' is not in the peak table")
     assert peak_flops_for_name("NVIDIA H200", torch.float32)[0] is None
     assert peak_flops(torch.device("cpu"), torch.bfloat16)[0] is None
+
+
+@pytest.mark.parametrize("preset", MIXTURES)
+def test_routed_experts_and_routers_are_counted_exactly_per_token(preset: str) -> None:
+    """Per token: each router's scores (experts × width) and the top-k experts' matrices, not all experts'."""
+    model = build_model(ModelSpec(preset=preset), torch.float32, torch.device("cpu"), seed=0)
+    model.set_experts_implementation("batched_mm")
+    length = 24
+    with FlopCounterMode(display=False) as counter, torch.inference_mode():
+        model(input_ids=torch.randint(1, 1000, (1, length)))
+    counted = sum(sum(ops.values()) for name, ops in counter.get_flop_counts().items()
+                  if name.endswith((".experts", ".gate", ".router")))
+    assert counted == 2 * length * (routed_macs_per_token(model) + router_macs_per_token(model))
+    # 2 layers × 2 of 4 experts: half the experts' weights per token.
+    experts = sum(parameter.numel() for name, parameter in model.named_parameters()
+                  if ".experts." in name and parameter.dim() == 3)
+    assert routed_macs_per_token(model) == experts // 2
+
+
+@pytest.mark.parametrize(("preset", "total", "active"), [
+    ("olmoe-1b-7b", 6_919_161_856, 1_282_017_280),  # "1B active, 7B total"
+    ("qwen3-30b-a3b", 30_532_122_624, 3_353_032_704),  # "30.5B total, 3.3B activated"
+    ("mixtral-8x7b", 46_702_792_704, 12_879_925_248),  # "46.7B total, 12.9B active"
+])
+def test_active_parameters_of_the_published_mixtures(preset: str, total: int, active: int) -> None:
+    model = build_on_meta(ModelSpec(preset=preset))
+    assert parameter_count(model) == total
+    assert active_parameter_count(model) == active

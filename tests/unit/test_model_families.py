@@ -2,8 +2,10 @@
 
 Tiny presets of Llama, Qwen 2, Mistral, Gemma 2, Phi-3 and GPT-2 keep each family's features: grouped-query
 attention (2 key/value heads for 4 query heads), rotary positions, gated MLPs, untied heads, Gemma's logit
-soft-capping. The batches come from the real strategies and go through the real kernels, compared with the
-one-sequence reference exactly as a job's correctness gate does.
+soft-capping; those of Mixtral, Qwen 3 MoE and OLMoE route each token to 2 of 4 experts (routing is per token,
+so every layout must agree with the one-sequence reference like a dense model). The batches come from the real
+strategies and go through the real kernels, compared with the one-sequence reference exactly as a job's
+correctness gate does.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from padbench.worker.engine.correctness import check_layout, reference_logits
 from padbench.worker.engine.model import build_model
 
 CPU = torch.device("cpu")
+MIXTURES = ["tiny-mixtral", "tiny-qwen3-moe", "tiny-olmoe"]  # mixtures of experts, run with transformers' default
 FAMILIES = ["tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-gemma2", "tiny-phi3", "tiny-gpt2", "tiny-qwen3",
-            "tiny-gemma3"]
+            "tiny-gemma3", *MIXTURES]
 LAYOUTS = [StrategySpec(name="static"), StrategySpec(name="dynamic"), StrategySpec(name="binned", n_bins=2),
            StrategySpec(name="packed")]
 LENGTHS = (5, 31, 12, 3, 47, 20, 8, 40)

@@ -81,3 +81,12 @@ def test_a_model_larger_than_the_gpus_free_memory_fails_at_once_with_the_bytes(
         check_model_fits(big, torch.device("cuda"))
     inference = big.model_copy(update={"mode": "inference"})
     check_model_fits(inference, torch.device("cuda"))  # 15 GiB of weights fit
+
+
+def test_mixtral_on_one_80_gib_gpu_fails_at_once_with_the_bytes_its_experts_need(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    mixtral = spec(model="mixtral-8x7b", device="cuda", dtype="bf16", data={"source": "synthetic", "max_length": 1024})
+    monkeypatch.setattr(fit, "device_free_bytes", lambda device: (79 * 2**30, 80 * 2**30))
+    # Every expert is resident though a token uses 2 of 8: 46.7B parameters, 2 bytes each.
+    with pytest.raises(ModelDoesNotFit, match=r"weights in bf16 need 87\.0 GiB, and the GPU has 79\.0 GiB free"):
+        check_model_fits(mixtral, torch.device("cuda"))

@@ -5,10 +5,12 @@ from __future__ import annotations
 import csv
 import io
 
+from padbench.contract.experts import ExpertLoad, LayerLoad
 from padbench.contract.results import Environment, MemoryStats, PaddingResult, PartialResult, StrategyResult
 from padbench.contract.spec import PaddingJobSpec
 from padbench.report import render, render_csv
-from padbench.report.padding import COLUMNS, WINNER_MARK, csv_rows, format_bytes, render_table
+from padbench.report.padding import COLUMNS, WINNER_MARK, comparison_figures, csv_rows, format_bytes, render_table
+from padbench.report.verdict import summary
 
 GIB = 1 << 30
 
@@ -95,3 +97,24 @@ def test_a_partial_result_is_marked_above_its_table_and_a_whole_one_is_not() -> 
     assert render_table(kept).startswith(f"PARTIAL RESULT: the job was cancelled after {len(whole.strategies)} of "
                                          f"{planned} strategy rows")
     assert "PARTIAL" not in render_table(whole)
+
+
+def test_a_mixtures_rows_name_their_experts_in_the_table_verdict_compare_and_csv() -> None:
+    load = ExpertLoad(experts=64, top_k=8, routed_tokens=1000, padding_share=0.25,
+                      layers=[LayerLoad(layer=0, max_tokens=250, mean_tokens=125.0),
+                              LayerLoad(layer=1, max_tokens=150, mean_tokens=125.0)])
+    rows = [StrategyResult(strategy="binned", n_bins=16, attention="flash", kernel="torch-flash", batch_size=32,
+                           status="ok", tokens_per_s=rate, experts=experts, expert_load=load)
+            for rate, experts in ((90_000.0, "grouped_mm"), (30_000.0, "eager"))]
+    result = sample_result().model_copy(update={
+        "spec": PaddingJobSpec(model={"preset": "olmoe-1b-7b"}, experts=["grouped_mm", "eager"]),
+        "active_parameters": 1_282_017_280, "model_parameters": 6_919_161_856, "strategies": rows})
+    text = render_table(result)
+    assert "torch-flash · experts grouped_mm" in text and "torch-flash · experts eager" in text
+    assert "1,282.0M of the 6,919.2M parameters active per token (19%" in text
+    assert "busiest expert 2.00× the mean (layer 0; 1.60× over the layers), padding tokens routed: 25%" in text
+    assert "binned[16] / torch-flash · grouped_mm: 90k tokens/s" in (summary(result) or "")
+    assert set(comparison_figures(result)) == {("binned[16]", "torch-flash · grouped_mm"),
+                                               ("binned[16]", "torch-flash · eager")}
+    assert [(row["experts"], row["expert_padding_share"]) for row in csv_rows(result)] == [
+        ("grouped_mm", 0.25), ("eager", 0.25)]

@@ -22,6 +22,16 @@ def test_padding_job_requires_each_attention_family_and_pinned_device() -> None:
     assert job_requirements(spec) == {"kind:padding", "device:cuda", "attention:flash", "attention:flex"}
 
 
+def test_a_mixture_requires_each_experts_implementation_it_names_and_a_worker_offers_those_it_lists() -> None:
+    spec = parse_job_spec({"model": "tiny-olmoe", "attention": "sdpa", "experts": ["grouped_mm", "eager"],
+                           "strategies": ["static", {"name": "packed", "experts": "batched_mm"}]})
+    assert job_requirements(spec) == {"kind:padding", "attention:sdpa", "experts:grouped_mm", "experts:eager",
+                                      "experts:batched_mm"}
+    assert job_requirements(parse_job_spec({"model": "tiny-olmoe"})) == {"kind:padding", "attention:flash"}
+    offered = offered_capabilities(Capabilities(device="cpu", kernels=["sdpa"], experts=["eager", "batched_mm"]))
+    assert {"experts:eager", "experts:batched_mm"} <= offered and "experts:grouped_mm" not in offered
+
+
 def test_generate_job_requires_its_attention_family_and_pinned_device() -> None:
     spec = parse_job_spec({"kind": "generate", "device": "cuda", "attention": "torch-flash"})
     assert job_requirements(spec) == {"kind:generate", "device:cuda", "attention:torch-flash"}

@@ -6,16 +6,16 @@ import pytest
 from pydantic import ValidationError
 
 from padbench.contract.spec import PaddingJobSpec, StrategySpec
-from padbench.worker.jobs.padding.auto_batch import expand_batch_sizes, needs_probe
+from padbench.worker.jobs.padding.auto_batch import expand_axes, needs_probe
 
 
 def test_a_list_with_auto_expands_to_one_strategy_per_size_in_order() -> None:
     spec = PaddingJobSpec(batch_size=[16, 64, "auto"],
                           strategies=["static", {"name": "packed", "batch_size": [8, 32]}])
-    expanded = expand_batch_sizes(spec)
+    expanded = expand_axes(spec)
     assert [(s.name, s.batch_size) for s in expanded.strategies] == [
         ("static", 16), ("static", 64), ("static", "auto"), ("packed", 8), ("packed", 32)]
-    assert needs_probe(expanded) and not needs_probe(expand_batch_sizes(PaddingJobSpec(batch_size=[4, 8])))
+    assert needs_probe(expanded) and not needs_probe(expand_axes(PaddingJobSpec(batch_size=[4, 8])))
     assert spec.batch_sizes_for(spec.strategies[0]) == [16, 64, "auto"]
     with pytest.raises(ValueError, match="expand the job per size"):
         spec.batch_size_for(spec.strategies[0])

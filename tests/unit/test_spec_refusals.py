@@ -17,7 +17,7 @@ from tests.unit.test_report_padding import sample_result
 # (spec document, the message the CLI prints for it)
 REFUSALS: list[tuple[dict[str, Any], str]] = [
     ({"model": {"preset": "llama3"}}, "model.preset: 'llama3' is not one of 'tiny', 'gpt2', "),
-    ({"model": {"preset": "llama3"}}, "or 'tiny-gemma3' (did you mean 'llama-3.2-1b'?)"),
+    ({"model": {"preset": "llama3"}}, "or 'tiny-gpt-oss' (did you mean 'llama-3.2-1b'?)"),
     ({"attention": "flash_attn"}, "attention: 'flash_attn' is not one of 'flash', "),
     ({"model": "llama3"}, "model: 'llama3' is not a preset (did you mean 'llama-3.2-1b'?); write a local model "
                           "directory as a path (./llama3) and a Hugging Face Hub model as org/name or hub:llama3"),
@@ -37,6 +37,10 @@ REFUSALS: list[tuple[dict[str, Any], str]] = [
     ({"kind": "generate", "model": {"config": {"model_type": "lama", "hidden_size": 64}}},
      "model.config: model_type 'lama' is not one padbench measures (did you mean 'llama'?)"),
     ({"repeats": 3}, "repeats: unknown key (did you mean 'measurement.repeats'?)"),
+    ({"model": "tiny-llama", "experts": "eager"},
+     "experts: applies only to mixtures of experts, and model 'tiny-llama' has no routed experts"),
+    ({"model": "tiny-olmoe", "experts": ["eager", "megablocks"]},
+     "experts: must be one of eager, batched_mm, grouped_mm or a list of them"),
     ({"max_length": 64}, "max_length: unknown key (did you mean 'data.max_length'?)"),
     ({"data": {"max_lenght": 64}}, "data.max_lenght: unknown key (did you mean 'max_length'?)"),
     ({"strategies": [{"name": "static", "attn": "sdpa"}]},

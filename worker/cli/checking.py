@@ -11,6 +11,7 @@ from typing import TextIO
 import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
+from padbench.contract.experts import dense_model_experts_problem
 from padbench.contract.generate import GenerateJobSpec
 from padbench.contract.spec import JobSpecBase, PaddingJobSpec
 from padbench.report.padding import format_bytes
@@ -19,7 +20,9 @@ from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.batches import STRATEGIES
 from padbench.worker.engine.data import load_tokenizer
 from padbench.worker.engine.decoding.kernels import resolve_decode_kernel
-from padbench.worker.engine.model import build_on_meta
+from padbench.worker.engine.experts import EXPERTS_IMPLEMENTATIONS, expert_field, experts_implementation, top_k
+from padbench.worker.engine.model import build_on_meta, config_of
+from padbench.worker.engine.parameter_count import active_parameter_count
 from padbench.worker.runtime.device import resolve_device, torch_dtype
 from padbench.worker.runtime.messages import first_line
 
@@ -59,6 +62,7 @@ def model_findings(spec: PaddingJobSpec | GenerateJobSpec) -> Iterator[Finding]:
         yield from decode_kernel_findings(spec, device, features)
     else:
         yield from padding_kernel_findings(spec, device, features)
+        yield from experts_findings(spec, model, device)
 
 
 def tokenizer_findings(spec: PaddingJobSpec | GenerateJobSpec, vocabulary: int) -> Iterator[Finding]:
@@ -90,6 +94,24 @@ def padding_kernel_findings(spec: PaddingJobSpec, device: torch.device,
             continue
         reason = kernel.unsupported_reason(features, spec.data.max_length)
         yield reason is None, f"{where}: {kernel.name} " + ("runs" if reason is None else f"refused: {reason}")
+
+
+def experts_findings(spec: PaddingJobSpec, model: torch.nn.Module, device: torch.device) -> Iterator[Finding]:
+    """A mixture of experts: its experts and active parameters, and whether each implementation runs here."""
+    config = config_of(model)
+    experts = expert_field(config)
+    named: list[str] = sorted({name for strategy in spec.strategies for name in spec.experts_for(strategy) if name})
+    if experts is None:
+        if named:
+            yield False, f"experts: {dense_model_experts_problem(spec.model.label)}"
+        return
+    field, count = experts
+    active = active_parameter_count(model) or 0
+    yield True, (f"experts: {count} routed ({field}), {top_k(config)} per token; {active / 1e6:,.1f}M "
+                 "parameters active per token")
+    for name in named or [experts_implementation(model) or "eager"]:
+        reason = EXPERTS_IMPLEMENTATIONS.get(name).unavailable_reason(device)
+        yield reason is None, f"experts {name}: " + ("runs" if reason is None else f"refused: {reason}")
 
 
 def decode_kernel_findings(spec: GenerateJobSpec, device: torch.device,

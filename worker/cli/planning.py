@@ -108,11 +108,21 @@ def header_lines(spec: PaddingJobSpec, footprint: ModelFootprint, plan: MemoryPl
         f"model: {spec.model.label}, {footprint.parameters:,} parameters ({footprint.parameters / 1e9:.2f} B): "
         f"{footprint.decoder_layers} decoder layers of up to {footprint.largest_layer_parameters:,}, "
         f"{footprint.root_parameters:,} outside them (embeddings, final norm, LM head)",
+        *active_lines(footprint),
         f"gpus: {plan.ranks} ({ranks_source})",
         f"runs: {spec.mode}, {run_description(plan)}",
         *([f"trains: {spec.training.method} adapters (r {spec.training.lora.r}), {plan.trainable_parameters:,} "
            "parameters; the base weights frozen"] if plan.trainable_parameters is not None else []),
     ]
+
+
+def active_lines(footprint: ModelFootprint) -> list[str]:
+    """A mixture of experts' parameters per token (none for a dense model, whose parameters are all active)."""
+    active = footprint.active_parameters
+    if active is None:
+        return []
+    return [f"active: {active:,} parameters per token ({active / 1e9:.2f} B): the top-k experts a token is routed to "
+            "and every parameter outside the experts; memory holds every expert"]
 
 
 def run_description(plan: MemoryPlan) -> str:
@@ -174,4 +184,19 @@ def fit_lines(spec: PaddingJobSpec, footprint: ModelFootprint, plan: MemoryPlan,
     else:
         lines.append((False, f"does not fit: {gib(plan.total)} per rank needed, {gib(memory.free_bytes)} free "
                              f"({memory.source})"))
+        lines.extend((False, line) for line in fewest_gpus_line(spec, footprint, plan, memory.free_bytes))
     return lines
+
+
+# GPU counts tried for a model that does not fit: the sizes of one host, then of a few.
+GPU_COUNTS = (2, 4, 8, 16, 32, 64)
+
+
+def fewest_gpus_line(spec: PaddingJobSpec, footprint: ModelFootprint, plan: MemoryPlan, free: int) -> list[str]:
+    """Where more GPUs would hold it: the fewest that do, with the bytes each holds then."""
+    for ranks in (count for count in GPU_COUNTS if count > plan.ranks):
+        spread = job_plan(spec, footprint, ranks, free)
+        if spread.total <= free:
+            return [f"needs at least {ranks} GPUs of this memory: {gib(spread.total)} ({spread.total:,} bytes) per "
+                    f"GPU, {spread.parallelism} (gpus: {ranks})"]
+    return []

@@ -39,6 +39,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from padbench.contract.spec import Dtype
 from padbench.worker.engine.batches import Batch, PackedBatch
+from padbench.worker.engine.experts import experts_as, experts_implementation
 from padbench.worker.engine.model import config_of
 from padbench.worker.engine.steps import without_autograd
 
@@ -102,12 +103,17 @@ def reference_noise_floor(model: torch.nn.Module, sequences: Sequence[Sequence[i
                           references: Sequence[torch.Tensor]) -> float:
     """Largest |logit| difference between the reference and the family's eager code on the same sequences.
 
-    Both are correct one-sequence computations, so what separates them is rounding alone. 0.0 where the
+    Both are correct one-sequence computations, so what separates them is rounding alone. A mixture of experts'
+    eager code also runs its experts as the loop over experts, which adds each expert's output in the dtype
+    where the batched implementations sum in fp32: rows of any implementation, and routers picking another
+    k-th expert at a near tie, are then judged against the spread of two correct computations. 0.0 where the
     reference already is the eager code.
     """
-    if not has_sdpa_path(model):
+    default_experts = experts_implementation(model)
+    if not has_sdpa_path(model) and default_experts in (None, "eager"):
         return 0.0
-    eager = reference_logits(model, sequences, device, eager=True)
+    with experts_as(model, "eager"):
+        eager = reference_logits(model, sequences, device, eager=True)
     return max(float((a.float() - b.float()).abs().max()) for a, b in zip(eager, references, strict=True))
 
 

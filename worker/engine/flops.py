@@ -5,6 +5,9 @@ architecture transformers builds:
 - matmuls, per computed token: every linear layer of the decoder and the LM head, one MAC per weight —
   attention projections with however many key/value heads, two- or three-matrix (gated) MLPs, tied or
   untied heads alike; embeddings are lookups and count nothing. Padding costs what the GPU really spends.
+- mixtures of experts, per computed token: the router's scores (one MAC per router weight) and the matrices
+  of the top-k experts the token is routed to (its active parameters, not all experts'); shared experts are
+  linear layers, counted above. Padding tokens are routed like real ones, so they cost expert work too.
 - attention, per layer and sequence of computed length L: QKᵀ and AV are 2·L²·(heads·head_dim) MACs
   together, counted as half for causal attention (the ideal a causal kernel skips to); a padded row's
   computed length is its full width, a packed sequence's its own length.
@@ -22,6 +25,7 @@ from transformers import PretrainedConfig
 from transformers.pytorch_utils import Conv1D
 
 from padbench.worker.engine.batches import Batch, PackedBatch
+from padbench.worker.engine.experts import routed_macs_per_token, router_macs_per_token
 from padbench.worker.engine.parameter_count import logical_numel
 
 
@@ -50,8 +54,9 @@ class ModelShape:
 
 
 def linear_macs_per_token(model: torch.nn.Module) -> int:
-    """One multiply-accumulate per weight of every linear map a token goes through (LM head included)."""
-    total = 0
+    """One multiply-accumulate per weight of every linear map a token goes through (LM head included, and for
+    a mixture of experts its routers and the experts it is routed to)."""
+    total = router_macs_per_token(model) + routed_macs_per_token(model)
     for module in model.modules():
         # GPT-2 writes its linear layers as Conv1D; the aligned LM head wraps the weight it multiplies by.
         if isinstance(module, torch.nn.Linear | Conv1D) or getattr(module, "counts_as_linear", False):

@@ -37,6 +37,7 @@ from padbench.contract.parallel import InferenceParallelism, Parallelism
 from padbench.contract.spec import Dtype, PaddingJobSpec
 from padbench.contract.training import RunPrecision, TrainingSpec, precision_run
 from padbench.worker.engine.adapters import AdaptersUnsupported, add_adapters, quantizable_linears
+from padbench.worker.engine.experts import inactive_parameters
 from padbench.worker.engine.model import build_on_meta
 
 DTYPE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp32": 4}
@@ -62,6 +63,9 @@ class ModelFootprint:
     decoder_layers: int
     largest_layer_parameters: int  # one decoder layer: FSDP2's unit of sharding and gathering
     root_parameters: int  # outside the decoder layers: embeddings, final norm, LM head
+    # Mixtures of experts: the parameters one token goes through (its top-k routed experts and everything
+    # else); None for a dense model. Memory holds every expert; only compute is per active parameter.
+    active_parameters: int | None = None
 
     @property
     def gathered_parameters(self) -> int:
@@ -78,8 +82,10 @@ def model_footprint(spec: ModelSpec) -> ModelFootprint:
     layers = [module for module in model.modules() if type(module).__name__ in unsplit]
     total = _count(model)
     sizes = [_count(layer) for layer in layers]
+    inactive = inactive_parameters(model)
     return ModelFootprint(parameters=total, decoder_layers=len(layers),
-                          largest_layer_parameters=max(sizes, default=0), root_parameters=total - sum(sizes))
+                          largest_layer_parameters=max(sizes, default=0), root_parameters=total - sum(sizes),
+                          active_parameters=total - inactive if inactive else None)
 
 
 @dataclass(frozen=True)

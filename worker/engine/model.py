@@ -25,7 +25,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, Pre
 
 from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.lm_head import align_lm_head
-from padbench.worker.engine.model_support import check_config_fields, check_model_type, check_not_moe
+from padbench.worker.engine.model_support import check_config_fields, check_experts_supported, check_model_type
 from padbench.worker.runtime.isolation import SpecProblem
 from padbench.worker.runtime.messages import first_line
 
@@ -98,7 +98,7 @@ def model_config(spec: ModelSpec) -> PretrainedConfig:
         field = "model.preset" if spec.preset else "model.config"
         config = _config_from_fields(fields, field)
     config = text_model_config(config, spec, field)
-    check_not_moe(config, field)
+    check_experts_supported(config, field)
     _disable_dropout(config)
     for name in ACTIVATION_FIELDS:
         activation = getattr(config, name, None)
@@ -108,6 +108,10 @@ def model_config(spec: ModelSpec) -> PretrainedConfig:
     # A benchmark forward never generates: without this, transformers fills a KV cache on every call,
     # copying each layer's keys and values (torch.cat) — 18% of a packed gpt2-seed forward on an H200.
     config.use_cache = False
+    if getattr(config, "output_router_logits", False):
+        # A mixture's routers' load-balancing loss: padbench's training loss is the next-token cross-entropy
+        # alone (see padbench/report/experts.py), so the router logits it would gather are never read.
+        config.output_router_logits = False
     return config
 
 

@@ -3,15 +3,18 @@
 A model type runs when transformers has a causal-LM class for it whose attention goes through the
 attention interface (`_supports_attention_backend`): that is where padbench plugs its kernels in. It is
 refused when it is an encoder (bidirectional attention: packing and padding mean something else there),
-when its attention is hard-wired (no kernel could be swapped in), or when it routes tokens to experts
-(throughput would depend on the router's random choices, not on the layout). Every check runs before a
-weight is allocated.
+when its attention is hard-wired (no kernel could be swapped in), or when it routes tokens to experts in code of
+its own rather than through transformers' experts interface (no implementation could be chosen, and its
+routed work would go uncounted). Every check runs before a weight is allocated.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import inspect
+import re
+from pathlib import Path
 from typing import Any
 
 import transformers
@@ -22,10 +25,8 @@ from transformers.models.auto.modeling_auto import (
     MODEL_FOR_MASKED_LM_MAPPING_NAMES,
 )
 
+from padbench.worker.engine.experts import expert_field, uses_experts_interface
 from padbench.worker.runtime.isolation import SpecProblem
-
-# Config attributes that count experts in the mixture-of-experts families transformers ships.
-EXPERT_FIELDS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 
 
 class UnsupportedModel(SpecProblem):
@@ -62,6 +63,7 @@ def check_config_fields(config_class: type[PretrainedConfig], fields: dict[str, 
     accepted |= set(getattr(config_class, "attribute_map", {}))
     if "rope_parameters" in accepted:
         accepted |= LEGACY_ROPE_FIELDS
+    accepted |= optional_fields_read(config_class)
     unknown = sorted(name for name in fields if name not in accepted)
     if unknown:
         model_type = getattr(config_class, "model_type", config_class.__name__)
@@ -69,13 +71,32 @@ def check_config_fields(config_class: type[PretrainedConfig], fields: dict[str, 
                                f"{_suggestion(unknown[0], accepted)}")
 
 
-def check_not_moe(config: PretrainedConfig, field: str) -> None:
-    for name in EXPERT_FIELDS:
-        experts = getattr(config, name, None)
-        if isinstance(experts, int) and experts > 0:
-            raise UnsupportedModel(f"{field}: model_type {config.model_type!r} is a mixture of experts ({name}="
-                                   f"{experts}): its throughput depends on how the router spreads tokens over "
-                                   "experts, which random weights do not reproduce")
+# `getattr(config, "head_dim", …)` in a modeling file: a field the model reads when a config states it.
+_OPTIONAL_READ = re.compile(r"getattr\(\s*(?:self\.)?config\s*,\s*[\"'](\w+)[\"']")
+
+
+def optional_fields_read(config_class: type[PretrainedConfig]) -> set[str]:
+    """Fields the family's modeling code reads only when a config states them, which its config class does not
+    list (Qwen3-MoE's `head_dim`: Qwen3-30B-A3B's config.json states 128 where width / heads is 64)."""
+    module = config_class.__module__.replace(".configuration_", ".modeling_")
+    spec = importlib.util.find_spec(module) if module != config_class.__module__ else None
+    if spec is None or spec.origin is None:
+        return set()
+    return set(_OPTIONAL_READ.findall(Path(spec.origin).read_text()))
+
+
+def check_experts_supported(config: PretrainedConfig, field: str) -> None:
+    """A mixture of experts runs when its experts go through transformers' experts interface."""
+    experts = expert_field(config)
+    if experts is None:
+        return
+    class_name = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(config.model_type, "")
+    model_class = getattr(transformers, class_name, None) if class_name else None
+    if model_class is None or not uses_experts_interface(model_class):
+        name, count = experts
+        raise UnsupportedModel(f"{field}: model_type {config.model_type!r} is a mixture of experts ({name}={count}) "
+                               f"whose experts do not go through transformers {transformers.__version__}'s experts "
+                               "interface: padbench can neither choose their implementation nor count their work")
 
 
 def _suggestion(name: str, accepted: set[str]) -> str:

@@ -10,6 +10,8 @@ import math
 
 import torch
 
+from padbench.worker.engine.experts import inactive_parameters
+
 
 def logical_numel(parameter: torch.Tensor) -> int:
     """Elements of the weight the parameter stands for (a packed 4-bit weight's unpacked shape)."""
@@ -21,3 +23,10 @@ def logical_numel(parameter: torch.Tensor) -> int:
 def parameter_count(model: torch.nn.Module, trainable_only: bool = False) -> int:
     return sum(logical_numel(parameter) for parameter in model.parameters()
                if parameter.requires_grad or not trainable_only)
+
+
+def active_parameter_count(model: torch.nn.Module) -> int | None:
+    """Parameters one token goes through: all but the routed experts it is not sent to; None for a dense model,
+    where that is every parameter."""
+    inactive = inactive_parameters(model)
+    return parameter_count(model) - inactive if inactive else None

@@ -52,6 +52,7 @@ def detect_in_child(ctx: ChildContext) -> dict[str, Any]:
         "gpu_memory_bytes": gpus[0]["memory_bytes"] if gpus else None,
         "gpus": gpus,
         "kernels": runnable_kernel_names(device),
+        "experts": runnable_experts(device),
         "job_kinds": list(PLUGIN_MODULES),
     }
 
@@ -60,6 +61,16 @@ def runnable_kernel_names(device: str) -> list[str]:
     """Every name a spec may use for a kernel that runs here, as each kind's runner lists them: the server
     matches a job's names against these."""
     return sorted({name for kind in PLUGIN_MODULES for name in get_job_runner(kind).kernel_names(device)})
+
+
+def runnable_experts(device: str) -> list[str]:
+    """The experts implementations of mixtures of experts that run here: the server matches a job's names."""
+    import torch
+
+    from padbench.worker.engine.experts import EXPERTS_IMPLEMENTATIONS
+
+    return sorted(name for name, implementation in EXPERTS_IMPLEMENTATIONS.items()
+                  if implementation.unavailable_reason(torch.device(device)) is None)
 
 
 def checked_gpus(capabilities: Capabilities, wanted: Sequence[str] | None) -> Capabilities:

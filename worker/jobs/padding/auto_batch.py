@@ -46,13 +46,16 @@ class AutoSizes:
         return [(tier.longest, tier.batch_size) for tier in tiers] if tiers and len(tiers) > 1 else None
 
 
-def expand_batch_sizes(spec: PaddingJobSpec) -> PaddingJobSpec:
-    """One strategy per batch size, in the order the spec lists them: a list measures a batch-size curve.
+def expand_axes(spec: PaddingJobSpec) -> PaddingJobSpec:
+    """One strategy per batch size and experts' implementation, in the order the spec lists them: a list of
+    sizes measures a batch-size curve, a list of implementations one row each (the OOM probe sizes each:
+    they hold different intermediates).
 
     The copy is not validated again: its (strategy, attention) pairs repeat on purpose, one per size.
     """
-    expanded = [strategy.model_copy(update={"batch_size": size})
-                for strategy in spec.strategies for size in spec.batch_sizes_for(strategy)]
+    expanded = [strategy.model_copy(update={"batch_size": size, "experts": experts})
+                for strategy in spec.strategies for size in spec.batch_sizes_for(strategy)
+                for experts in spec.experts_for(strategy)]
     return spec.model_copy(update={"strategies": expanded})
 
 
@@ -126,12 +129,14 @@ def _probe(spec: PaddingJobSpec, strategy: StrategySpec, device: torch.device, p
 
 
 def unprobed_result(spec: PaddingJobSpec, strategy: StrategySpec, error: str) -> StrategyResult:
-    """The row of a strategy whose size could not be probed: failed, with the reason, and nothing measured."""
+    """The row of a strategy whose size could not be probed: failed, with the reason, and nothing measured (a
+    mixture's row names the experts implementation it was to run, as the kernel cell names the attention asked)."""
     attention = spec.attention_for(strategy)
     return StrategyResult(strategy=strategy.name, n_bins=strategy.n_bins,
                           pad_to_multiple_of=strategy.pad_to_multiple_of,
                           crosses_documents=STRATEGIES.get(strategy.name).crosses_documents,
-                          attention=attention, kernel=attention, batch_size=None, status="failed", error=error)
+                          attention=attention, kernel=attention, experts=strategy.experts, batch_size=None,
+                          status="failed", error=error)
 
 
 def attach_probe_reports(results: list[StrategyResult], sizes: AutoSizes) -> list[StrategyResult]:

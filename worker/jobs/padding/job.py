@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel
 
+from padbench.contract.experts import dense_model_experts_problem
 from padbench.contract.parallel import Parallelism, ParallelRun
 from padbench.contract.results import Environment, PaddingResult, PartialResult, StrategyResult
 from padbench.contract.spec import DataSpec, PaddingJobSpec
@@ -22,9 +23,10 @@ from padbench.contract.training import RunPrecision, TrainingRun, precision_run
 from padbench.worker.engine import flops
 from padbench.worker.engine.correctness import gate_sample, references_with_noise
 from padbench.worker.engine.data import SYNTHETIC, load_sequences
+from padbench.worker.engine.experts import experts_implementation, is_mixture_of_experts
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.engine.model import build_model, model_config
-from padbench.worker.engine.parameter_count import parameter_count
+from padbench.worker.engine.parameter_count import active_parameter_count, parameter_count
 from padbench.worker.engine.ranks import ONE_RANK, Backend, Ranks, share_of
 from padbench.worker.engine.sharding import autocast_if, build_sharded, shard_model, snapshot_weights
 from padbench.worker.engine.sharding import restore_weights as restore_model_weights
@@ -32,7 +34,7 @@ from padbench.worker.engine.training_features import AppliedTraining, apply_trai
 from padbench.worker.jobs.padding.auto_batch import (
     AutoSizes,
     attach_probe_reports,
-    expand_batch_sizes,
+    expand_axes,
     needs_probe,
     probe_auto_batch_sizes,
     unprobed_result,
@@ -44,6 +46,7 @@ from padbench.worker.jobs.padding.strategy_run import JobSetup, StrategyRun
 from padbench.worker.runtime.device import resolve_device, torch_dtype
 from padbench.worker.runtime.environment import collect_environment, gpu_topology
 from padbench.worker.runtime.gpu_activity import read_gpu_clocks
+from padbench.worker.runtime.isolation import SpecProblem
 from padbench.worker.runtime.peaks import peak_flops
 from padbench.worker.runtime.progress import ProgressFn, progress_span
 
@@ -80,7 +83,7 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn, ranks: Ranks = ONE_R
     initial_state = snapshot_weights(model) if spec.mode == "training" else None
     return JobSetup(spec, device, dtype, model, data, sample, references, noise_floor, peak, peak_source, matmul_flops,
                     initial_state, ranks=ranks, share=tuple(share_of(data.sequences, ranks)), precision=precision,
-                    parallelism=parallelism, applied_training=applied)
+                    parallelism=parallelism, applied_training=applied, default_experts=experts_implementation(model))
 
 
 def build_job_model(spec: PaddingJobSpec, device: torch.device, precision: RunPrecision, parallelism: Parallelism,
@@ -157,18 +160,20 @@ def release_device_memory(device: torch.device) -> None:
 def with_speedups(results: Sequence[StrategyResult]) -> list[StrategyResult]:
     """Speed-up vs static, only where a valid static measurement exists in the same job.
 
-    With several static rows (one per attention choice or batch size), a row compares with the fastest static
-    row of the same requested attention when there is one, else with the fastest valid static row.
+    With several static rows (one per attention choice, experts' implementation or batch size), a row compares
+    with the fastest static row of the same requested attention and experts when there is one, else with the
+    fastest valid static row.
     """
-    statics: dict[str, float] = {}
+    statics: dict[tuple[str, str | None], float] = {}
     for row in results:  # with a list of batch sizes, a static row per size: compare with the fastest
         if row.strategy == "static" and row.tokens_per_s:
-            statics[row.attention] = max(row.tokens_per_s, statics.get(row.attention, 0.0))
+            key = (row.attention, row.experts)
+            statics[key] = max(row.tokens_per_s, statics.get(key, 0.0))
     if not statics:
         return list(results)
     fastest = max(statics.values())
     return [result.model_copy(update={
-        "speedup_vs_static": result.tokens_per_s / statics.get(result.attention, fastest)
+        "speedup_vs_static": result.tokens_per_s / statics.get((result.attention, result.experts), fastest)
         if result.tokens_per_s else None}) for result in results]
 
 
@@ -190,7 +195,8 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     if spec.mode == "training":  # before the probe and the build: a feature that cannot run fails the job at once
         check_training(spec.training, device, ranks.world)
     check_model_fits(spec, device, ranks.world)
-    expanded = expand_batch_sizes(spec)
+    check_experts_named(spec)
+    expanded = expand_axes(spec)
     probe_end = PROBE_SHARE if needs_probe(expanded) else 0.0
     group = None if not ranks.spread else RankProbing(
         ranks, training_precision(spec, ranks), choose_parallelism(spec, ranks, device) == "sharded",
@@ -225,6 +231,14 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     return assemble_result(spec, environment, job, results, sizes, None, parallel)
 
 
+def check_experts_named(spec: PaddingJobSpec) -> None:
+    """`experts` is refused on a dense model before anything is built (a preset is refused at submission)."""
+    if spec.experts is None and not any(strategy.experts for strategy in spec.strategies):
+        return
+    if not is_mixture_of_experts(model_config(spec.model)):
+        raise SpecProblem(f"experts: {dense_model_experts_problem(spec.model.label)}")
+
+
 def training_run(job: JobSetup) -> TrainingRun | None:
     """How a training job trained, as the result states it (None for inference)."""
     if job.applied_training is None or job.loss_name is None:
@@ -248,7 +262,7 @@ def assemble_result(spec: PaddingJobSpec, environment: Environment, job: JobSetu
     lengths = [len(sequence) for sequence in job.data.sequences]
     return PaddingResult(
         spec=spec, environment=environment.model_copy(update={"clocks_at_end": read_gpu_clocks(job.device)}),
-        model_parameters=parameter_count(job.model),
+        model_parameters=parameter_count(job.model), active_parameters=active_parameter_count(job.model),
         flops_per_token=flops_per_token(job),
         matmul_tflops=job.matmul_flops / 1e12 if job.matmul_flops else None,
         num_sequences=len(lengths), real_tokens_total=sum(lengths), parallel=parallel, training=training_run(job),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
+from padbench.contract.experts import ExpertLoad
 from padbench.contract.parallel import Parallelism
 from padbench.contract.results import CompileReport, GpuActivity, MemoryStats, StrategyResult
 from padbench.contract.spec import MeasurementSpec, PaddingJobSpec, StrategySpec
@@ -23,6 +24,8 @@ from padbench.worker.engine.attention.features import AttentionFeatures, GqaHand
 from padbench.worker.engine.batches import STRATEGIES, Batch, Strategy, first_of_each_shape
 from padbench.worker.engine.correctness import GateResult, check_layout, references_with_noise
 from padbench.worker.engine.data import TokenizedData
+from padbench.worker.engine.expert_load import count_expert_load
+from padbench.worker.engine.experts import ExpertsUnavailable, use_experts
 from padbench.worker.engine.loss import TrainingLoss, resolve_loss
 from padbench.worker.engine.measure import (
     Measurement,
@@ -94,6 +97,7 @@ class JobSetup:
     precision: RunPrecision = "bf16"  # what the weights are kept in: the dtype, or `amp` over fp32 weights
     parallelism: Parallelism = "single"
     applied_training: AppliedTraining | None = None  # how a training job's model trains (None: inference)
+    default_experts: str | None = None  # mixtures of experts: what transformers chose to run them with
 
     @property
     def autocast(self) -> bool:
@@ -134,6 +138,8 @@ class StrategyRun:
         self.tiers = tiers  # `auto:N` on a strategy that batches by length: a batch size per length tier
         self.plugin = STRATEGIES.get(strategy.name)
         self.kernel_name: str = self.attention  # replaced by what actually runs once it is resolved
+        self.experts: str | None = None  # mixtures of experts: the implementation that ran, once chosen
+        self.expert_load: ExpertLoad | None = None
         self.gate: GateResult | None = None
         self.gqa: GqaHandling | None = None  # set once the kernel is known, for models with fewer K/V heads
         self.graphs_after_warmup: int | None = None
@@ -163,6 +169,7 @@ class StrategyRun:
         kernel, host_batches, warmup = agreed_preparation(self.job.ranks, self._prepare)
         settings = self._settings()
         device_batches = [self._to_device(kernel, batch) for batch in host_batches]
+        self.expert_load = count_expert_load(self.job.model, self._forward(kernel), device_batches, self.job.ranks)
         # Whether to compile is decided on steps of its own, outside the peaks: the row's peak is its measured
         # configuration's. The batches (and a training step's optimizer state) stay resident, so the peaks,
         # reset at the block's start to what is allocated then, still count them.
@@ -186,6 +193,10 @@ class StrategyRun:
         kernel = resolve_kernel(self.attention, plugin.layout, self.job.device, self.job.dtype)
         self.kernel_name = kernel.name
         self._check_model_features(kernel)
+        try:
+            self.experts = use_experts(self.job.model, self.strategy.experts, self.job.device, self.job.default_experts)
+        except ExpertsUnavailable as error:
+            raise StrategyFailed(str(error)) from None
         self.say(0.0, f"correctness gate on {len(self.job.sample)} sequences")
         sample = self._build_batches(plugin, list(self.job.sample))
         device_sample = [self._to_device(kernel, batch) for batch in sample]
@@ -301,8 +312,8 @@ class StrategyRun:
         return StrategyResult(
             strategy=self.strategy.name, n_bins=self.strategy.n_bins,
             pad_to_multiple_of=self.strategy.pad_to_multiple_of, crosses_documents=self.plugin.crosses_documents,
-            attention=self.attention,
-            kernel=self.kernel_name, batch_size=self.batch_size, gqa=self.gqa,
+            attention=self.attention, kernel=self.kernel_name, batch_size=self.batch_size, gqa=self.gqa,
+            experts=self.experts, expert_load=self.expert_load,
             max_logit_error=gate.max_error if gate else None, logit_tolerance=gate.tolerance if gate else None,
             correctness_passed=gate.passed if gate else None, compilation=self.compilation, **fields)  # type: ignore[arg-type]
 

@@ -17,6 +17,13 @@ function batchOf(row) {
   const sizes = tiers.map((tier) => tier.batch_size);
   return `${Math.min(...sizes)}–${Math.max(...sizes)}`;
 }
+// The kernel with a mixture of experts' implementation (kernelCell in padbench/report/experts.py); compareKernel
+// is the same without the K/V note, as compare keys are.
+function compareKernel(row) { return row.experts ? `${row.kernel} · ${row.experts}` : row.kernel; }
+function kernelCell(row) {
+  const kernel = row.gqa === "expanded" ? `${row.kernel} (K/V expanded)` : row.kernel;
+  return row.experts ? `${kernel} · experts ${row.experts}` : kernel;
+}
 
 // --- charts ---------------------------------------------------------------------------------------------
 function validRows(result) { return result.strategies.filter((row) => row.status === "ok" && row.tokens_per_s != null); }
@@ -25,7 +32,7 @@ function validRows(result) { return result.strategies.filter((row) => row.status
 function fastestPerLayout(rows) {
   const best = new Map();
   for (const row of rows) {
-    const key = `${strategyLabel(row)} · ${row.kernel}`;
+    const key = `${strategyLabel(row)} · ${compareKernel(row)}`;
     if (!best.has(key) || best.get(key).tokens_per_s < row.tokens_per_s) best.set(key, row);
   }
   return [...best.values()];
@@ -36,7 +43,7 @@ function throughputChart(container, result) {
   if (!rows.length) return;
   new Chart(chartIn(container, "tokens/s per layout, with padding efficiency"), {
     data: {
-      labels: rows.map((row) => `${strategyLabel(row)} · ${row.kernel}`),
+      labels: rows.map((row) => `${strategyLabel(row)} · ${compareKernel(row)}`),
       datasets: [
         { type: "bar", label: "tokens/s", data: rows.map((row) => row.tokens_per_s), backgroundColor: PALETTE[0],
           yAxisID: "y" },
@@ -61,7 +68,7 @@ function batchCurves(result) {
   const curves = new Map();
   for (const row of validRows(result)) {
     if (row.batch_size == null) continue;
-    const key = `${strategyLabel(row)} · ${row.kernel}`;
+    const key = `${strategyLabel(row)} · ${compareKernel(row)}`;
     if (!curves.has(key)) curves.set(key, []);
     curves.get(key).push({ x: row.batch_size, y: row.tokens_per_s });
   }
@@ -97,6 +104,18 @@ function logitErrorOf(row) {
   return `${row.max_logit_error.toExponential(1)}${tolerance}`;
 }
 
+// A mixture of experts' load (loadSummary in padbench/report/experts.py): the busiest expert over the mean.
+function expertLoadOf(row) {
+  const load = row.expert_load;
+  if (!load || !load.layers.length) return [];
+  const ratios = load.layers.map((layer) => (layer.mean_tokens ? layer.max_tokens / layer.mean_tokens : 1));
+  const worst = ratios.indexOf(Math.max(...ratios));
+  const mean = ratios.reduce((sum, ratio) => sum + ratio, 0) / ratios.length;
+  return [["expert load", `busiest expert ${ratios[worst].toFixed(2)}× the mean (layer ${load.layers[worst].layer}; `
+           + `${mean.toFixed(2)}× over the layers), padding tokens routed: ${Math.round(load.padding_share * 100)}% `
+           + "of expert work"]];
+}
+
 function detailsOf(row) {
   const mode = row.probe && row.probe.mode && row.probe.mode !== "predict" ? ` (${row.probe.mode})` : "";
   const probe = row.probe ? `fit ${row.probe.largest_fit}, ${row.probe.smallest_oom == null ? "no OOM"
@@ -109,7 +128,7 @@ function detailsOf(row) {
     ? [["† note", "rows attend across documents: not the function the other layouts compute; gated against each "
                   + "row run alone; not ranked"]] : [];
   return [["CV", cvOf(row)], ["repeats min–max", rangeOf(row)], ["MFU (GEMM)", fmt.fixed(row.mfu_vs_matmul, 2)],
-          ["max logit error", logitErrorOf(row)], ["probe", probe], ...tiers, ...crosses]
+          ["max logit error", logitErrorOf(row)], ["probe", probe], ...tiers, ...crosses, ...expertLoadOf(row)]
     .map(([name, value]) => `${name}: ${value}`).join(" · ");
 }
 
@@ -119,7 +138,7 @@ const PADDING_COLUMNS = ["strategy", "kernel", "batch", "tokens/s", "95% interva
 
 // A row and, hidden until its layout is clicked, a row of the figures the main columns leave out.
 function paddingRows(row, className, validity) {
-  const kernel = row.gqa === "expanded" ? `${row.kernel} (K/V expanded)` : row.kernel;
+  const kernel = kernelCell(row);
   const toggle = el("button", { type: "button", className: "expand", "aria-expanded": "false",
                                 title: "show this row's other figures", text: `▸ ${strategyLabel(row)}` });
   const cells = [kernel, batchOf(row), fmt.int(row.tokens_per_s), intervalOf(row),
@@ -150,12 +169,12 @@ function paddingTable(result, verdict) {
 // --- compare --------------------------------------------------------------------------------------------
 function paddingFigures(result) {
   const figures = new Map();
-  // Keyed by strategy and kernel; a layout measured at several batch sizes has a row per size.
-  const pairs = result.strategies.map((row) => `${strategyLabel(row)}|${row.kernel}`);
+  // Keyed by strategy and kernel (and experts); a layout measured at several batch sizes has a row per size.
+  const pairs = result.strategies.map((row) => `${strategyLabel(row)}|${compareKernel(row)}`);
   result.strategies.forEach((row, index) => {
     const repeated = pairs.filter((pair) => pair === pairs[index]).length > 1;
     const strategy = repeated ? `${strategyLabel(row)} @ ${row.batch_size}` : strategyLabel(row);
-    figures.set(JSON.stringify([strategy, row.kernel]), row.status === "ok" ? row.tokens_per_s : null);
+    figures.set(JSON.stringify([strategy, compareKernel(row)]), row.status === "ok" ? row.tokens_per_s : null);
   });
   return figures;
 }

@@ -36,6 +36,7 @@ from padbench.contract.spec import AttentionName, Dtype, StrategyName
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.batches import STRATEGIES, Batch
+from padbench.worker.engine.experts import use_experts
 from padbench.worker.engine.loss import resolve_loss
 from padbench.worker.engine.model import build_model, config_of
 from padbench.worker.engine.ranks import Ranks
@@ -105,9 +106,11 @@ def probed_model(request: ProbeRequest, device: torch.device) -> torch.nn.Module
     if request.group is None:
         model = build_model(request.model, weights, device, request.seed, init="on_device")
         change(model)
-        return model
-    ranks = join_probe_group(request.group, device)
-    return build_sharded(request.model, weights, device, request.seed, ranks, compute, change)
+    else:
+        ranks = join_probe_group(request.group, device)
+        model = build_sharded(request.model, weights, device, request.seed, ranks, compute, change)
+    use_experts(model, request.experts, device)
+    return model
 
 
 def join_probe_group(group: ProbeGroup, device: torch.device) -> Ranks:

@@ -51,3 +51,6 @@ class ProbeRequest:
     group: ProbeGroup | None = None  # set when the job's model is sharded over its ranks
     # Training only: adapters, float8 layers and checkpointing change a step's memory as much as its batch does.
     training: TrainingSpec | None = None
+    # Mixtures of experts: the implementation the row runs (None: the model's default); each holds different
+    # intermediates (batched_mm gathers a weight matrix per routed token).
+    experts: str | None = None

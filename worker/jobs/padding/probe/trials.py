@@ -202,7 +202,7 @@ def probe_request(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str
                         compile=probes_compiled(spec), seed=spec.data.seed,
                         cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes,
                         training=spec.training if spec.mode == "training" else None,
-                        precision=probed_precision(spec))
+                        precision=probed_precision(spec), experts=strategy.experts)
 
 
 def probes_compiled(spec: PaddingJobSpec) -> bool:
