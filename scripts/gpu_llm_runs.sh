@@ -18,8 +18,8 @@ python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda"
 run() {  # NAME SPEC: one padbench job, its table and JSON
   python3 -P -m padbench.cli run "examples/$2" --json "$out/$1.json" > "$out/$1.txt" 2>&1
 }
-plain() {  # PRESET BATCH [ATTENTION SAMPLES]: the plain baseline on the same packs
-  python3 scripts/plain_packed_baseline.py --preset "$1" --source .data/wikitext/all.raw \
+plain() {  # PRESET BATCH [ATTENTION SAMPLES SOURCE]: the plain baseline on the same packs
+  python3 scripts/plain_packed_baseline.py --preset "$1" --source "${5:-.data/wikitext/all.raw}" \
     --tokenizer .data/bert-base-uncased --batch-size "$2" --attention "${3:-plain-varlen}" \
     --num-samples "${4:-8000}" --json "$out/plain-$1.json" > "$out/plain-$1.txt" 2>&1
 }
@@ -40,8 +40,10 @@ case "$part" in
     run qwen2.5-0.5b-fa4 gpu-llm-qwen2.5-0.5b-fa4.yaml
     run llama-3.1-8b-fa4 gpu-llm-llama-3.1-8b-fa4.yaml ;;
   moe)
-    run olmoe-1b-7b gpu-moe-olmoe-1b-7b.yaml; plain olmoe-1b-7b 32 sdpa 4000
-    run qwen3-30b-a3b gpu-moe-qwen3-30b-a3b.yaml; plain qwen3-30b-a3b 8 sdpa 2000 ;;
+    [[ -f .data/code.jsonl ]] || python3 scripts/code_corpus.py \
+      "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')" .data/code.jsonl
+    run olmoe-1b-7b gpu-moe-olmoe-1b-7b.yaml; plain olmoe-1b-7b 32 sdpa 4000 .data/code.jsonl
+    run qwen3-30b-a3b gpu-moe-qwen3-30b-a3b.yaml; plain qwen3-30b-a3b 8 sdpa 2000 .data/code.jsonl ;;
   profile)
     python3 -P scripts/profile_forward.py --preset llama-3.1-8b --tokens 16384 > "$out/profile-llama-3.1-8b.txt" 2>&1 ;;
 esac
