@@ -179,6 +179,9 @@ class GenerateRow(ResultModel):
     cuda_graphs: bool | None = None  # whether decode steps were replayed as CUDA graphs
     compiled: bool | None = None  # whether the decode step ran compiled by torch.compile
     compile_seconds: Annotated[float, Field(ge=0, le=1e6)] | None = None  # in the warm-up, not the measurement
+    # Capturing the CUDA graphs of continuous batching's padded steps with prefills (compiling them included),
+    # before the warm-up: not in the measurement.
+    capture_seconds: Annotated[float, Field(ge=0, le=1e6)] | None = None
     # Headline: Σ output tokens / Σ measured seconds over the repeats (every request served once per repeat).
     output_tokens_per_s: Rate | None = None
     total_tokens_per_s: Rate | None = None  # prompt + output tokens over the same time
@@ -194,6 +197,10 @@ class GenerateRow(ResultModel):
     prompt_tokens: Annotated[int, Field(ge=0, le=10**15)] | None = None
     output_tokens: Annotated[int, Field(ge=0, le=10**15)] | None = None
     prompt_pad_tokens: Annotated[int, Field(ge=0, le=10**15)] | None = None  # pads prefilled beside the prompts
+    # Padding computed so that steps with prefills fill a captured CUDA graph's token count (work, not output).
+    bucket_pad_tokens: Annotated[int, Field(ge=0, le=10**15)] | None = None
+    # Steps with prefills padded to a token bucket, each replaying the CUDA graph captured for its token count.
+    bucketed_prefill_steps: Annotated[int, Field(ge=0, le=10**12)] | None = None
     decode_steps: Annotated[int, Field(ge=0, le=10**12)] | None = None
     prefill_steps: Annotated[int, Field(ge=0, le=10**12)] | None = None
     # Prefill steps that also advanced running decodes (continuous batching refilling a slot).

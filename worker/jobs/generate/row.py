@@ -15,7 +15,7 @@ import torch
 from padbench.contract.generate import GenerateJobSpec, GenerateRow, GenerateStrategyName
 from padbench.contract.results import GpuActivity, MemoryStats
 from padbench.worker.engine.attention.features import AttentionFeatures
-from padbench.worker.engine.decoding.cache import CacheShape, KvCache
+from padbench.worker.engine.decoding.cache import CacheShape, KvCache, TokenBuckets
 from padbench.worker.engine.decoding.decoder import Decoder
 from padbench.worker.engine.decoding.kernels import DecodeKernel, resolve_decode_kernel
 from padbench.worker.engine.model import config_of
@@ -62,6 +62,7 @@ class StrategyRow:
         self.graphs: bool | None = None
         self.compiled: bool | None = None
         self.compile_seconds: float | None = None
+        self.capture_seconds: float | None = None
         self.kv_cache_bytes: int | None = None
         self.slots = self._slots()
 
@@ -103,6 +104,7 @@ class StrategyRow:
             warmup_seconds = run_pass(self.strategy, scheduler, decoder, warmup, self.job.device).seconds \
                 if warmup else 0.0
             self.compiled, self.compile_seconds = decoder.compile_decode, decoder.compile_seconds
+            self.capture_seconds = decoder.capture_seconds
             with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
                 passes = []
                 for repeat in range(settings.repeats):
@@ -113,14 +115,21 @@ class StrategyRow:
         return self._measured(passes, warmup_seconds, memory[0], activity[0] if activity else None)
 
     def _engine(self, kernel: DecodeKernel, requests: Sequence[Request], slots: int) -> tuple[Decoder, Scheduler]:
-        capacity = max(len(r.prompt) for r in requests) + max(r.output_length for r in requests) + 1
-        model = self.job.model
-        cache = KvCache(CacheShape.of(config_of(model)), slots, capacity, self.job.device, self.job.dtype)
+        longest_prompt = max(len(r.prompt) for r in requests)
         longest_output = max(r.output_length for r in requests)
+        capacity = longest_prompt + longest_output + 1
+        spec, model = self.job.spec, self.job.model
+        # Continuous batching's steps with prefills replay graphs of a few token counts where they can.
+        buckets = TokenBuckets() if self.strategy == "continuous" and \
+            Decoder.replays_prefills(kernel, self.job.device, spec.cuda_graphs) else None
+        cache = KvCache(CacheShape.of(config_of(model)), slots, capacity, self.job.device, self.job.dtype,
+                        scratch=buckets.step if buckets else 0)
         rows = max(r.row for r in requests) + 1
-        decoder = Decoder(model, kernel, cache, rows, longest_output, self.job.device, self.job.spec.cuda_graphs,
-                          self.job.spec.compile)
-        return decoder, Scheduler(slots, capacity, self.job.pad_id, rows, longest_output)
+        decoder = Decoder(model, kernel, cache, rows, longest_output, self.job.device, spec.cuda_graphs, spec.compile)
+        if buckets is not None:
+            with torch.inference_mode():
+                decoder.capture_buckets(buckets, longest_prompt)
+        return decoder, Scheduler(slots, capacity, self.job.pad_id, rows, longest_output, buckets)
 
     def _check(self, kernel: DecodeKernel) -> GateOutcome:
         requests = self.job.gate_requests
@@ -138,7 +147,8 @@ class StrategyRow:
         return GenerateRow(
             strategy=self.strategy, attention=self.job.spec.attention, kernel=self.kernel_name, context=self.context,
             batch_size=self.slots, cuda_graphs=self.graphs, compiled=self.compiled,
-            compile_seconds=self.compile_seconds, kv_cache_bytes=self.kv_cache_bytes,
+            compile_seconds=self.compile_seconds, capture_seconds=self.capture_seconds,
+            kv_cache_bytes=self.kv_cache_bytes,
             correctness_passed=gate.passed if gate else None,
             gate_requests=len(self.job.gate_requests) if gate else None, gate_detail=gate.detail if gate else None,
             max_logit_error=gate.max_error if gate else None, logit_tolerance=gate.tolerance if gate else None,
