@@ -115,6 +115,10 @@ class GenerateJobSpec(JobSpecBase):
     # torch.compile the graphed decode step (fuses the elementwise kernels between its matmuls); the result
     # states whether it compiled and how long compiling took, which is never inside the measured time.
     compile: bool = True
+    # The strategy rows run each attention layer's query/key/value projections as one matmul, and each gated
+    # MLP's gate/up projections as one (weights concatenated once, when the model is built); the references
+    # run transformers' own layers.
+    fuse_projections: bool = True
     # Context lengths of the decode table: every request's prompt is this long, one row per length.
     context: Annotated[list[SeqLen], Field(min_length=1, max_length=16)] | None = None
     measurement: GenerateMeasurementSpec = GenerateMeasurementSpec()
@@ -178,6 +182,7 @@ class GenerateRow(ResultModel):
     error: str | None = None
     cuda_graphs: bool | None = None  # whether decode steps were replayed as CUDA graphs
     compiled: bool | None = None  # whether the decode step ran compiled by torch.compile
+    fused_layers: Annotated[int, Field(ge=0, le=10**6)] | None = None  # attention layers and MLPs fused
     compile_seconds: Annotated[float, Field(ge=0, le=1e6)] | None = None  # in the warm-up, not the measurement
     # Capturing the CUDA graphs of continuous batching's padded steps with prefills (compiling them included),
     # before the warm-up: not in the measurement.

@@ -17,6 +17,7 @@ from padbench.contract.results import GpuActivity, MemoryStats
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.decoding.cache import CacheShape, KvCache, TokenBuckets
 from padbench.worker.engine.decoding.decoder import Decoder
+from padbench.worker.engine.decoding.fused import SharedWeights, fused_projections
 from padbench.worker.engine.decoding.kernels import DecodeKernel, resolve_decode_kernel
 from padbench.worker.engine.model import config_of
 from padbench.worker.engine.spread import repeat_spread
@@ -46,6 +47,7 @@ class GenerateSetup:
     gate_requests: tuple[Request, ...]
     references: dict[int, ReferenceRun]
     costs: ModelCosts
+    fusable: SharedWeights  # the model's projections that the strategy rows run fused
 
 
 class RowFailed(Exception):
@@ -78,7 +80,8 @@ class StrategyRow:
 
     def run(self) -> GenerateRow:
         try:
-            return self._measure()
+            with fused_projections(self.job.model, self.job.fusable):
+                return self._measure()
         except Exception as error:  # an unavailable kernel, a failed gate, out of memory: this row only
             message = str(error) if isinstance(error, RowFailed) else \
                 f"{type(error).__name__}: {first_line(error, FAILURE_LIMIT)}"
@@ -148,6 +151,7 @@ class StrategyRow:
             strategy=self.strategy, attention=self.job.spec.attention, kernel=self.kernel_name, context=self.context,
             batch_size=self.slots, cuda_graphs=self.graphs, compiled=self.compiled,
             compile_seconds=self.compile_seconds, capture_seconds=self.capture_seconds,
+            fused_layers=self.job.fusable.layers,
             kv_cache_bytes=self.kv_cache_bytes,
             correctness_passed=gate.passed if gate else None,
             gate_requests=len(self.job.gate_requests) if gate else None, gate_detail=gate.detail if gate else None,
