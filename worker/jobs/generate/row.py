@@ -100,7 +100,7 @@ class StrategyRow:
             raise RowFailed(f"correctness gate: {self.gate.detail}")
         settings = self.job.spec.measurement
         with track_peak_memory(self.job.device) as memory:
-            decoder, scheduler = self._engine(kernel, self.requests, self.slots)
+            decoder, scheduler = self.engine(kernel, self.requests, self.slots)
             self.graphs, self.kv_cache_bytes = decoder.use_graphs, decoder.cache.nbytes
             warmup = self.requests[:settings.warmup_requests]
             self.say(0.1, f"warm-up ({len(warmup)} requests)")
@@ -117,7 +117,7 @@ class StrategyRow:
             del decoder
         return self._measured(passes, warmup_seconds, memory[0], activity[0] if activity else None)
 
-    def _engine(self, kernel: DecodeKernel, requests: Sequence[Request], slots: int) -> tuple[Decoder, Scheduler]:
+    def engine(self, kernel: DecodeKernel, requests: Sequence[Request], slots: int) -> tuple[Decoder, Scheduler]:
         longest_prompt = max(len(r.prompt) for r in requests)
         longest_output = max(r.output_length for r in requests)
         capacity = longest_prompt + longest_output + 1
@@ -138,7 +138,7 @@ class StrategyRow:
         requests = self.job.gate_requests
         # Fewer slots than gate requests, so that continuous batching refills slots inside the gate too.
         slots = min(self.slots, max(2, len(requests) // 2))
-        decoder, scheduler = self._engine(kernel, requests, slots)
+        decoder, scheduler = self.engine(kernel, requests, slots)
         decoder.keep_first_logits = True
         run_pass(self.strategy, scheduler, decoder, requests, self.job.device)
         return judge(requests, self.job.references, decoder.generated, decoder.first_logits, self.job.spec.dtype)
