@@ -115,6 +115,10 @@ class GenerateJobSpec(JobSpecBase):
     # torch.compile the graphed decode step (fuses the elementwise kernels between its matmuls); the result
     # states whether it compiled and how long compiling took, which is never inside the measured time.
     compile: bool = True
+    # The strategy rows run each attention layer's query/key/value projections as one matmul, and each gated
+    # MLP's gate/up projections as one (weights concatenated once, when the model is built); the references
+    # run transformers' own layers.
+    fuse_projections: bool = True
     # Context lengths of the decode table: every request's prompt is this long, one row per length.
     context: Annotated[list[SeqLen], Field(min_length=1, max_length=16)] | None = None
     measurement: GenerateMeasurementSpec = GenerateMeasurementSpec()
@@ -178,7 +182,11 @@ class GenerateRow(ResultModel):
     error: str | None = None
     cuda_graphs: bool | None = None  # whether decode steps were replayed as CUDA graphs
     compiled: bool | None = None  # whether the decode step ran compiled by torch.compile
+    fused_layers: Annotated[int, Field(ge=0, le=10**6)] | None = None  # attention layers and MLPs fused
     compile_seconds: Annotated[float, Field(ge=0, le=1e6)] | None = None  # in the warm-up, not the measurement
+    # Capturing the CUDA graphs of continuous batching's padded steps with prefills (compiling them included),
+    # before the warm-up: not in the measurement.
+    capture_seconds: Annotated[float, Field(ge=0, le=1e6)] | None = None
     # Headline: Σ output tokens / Σ measured seconds over the repeats (every request served once per repeat).
     output_tokens_per_s: Rate | None = None
     total_tokens_per_s: Rate | None = None  # prompt + output tokens over the same time
@@ -194,6 +202,10 @@ class GenerateRow(ResultModel):
     prompt_tokens: Annotated[int, Field(ge=0, le=10**15)] | None = None
     output_tokens: Annotated[int, Field(ge=0, le=10**15)] | None = None
     prompt_pad_tokens: Annotated[int, Field(ge=0, le=10**15)] | None = None  # pads prefilled beside the prompts
+    # Padding computed so that steps with prefills fill a captured CUDA graph's token count (work, not output).
+    bucket_pad_tokens: Annotated[int, Field(ge=0, le=10**15)] | None = None
+    # Steps with prefills padded to a token bucket, each replaying the CUDA graph captured for its token count.
+    bucketed_prefill_steps: Annotated[int, Field(ge=0, le=10**12)] | None = None
     decode_steps: Annotated[int, Field(ge=0, le=10**12)] | None = None
     prefill_steps: Annotated[int, Field(ge=0, le=10**12)] | None = None
     # Prefill steps that also advanced running decodes (continuous batching refilling a slot).

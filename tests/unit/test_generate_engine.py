@@ -14,7 +14,7 @@ import torch
 from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.attention.ops import KernelUnavailable
-from padbench.worker.engine.decoding.cache import CacheShape, HostPlan, KvCache
+from padbench.worker.engine.decoding.cache import CacheShape, HostPlan, KvCache, TokenBuckets
 from padbench.worker.engine.decoding.decoder import Decoder
 from padbench.worker.engine.decoding.kernels import DECODE_KERNELS, DecodeKernel, resolve_decode_kernel
 from padbench.worker.engine.model import build_model, config_of
@@ -51,20 +51,21 @@ def family(request: pytest.FixtureRequest) -> tuple[str, torch.nn.Module, list[R
 
 
 def decode(model: torch.nn.Module, kernel: DecodeKernel, strategy: str, requests: Sequence[Request],
-           slots: int = SLOTS) -> Decoder:
+           slots: int = SLOTS, buckets: TokenBuckets | None = None) -> Decoder:
     capacity = max(len(r.prompt) for r in requests) + max(r.output_length for r in requests) + 1
     longest = max(r.output_length for r in requests)
-    cache = KvCache(CacheShape.of(config_of(model)), slots, capacity, CPU, torch.float32)
+    cache = KvCache(CacheShape.of(config_of(model)), slots, capacity, CPU, torch.float32,
+                    scratch=buckets.step if buckets else 0)
     decoder = Decoder(model, kernel, cache, len(requests), longest, CPU, cuda_graphs=False)
     decoder.keep_first_logits = True
-    run_pass(strategy, Scheduler(slots, capacity, PAD_ID, len(requests), longest), decoder, requests,  # type: ignore[arg-type]
-             CPU)
+    run_pass(strategy, Scheduler(slots, capacity, PAD_ID, len(requests), longest, buckets), decoder,  # type: ignore[arg-type]
+             requests, CPU)
     return decoder
 
 
 def gate(model: torch.nn.Module, kernel: DecodeKernel, strategy: str, requests: Sequence[Request],
-         references: dict[int, ReferenceRun]) -> GateOutcome:
-    decoder = decode(model, kernel, strategy, requests)
+         references: dict[int, ReferenceRun], buckets: TokenBuckets | None = None) -> GateOutcome:
+    decoder = decode(model, kernel, strategy, requests, buckets=buckets)
     return judge(requests, references, decoder.generated, decoder.first_logits, "fp32")
 
 
@@ -159,3 +160,57 @@ def test_a_missing_first_step_fails_the_gate(llama: tuple) -> None:
     decoder.first_logits.pop(3)
     outcome = judge(requests, references, decoder.generated, decoder.first_logits, "fp32")
     assert not outcome.passed and outcome.detail == "gate request 3: no first-step logits were produced"
+
+
+# --- steps padded to token buckets ---------------------------------------------------------------------------
+
+# Small buckets, so that most steps with prefills are padded (and the first, of every slot's prompt, is not).
+BUCKETS = TokenBuckets(step=4, limit=24)
+
+
+@pytest.mark.parametrize("kernel_name", ["eager-kvcache", "sdpa-kvcache"])
+def test_padded_steps_generate_exactly_the_unpadded_tokens_and_touch_no_slot(llama: tuple, kernel_name: str) -> None:
+    model, requests, references = llama
+    kernel = DECODE_KERNELS.get(kernel_name)
+    plain, padded = decode(model, kernel, "continuous", requests), decode(model, kernel, "continuous", requests,
+                                                                         buckets=BUCKETS)
+    # fp32 on one CPU: the same tokens, bit for bit, and nothing written to any request's row but its own.
+    assert torch.equal(padded.generated[:len(requests)], plain.generated[:len(requests)])
+    for request in requests:
+        assert padded.generated[request.row, :request.output_length].tolist() == references[request.row].tokens
+    assert torch.equal(padded.last_tokens[:SLOTS], plain.last_tokens[:SLOTS])
+    # The slots' cache regions hold the same keys and values (to the last bits a matmul of more rows may round
+    # differently): the padding wrote the scratch rows only.
+    end = plain.cache.scratch_start
+    for ours, theirs in zip([*padded.cache.keys, *padded.cache.values], [*plain.cache.keys, *plain.cache.values],
+                            strict=True):
+        torch.testing.assert_close(ours[:end], theirs[:end], rtol=1e-5, atol=1e-6)
+    assert any(tensor[end:].abs().sum() > 0 for tensor in padded.cache.keys)  # the padding did run
+
+
+def leak_padding(into: str) -> Callable[..., int]:
+    """PlanBuilder.pad_to whose padding writes its keys over slot 0's region, or gives the step's first output
+    its logits."""
+    original = schedule.PlanBuilder.pad_to
+
+    def pad_to(self: schedule.PlanBuilder, tokens: int, scratch_start: int, pad_id: int) -> int:
+        before = len(self.tokens)
+        pads = original(self, tokens, scratch_start, pad_id)
+        if into == "cache":
+            self.writes[before:] = range(pads)
+        else:
+            self.logits[0] = tokens - 1
+        return pads
+
+    return pad_to
+
+
+@pytest.mark.parametrize("into", ["cache", "outputs"])
+def test_padding_that_leaks_into_a_slot_fails_the_gate(llama: tuple, monkeypatch: pytest.MonkeyPatch,
+                                                       into: str) -> None:
+    model, requests, references = llama
+    kernel = DECODE_KERNELS.get("sdpa-kvcache")
+    assert gate(model, kernel, "continuous", requests, references, BUCKETS).passed
+    monkeypatch.setattr(schedule.PlanBuilder, "pad_to", leak_padding(into))
+    outcome = gate(model, kernel, "continuous", requests, references, BUCKETS)
+    assert not outcome.passed and outcome.detail.startswith("gate request ")

@@ -16,7 +16,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from padbench.worker.engine.decoding.cache import HostPlan
+from padbench.worker.engine.decoding.cache import HostPlan, TokenBuckets
 from padbench.worker.jobs.generate.passes import plans
 from padbench.worker.jobs.generate.schedule import (
     Request,
@@ -235,3 +235,62 @@ def test_a_batch_larger_than_the_slots_is_refused() -> None:
     reqs = requests()
     with pytest.raises(ValueError, match="exceeds 3 slots"):
         list(scheduler(reqs).batch(reqs))
+
+
+# --- token buckets -------------------------------------------------------------------------------------------
+
+def test_token_buckets_round_a_step_up_to_the_next_multiple_until_the_limit() -> None:
+    buckets = TokenBuckets(step=64, limit=1024)
+    assert [buckets.fit(n) for n in (1, 64, 65, 1000, 1024, 1025)] == [64, 64, 128, 1024, 1024, None]
+    assert list(buckets.sizes()) == list(range(64, 1025, 64))
+    with pytest.raises(ValueError, match="positive step that divides the limit"):
+        TokenBuckets(step=48, limit=100)
+
+
+def trash_free(plan: HostPlan, slots: int) -> tuple[list[list[int]], list[list[int]]]:
+    """A plan's real tokens and real outputs, field by field, leaving out a padding segment and trash outputs."""
+    real = int(plan.query_counts[:slots].sum())
+    outputs = int((plan.out_slot < slots).sum())
+    per_token = [getattr(plan, name)[:real].tolist() for name in ("tokens", "source_slot", "positions",
+                                                                  "write_index")]
+    per_slot = [getattr(plan, name)[:slots].tolist() for name in ("query_counts", "k_start", "k_used")]
+    per_output = [getattr(plan, name)[:outputs].tolist() for name in ("logit_rows", "out_slot", "out_row",
+                                                                      "out_col")]
+    return per_token + per_slot, per_output
+
+
+@pytest.mark.parametrize("slots", [1, 3, 16])
+def test_bucketed_steps_are_the_unbucketed_ones_padded_into_scratch_and_trash(slots: int) -> None:
+    reqs, buckets = requests(), TokenBuckets(step=8, limit=56)
+    plain, bucketed = scheduler(reqs, slots), scheduler(reqs, slots)
+    bucketed.buckets = buckets
+    scratch = slots * plain.capacity
+    padded = 0
+    for (before, record), (after, padded_record) in zip(plain.continuous(reqs), bucketed.continuous(reqs),
+                                                        strict=True):
+        assert trash_free(before, slots) == trash_free(after, slots)
+        size = buckets.fit(len(before.tokens)) if record.kind != "decode" else None
+        if size is None:
+            assert not padded_record.bucketed and len(after.tokens) == len(before.tokens)
+            continue
+        padded += 1
+        pads = size - len(before.tokens)
+        assert padded_record.bucketed and padded_record.bucket_pad_tokens == pads and len(after.tokens) == size
+        # The padding: one segment of the trash slot, keys in the scratch rows, attending to its own keys only.
+        assert after.source_slot[len(before.tokens):].tolist() == [slots] * pads
+        assert after.write_index[len(before.tokens):].tolist() == list(range(scratch, scratch + pads))
+        assert (after.query_counts[slots], after.k_start[slots], after.k_used[slots]) == (pads, scratch, pads)
+        # One output per slot; those nobody asked for go to the trash slot, row and column.
+        assert len(after.out_slot) == slots
+        filler = after.out_slot == slots
+        assert filler.sum() == slots - len(before.out_slot)
+        assert (after.out_row[filler] == plain.trash_row).all() and (after.out_col[filler] == plain.trash_col).all()
+    assert padded > 0
+
+
+def test_only_continuous_batching_pads_its_steps() -> None:
+    reqs = requests()
+    for strategy in ("static", "sorted"):
+        sched = scheduler(reqs)
+        sched.buckets = TokenBuckets(step=8, limit=1024)
+        assert not any(record.bucketed for _, record in plans(strategy, sched, reqs))  # type: ignore[arg-type]

@@ -10,6 +10,11 @@ one decode token, or a whole prompt). Its plan says where each token's keys are 
 its slot each slot's queries attend to; causal alignment is bottom-right (the last query sees the whole
 range), which is both a decode step and a prefill. A left-padded prompt is a prefill whose range starts
 after its pads: the pads are computed, as a padded batch computes them, but never attended to.
+
+A step with prefills may be padded to a bucket's token count (`TokenBuckets`), so that it replays a CUDA graph
+captured for that count: the padding is one more query segment after the slots' (the trash slot), whose keys
+go to scratch rows after the slots' regions and whose outputs go to the trash, so no slot's cache or output
+is touched.
 """
 
 from __future__ import annotations
@@ -39,15 +44,58 @@ class CacheShape:
         return 2 * self.layers * self.kv_heads * self.head_dim * torch.empty((), dtype=dtype).element_size()
 
 
+@dataclass(frozen=True)
+class TokenBuckets:
+    """Token counts (multiples of `step` up to `limit`) that steps with prefills are padded to.
+
+    Each count is one captured CUDA graph. A step of more tokens runs without one: its matmuls, not its
+    kernel launches, set its time.
+    """
+
+    step: int = 64
+    limit: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.step < 1 or self.limit < self.step or self.limit % self.step:
+            raise ValueError(f"token buckets need a positive step that divides the limit, not {self.step} "
+                             f"and {self.limit}")
+
+    def sizes(self) -> range:
+        return range(self.step, self.limit + 1, self.step)
+
+    def fit(self, tokens: int) -> int | None:
+        """The bucket a step of `tokens` tokens is padded to; None beyond the largest."""
+        size = -(-tokens // self.step) * self.step
+        return size if size <= self.limit else None
+
+
 class KvCache:
     def __init__(self, shape: CacheShape, slots: int, capacity: int, device: torch.device,
-                 dtype: torch.dtype) -> None:
-        self.shape, self.slots, self.capacity = shape, slots, capacity
-        rows = (slots * capacity, shape.kv_heads, shape.head_dim)
+                 dtype: torch.dtype, scratch: int = 0) -> None:
+        """`scratch` rows after the slots' regions take the keys of padding tokens (see `TokenBuckets`)."""
+        self.shape, self.slots, self.capacity, self.scratch = shape, slots, capacity, scratch
+        rows = (slots * capacity + scratch, shape.kv_heads, shape.head_dim)
         # Zeros, not empty: masked positions are multiplied by a zero weight, and 0 · NaN of uninitialised
         # memory would still be NaN.
         self.keys = [torch.zeros(rows, device=device, dtype=dtype) for _ in range(shape.layers)]
         self.values = [torch.zeros(rows, device=device, dtype=dtype) for _ in range(shape.layers)]
+
+    @property
+    def scratch_start(self) -> int:
+        return self.slots * self.capacity
+
+    @property
+    def rows(self) -> int:
+        return self.slots * self.capacity + self.scratch
+
+    @property
+    def longest_range(self) -> int:
+        """The most keys one query segment attends to: a slot's region, or the scratch rows."""
+        return max(self.capacity, self.scratch)
+
+    def clear_scratch(self) -> None:
+        for tensor in (*self.keys, *self.values):
+            tensor[self.scratch_start:].zero_()
 
     @property
     def nbytes(self) -> int:
@@ -62,9 +110,10 @@ class HostPlan:
     source_slot: np.ndarray  # (T,) the slot whose last generated token a -1 entry takes
     positions: np.ndarray  # (T,) position ids
     write_index: np.ndarray  # (T,) flat cache row each token's key and value go to
-    query_counts: np.ndarray  # (slots,) query tokens per slot, in slot order
-    k_start: np.ndarray  # (slots,) flat row where each slot's attended range starts
-    k_used: np.ndarray  # (slots,) length of that range, the step's own keys included
+    # (slots,) query tokens per slot, in slot order; (slots + 1,) in a padded step, the padding segment last
+    query_counts: np.ndarray
+    k_start: np.ndarray  # (segments,) flat row where each segment's attended range starts
+    k_used: np.ndarray  # (segments,) length of that range, the step's own keys included
     logit_rows: np.ndarray  # (n,) rows of T whose logits give a next token
     out_slot: np.ndarray  # (n,) the slot each next token belongs to
     out_row: np.ndarray  # (n,) the request row it is recorded under
@@ -82,9 +131,9 @@ class StepInputs:
 
     cache: KvCache
     write_index: torch.Tensor  # (T,) int64
-    cu_q: torch.Tensor  # (slots + 1,) int32
-    k_start: torch.Tensor  # (slots + 1,) int32, last entry unused
-    k_used: torch.Tensor  # (slots,) int32
+    cu_q: torch.Tensor  # (segments + 1,) int32
+    k_start: torch.Tensor  # (segments + 1,) int32, last entry unused
+    k_used: torch.Tensor  # (segments,) int32
     max_q: int
     # The same ranges as host integers, for kernels that loop over slots (None inside a CUDA graph).
     host: HostPlan | None = None

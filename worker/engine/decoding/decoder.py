@@ -7,25 +7,33 @@ pinned host array copied asynchronously, so the host plans the next steps while 
 
 Pure decode steps (every slot one token) have fixed shapes; on CUDA with a graph-safe kernel they are
 captured once as a CUDA graph and replayed: one launch per step instead of one per kernel, which is what
-keeps a small model's decode step from being bound by the host.
+keeps a small model's decode step from being bound by the host. Steps with prefills vary in length; padded to
+token buckets (`TokenBuckets`) they replay a graph captured for each bucket, before anything is timed.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
 from padbench.worker.engine.attention.base import attention_implementation
-from padbench.worker.engine.decoding.cache import HostPlan, KvCache, StepInputs
+from padbench.worker.engine.decoding.cache import HostPlan, KvCache, StepInputs, TokenBuckets
 from padbench.worker.engine.decoding.kernels import DecodeKernel
+from padbench.worker.engine.decoding.upload import StepShape, stage, upload, views
 
-# Fields of a plan uploaded to the device, in the order they are packed.
-_PLAN_FIELDS = ("tokens", "source_slot", "positions", "write_index", "k_start", "k_used", "logit_rows", "out_slot",
-                "out_row", "out_col")
 GRAPH_WARMUP_STEPS = 2  # eager runs on a side stream before capture, as torch.cuda.graph requires
+
+
+@dataclass(frozen=True)
+class StepGraph:
+    graph: torch.cuda.CUDAGraph
+    inputs: torch.Tensor  # the static buffer the graph reads its plan from
+    logits: torch.Tensor  # the graph's output, rewritten at each replay
+    max_q: int  # the most queries of one segment its attention launch covers
 
 
 class Decoder:
@@ -33,26 +41,36 @@ class Decoder:
                  max_output: int, device: torch.device, cuda_graphs: bool, compile_decode: bool = False) -> None:
         self.model, self.kernel, self.cache, self.device = model, kernel, cache, device
         slots = cache.slots
-        self.last_tokens = torch.zeros(slots, dtype=torch.long, device=device)
+        # The last entry is the trash slot: the next tokens of padding segments and of unused outputs land there.
+        self.last_tokens = torch.zeros(slots + 1, dtype=torch.long, device=device)
         # Row `requests` and column `max_output` are the trash: writes nobody reads.
         self.generated = torch.full((requests + 1, max_output + 1), -1, dtype=torch.long, device=device)
-        self.cu_q_decode = torch.arange(slots + 1, dtype=torch.int32, device=device)
-        self.use_graphs = cuda_graphs and device.type == "cuda" and kernel.graph_safe
-        self.graph: torch.cuda.CUDAGraph | None = None
+        self.use_graphs = self.graphs_possible(kernel, device, cuda_graphs)
+        self.graphs: dict[StepShape, StepGraph] = {}
+        self._pool: Any = None
         # torch.compile fuses the elementwise kernels between a decode step's matmuls (norms, rotary
         # embeddings, activations): with ~50 small kernels per layer, they, not the matmuls, set a small
-        # model's step time. Only the graphed decode step is compiled: its shapes never change.
+        # model's step time. The graphed decode step compiles with static shapes: they never change.
         self.compile_decode = compile_decode and self.use_graphs
         # Steps with prefills (any length) run compiled with dynamic shapes where their kernel needs no host
         # ranges: eagerly, HF's ~50 operations per layer cost a mixed step of continuous batching ~15 ms of
         # launches on the host, several decode steps' worth.
-        self.compile_steps = self.compile_decode and kernel.graph_safe and not kernel.loops_over_slots
+        self.compile_steps = self.compile_decode and not kernel.loops_over_slots
         self._compiled: Any = None
         self._compiled_dynamic: Any = None
         self.compile_seconds: float | None = None
-        self._staged = torch.zeros(len(_PLAN_FIELDS) * (slots + 1), dtype=torch.long, device=device)
+        self.capture_seconds: float | None = None
         self.keep_first_logits = False
         self.first_logits: dict[int, torch.Tensor] = {}  # request row → its first step's logits (the gate)
+
+    @staticmethod
+    def graphs_possible(kernel: DecodeKernel, device: torch.device, cuda_graphs: bool) -> bool:
+        return cuda_graphs and device.type == "cuda" and kernel.graph_safe
+
+    @staticmethod
+    def replays_prefills(kernel: DecodeKernel, device: torch.device, cuda_graphs: bool) -> bool:
+        """Whether steps with prefills can replay graphs: their kernel must not loop over host ranges."""
+        return Decoder.graphs_possible(kernel, device, cuda_graphs) and not kernel.loops_over_slots
 
     def reset(self) -> None:
         self.generated.fill_(-1)
@@ -60,38 +78,25 @@ class Decoder:
 
     def step(self, plan: HostPlan) -> None:
         """Issue one step; returns before the device has run it."""
-        if self.use_graphs and plan.decode_only:
-            self._replay(plan)
+        shape = StepShape.of(plan)
+        if self.use_graphs and (shape in self.graphs or plan.decode_only):
+            self._keep_first(plan, self._replay(plan, shape))
         else:
-            self._eager(plan)
+            self._keep_first(plan, self._eager(plan))
 
-    # --- eager -------------------------------------------------------------------------------------------
-
-    def _eager(self, plan: HostPlan) -> None:
-        fields = self._upload(plan)
-        # A pure decode step takes the path its CUDA graph takes (no host ranges), so the CPU runs it too.
-        host = None if plan.decode_only and self.kernel.graph_safe else plan
-        logits = self._forward(fields, max_q=int(plan.query_counts.max(initial=0)), host=host,
-                               compiled=(self.compile_decode and host is None) or self.compile_steps)
+    def _keep_first(self, plan: HostPlan, logits: torch.Tensor) -> None:
         if self.keep_first_logits:
             for index in np.flatnonzero(plan.out_col == 0):
                 self.first_logits[int(plan.out_row[index])] = logits[index].float().cpu()
 
-    def _upload(self, plan: HostPlan) -> dict[str, torch.Tensor]:
-        slots = self.cache.slots
-        cu_q = np.concatenate([[0], np.cumsum(plan.query_counts)])
-        k_start = np.concatenate([plan.k_start, [slots * self.cache.capacity]])
-        arrays = {"tokens": plan.tokens, "source_slot": plan.source_slot, "positions": plan.positions,
-                  "write_index": plan.write_index, "cu_q": cu_q, "k_start": k_start, "k_used": plan.k_used,
-                  "logit_rows": plan.logit_rows, "out_slot": plan.out_slot, "out_row": plan.out_row,
-                  "out_col": plan.out_col}
-        packed = torch.from_numpy(np.concatenate(list(arrays.values())).astype(np.int64))
-        on_device = packed.pin_memory().to(self.device, non_blocking=True) if self.device.type == "cuda" else packed
-        views, offset = {}, 0
-        for name, array in arrays.items():
-            views[name] = on_device[offset:offset + len(array)]
-            offset += len(array)
-        return views
+    # --- eager -------------------------------------------------------------------------------------------
+
+    def _eager(self, plan: HostPlan) -> torch.Tensor:
+        fields = upload(plan, self.cache.rows, self.device)
+        # A pure decode step takes the path its CUDA graph takes (no host ranges), so the CPU runs it too.
+        host = None if plan.decode_only and self.kernel.graph_safe else plan
+        return self._forward(fields, max_q=int(plan.query_counts.max(initial=0)), host=host,
+                             compiled=(self.compile_decode and host is None) or self.compile_steps)
 
     def _forward(self, fields: dict[str, torch.Tensor], max_q: int, host: HostPlan | None,
                  compiled: bool = False) -> torch.Tensor:
@@ -124,52 +129,74 @@ class Decoder:
 
     def _compiled_steps(self) -> Any:
         if self._compiled_dynamic is None:
+            torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
             self._compiled_dynamic = torch.compile(self._core, dynamic=True)
         return self._compiled_dynamic
 
-    # --- CUDA graph --------------------------------------------------------------------------------------
+    # --- CUDA graphs -------------------------------------------------------------------------------------
 
-    def _decode_fields(self) -> dict[str, torch.Tensor]:
-        """Views of the static upload buffer as a pure decode step's fields (every slot one token)."""
-        slots = self.cache.slots
-        views = {name: self._staged[i * (slots + 1):i * (slots + 1) + slots] for i, name in enumerate(_PLAN_FIELDS)}
-        views["k_start"] = self._staged[4 * (slots + 1):5 * (slots + 1)]
-        views["cu_q"] = self.cu_q_decode
-        return views
+    def _replay(self, plan: HostPlan, shape: StepShape) -> torch.Tensor:
+        graph = self.graphs.get(shape)
+        if graph is None:  # the decode step's graph, captured at the first decode step (of the warm-up)
+            started = time.perf_counter()
+            graph = self.graphs[shape] = self._capture(plan, max_q=1, compiled=self.compile_decode)
+            if self.compile_decode:
+                self.compile_seconds = time.perf_counter() - started
+        if plan.query_counts.max(initial=0) > graph.max_q:
+            raise ValueError(f"a step segment of {plan.query_counts.max()} tokens exceeds the {graph.max_q} its "
+                             "CUDA graph was captured for")
+        stage(graph.inputs, plan, self.cache.rows)
+        graph.graph.replay()
+        return graph.logits
 
-    def _stage(self, plan: HostPlan) -> None:
-        slots = self.cache.slots
-        rows = np.zeros((len(_PLAN_FIELDS), slots + 1), dtype=np.int64)
-        for index, name in enumerate(_PLAN_FIELDS):
-            values = getattr(plan, name)
-            rows[index, :len(values)] = values
-        rows[4, slots] = slots * self.cache.capacity
-        self._staged.copy_(torch.from_numpy(rows.reshape(-1)).pin_memory(), non_blocking=True)
+    def capture_buckets(self, buckets: TokenBuckets, longest_prompt: int) -> None:
+        """Captures one graph per bucket of padded steps, before any pass: each plan keeps every query segment
+        (the slots' and the padding's), one output per slot, and attends at most `longest_prompt` queries per
+        segment (a prompt; the padding is shorter than a bucket's step)."""
+        started = time.perf_counter()
+        for size in reversed(buckets.sizes()):  # the largest first: later graphs reuse its pool memory
+            plan = self._capture_plan(size)
+            max_q = min(size, max(longest_prompt, buckets.step))
+            self.graphs[StepShape.of(plan)] = self._capture(plan, max_q, compiled=self.compile_steps)
+        # The capture plans' segments may exceed `max_q`; whatever their uncomputed rows left in the scratch
+        # rows goes, so that no NaN sits in the cache.
+        self.cache.clear_scratch()
+        torch.cuda.synchronize(self.device)
+        self.capture_seconds = time.perf_counter() - started
 
-    def _replay(self, plan: HostPlan) -> None:
-        self._stage(plan)
-        if self.graph is None:
-            self.graph = self._capture()
-        self.graph.replay()
+    def _capture_plan(self, size: int) -> HostPlan:
+        """A padded step whose tokens all belong to the padding segment: capturing it writes scratch rows and
+        the trash only."""
+        slots, scratch, start = self.cache.slots, self.cache.scratch, self.cache.scratch_start
+        zeros, trash = np.zeros(size, dtype=np.int64), np.full(slots, slots, dtype=np.int64)
+        return HostPlan(tokens=zeros, source_slot=np.full(size, slots, dtype=np.int64), positions=zeros,
+                        write_index=start + np.arange(size) % scratch,
+                        query_counts=np.array([0] * slots + [size]), k_start=np.full(slots + 1, start),
+                        k_used=np.array([0] * slots + [min(size, scratch)]),
+                        logit_rows=np.full(slots, size - 1), out_slot=trash,
+                        out_row=np.full(slots, self.generated.shape[0] - 1),
+                        out_col=np.full(slots, self.generated.shape[1] - 1))
 
-    def _capture(self) -> torch.cuda.CUDAGraph:
-        fields = self._decode_fields()
+    def _capture(self, plan: HostPlan, max_q: int, compiled: bool) -> StepGraph:
+        shape = StepShape.of(plan)
+        inputs = torch.zeros(shape.length, dtype=torch.long, device=self.device)
+        stage(inputs, plan, self.cache.rows)
+        fields = views(inputs, shape)
         # Capture runs the step for real: warm-up and capture write tokens and cache rows, so they run on
         # copies of the state they would change and the state is restored afterwards.
         saved_tokens, saved_generated = self.last_tokens.clone(), self.generated.clone()
         side = torch.cuda.Stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
-        started = time.perf_counter()
         with torch.cuda.stream(side):
             for _ in range(GRAPH_WARMUP_STEPS):
-                self._forward(fields, 1, None, self.compile_decode)
+                self._forward(fields, max_q, None, compiled)
         torch.cuda.current_stream(self.device).wait_stream(side)
-        if self.compile_decode:
-            torch.cuda.synchronize(self.device)
-            self.compile_seconds = time.perf_counter() - started
+        torch.cuda.synchronize(self.device)
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            self._forward(fields, 1, None, self.compile_decode)
+        with torch.cuda.graph(graph, pool=self._pool):
+            logits = self._forward(fields, max_q, None, compiled)
         self.last_tokens.copy_(saved_tokens)
         self.generated.copy_(saved_generated)
-        return graph
+        return StepGraph(graph, inputs, logits, max_q)

@@ -119,11 +119,11 @@ class TorchFlashDecode(DecodeKernel):
                softcap: float | None, window: int | None, sinks: torch.Tensor | None = None) -> torch.Tensor:
         slots, kv_heads = step.cache.slots, keys.shape[1]
         groups = q.shape[1] // kv_heads
-        if step.max_q == 1 and q.shape[0] == slots and groups > 1 and window is None:
+        if step.max_q == 1 and q.shape[0] == slots == step.k_used.numel() and groups > 1 and window is None:
             return self._attend_grouped_decode(q, keys, values, step, scale, groups)
         windowed = {"window_size_left": window - 1, "window_size_right": 0} if window else {}
         out = torch.ops.aten._flash_attention_forward(
-            q, keys, values, step.cu_q, step.k_start, step.max_q, step.cache.capacity, 0.0, True, False,
+            q, keys, values, step.cu_q, step.k_start, step.max_q, step.cache.longest_range, 0.0, True, False,
             scale=scale, seqused_k=step.k_used, **windowed)
         return out[0]
 
@@ -224,7 +224,7 @@ class SdpaDecode(SlotLoopKernel):
         slots, capacity = step.cache.slots, step.cache.capacity
 
         def regions(cache: torch.Tensor) -> torch.Tensor:  # (slots, kv_heads, capacity, d), a view
-            return cache.view(slots, capacity, *cache.shape[1:]).transpose(1, 2)
+            return cache[:slots * capacity].view(slots, capacity, *cache.shape[1:]).transpose(1, 2)
 
         out = F.scaled_dot_product_attention(q.unsqueeze(2), regions(keys), regions(values), attn_mask=mask,
                                              scale=scale, enable_gqa=True)

@@ -49,15 +49,17 @@ def row_figures(passes: Sequence[PassTiming], requests: Sequence[Request], costs
     output = sum(request.output_length for request in requests) * len(passes)
     prompt = sum(len(request.prompt) for request in requests) * len(passes)
     first, between, decode_time, decode_tokens, decode_bytes = [], [], 0.0, 0, 0
-    flops = useful = slots = prefills = interleaved = decode_steps = pads = 0
+    flops = useful = slots = prefills = interleaved = decode_steps = pads = bucket_pads = bucketed = 0
     for step_seconds, record in _steps(passes):
         first += [step_seconds] * len(record.admitted)
         between += [step_seconds] * record.useful_decodes
         useful, slots, pads = useful + record.useful_decodes, slots + record.decode_slots, pads + record.pad_tokens
         prefills += bool(record.admitted)
         interleaved += record.kind == "mixed"
+        bucket_pads += record.bucket_pad_tokens
+        bucketed += record.bucketed
         prompts = [len(by_row[row].prompt) for row in record.admitted]
-        computed = record.prompt_tokens + record.pad_tokens + record.decode_slots
+        computed = record.prompt_tokens + record.pad_tokens + record.bucket_pad_tokens + record.decode_slots
         logits = len(record.admitted) + record.decode_slots
         flops += (computed * costs.body_flops_per_token + logits * costs.head_flops_per_logit
                   + costs.attention_flops_per_key * (record.kv_read_tokens + sum(n * (n + 1) // 2 for n in prompts)))
@@ -74,7 +76,8 @@ def row_figures(passes: Sequence[PassTiming], requests: Sequence[Request], costs
         "time_to_first_token": latency(np.asarray(first)), "time_between_tokens": latency(np.asarray(between)),
         "slot_utilization": useful / slots if slots else None,
         "requests": len(requests), "prompt_tokens": prompt // len(passes), "output_tokens": output // len(passes),
-        "prompt_pad_tokens": pads // len(passes), "decode_steps": decode_steps // len(passes),
+        "prompt_pad_tokens": pads // len(passes), "bucket_pad_tokens": bucket_pads // len(passes),
+        "bucketed_prefill_steps": bucketed // len(passes), "decode_steps": decode_steps // len(passes),
         "prefill_steps": prefills // len(passes), "interleaved_prefills": interleaved // len(passes),
         "measured_seconds": seconds,
         "bandwidth_utilization": decode_bytes / decode_time / costs.copy_bytes_per_s

@@ -17,6 +17,7 @@ from padbench.contract.results import Environment, PartialResult
 from padbench.worker.engine import flops
 from padbench.worker.engine.copy_rate import measure_copy_bytes_per_s
 from padbench.worker.engine.decoding.cache import CacheShape
+from padbench.worker.engine.decoding.fused import SharedWeights, share_fused_weights
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.engine.model import build_model, config_of
 from padbench.worker.jobs.generate.figures import ModelCosts
@@ -67,7 +68,10 @@ def prepare(spec: GenerateJobSpec, progress: ProgressFn) -> GenerateSetup:
     progress(0.08, "timing the device's copy bandwidth and matmul rate")
     peak, _ = peak_flops(device, dtype)
     costs = model_costs(model, dtype, device, peak)
-    return GenerateSetup(spec, device, dtype, model, tuple(requests), pad_id, digest, tuple(sample), references, costs)
+    # Concatenated after the model's costs are read (every parameter still once) and before any row runs.
+    fusable = share_fused_weights(model) if spec.fuse_projections else SharedWeights(())
+    return GenerateSetup(spec, device, dtype, model, tuple(requests), pad_id, digest, tuple(sample), references, costs,
+                         fusable)
 
 
 def planned_rows(spec: GenerateJobSpec) -> list[tuple[str, int | None]]:

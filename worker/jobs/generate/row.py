@@ -15,8 +15,9 @@ import torch
 from padbench.contract.generate import GenerateJobSpec, GenerateRow, GenerateStrategyName
 from padbench.contract.results import GpuActivity, MemoryStats
 from padbench.worker.engine.attention.features import AttentionFeatures
-from padbench.worker.engine.decoding.cache import CacheShape, KvCache
+from padbench.worker.engine.decoding.cache import CacheShape, KvCache, TokenBuckets
 from padbench.worker.engine.decoding.decoder import Decoder
+from padbench.worker.engine.decoding.fused import SharedWeights, fused_projections
 from padbench.worker.engine.decoding.kernels import DecodeKernel, resolve_decode_kernel
 from padbench.worker.engine.model import config_of
 from padbench.worker.engine.spread import repeat_spread
@@ -46,6 +47,7 @@ class GenerateSetup:
     gate_requests: tuple[Request, ...]
     references: dict[int, ReferenceRun]
     costs: ModelCosts
+    fusable: SharedWeights  # the model's projections that the strategy rows run fused
 
 
 class RowFailed(Exception):
@@ -62,6 +64,7 @@ class StrategyRow:
         self.graphs: bool | None = None
         self.compiled: bool | None = None
         self.compile_seconds: float | None = None
+        self.capture_seconds: float | None = None
         self.kv_cache_bytes: int | None = None
         self.slots = self._slots()
 
@@ -77,7 +80,8 @@ class StrategyRow:
 
     def run(self) -> GenerateRow:
         try:
-            return self._measure()
+            with fused_projections(self.job.model, self.job.fusable):
+                return self._measure()
         except Exception as error:  # an unavailable kernel, a failed gate, out of memory: this row only
             message = str(error) if isinstance(error, RowFailed) else \
                 f"{type(error).__name__}: {first_line(error, FAILURE_LIMIT)}"
@@ -96,13 +100,14 @@ class StrategyRow:
             raise RowFailed(f"correctness gate: {self.gate.detail}")
         settings = self.job.spec.measurement
         with track_peak_memory(self.job.device) as memory:
-            decoder, scheduler = self._engine(kernel, self.requests, self.slots)
+            decoder, scheduler = self.engine(kernel, self.requests, self.slots)
             self.graphs, self.kv_cache_bytes = decoder.use_graphs, decoder.cache.nbytes
             warmup = self.requests[:settings.warmup_requests]
             self.say(0.1, f"warm-up ({len(warmup)} requests)")
             warmup_seconds = run_pass(self.strategy, scheduler, decoder, warmup, self.job.device).seconds \
                 if warmup else 0.0
             self.compiled, self.compile_seconds = decoder.compile_decode, decoder.compile_seconds
+            self.capture_seconds = decoder.capture_seconds
             with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
                 passes = []
                 for repeat in range(settings.repeats):
@@ -112,21 +117,28 @@ class StrategyRow:
             del decoder
         return self._measured(passes, warmup_seconds, memory[0], activity[0] if activity else None)
 
-    def _engine(self, kernel: DecodeKernel, requests: Sequence[Request], slots: int) -> tuple[Decoder, Scheduler]:
-        capacity = max(len(r.prompt) for r in requests) + max(r.output_length for r in requests) + 1
-        model = self.job.model
-        cache = KvCache(CacheShape.of(config_of(model)), slots, capacity, self.job.device, self.job.dtype)
+    def engine(self, kernel: DecodeKernel, requests: Sequence[Request], slots: int) -> tuple[Decoder, Scheduler]:
+        longest_prompt = max(len(r.prompt) for r in requests)
         longest_output = max(r.output_length for r in requests)
+        capacity = longest_prompt + longest_output + 1
+        spec, model = self.job.spec, self.job.model
+        # Continuous batching's steps with prefills replay graphs of a few token counts where they can.
+        buckets = TokenBuckets() if self.strategy == "continuous" and \
+            Decoder.replays_prefills(kernel, self.job.device, spec.cuda_graphs) else None
+        cache = KvCache(CacheShape.of(config_of(model)), slots, capacity, self.job.device, self.job.dtype,
+                        scratch=buckets.step if buckets else 0)
         rows = max(r.row for r in requests) + 1
-        decoder = Decoder(model, kernel, cache, rows, longest_output, self.job.device, self.job.spec.cuda_graphs,
-                          self.job.spec.compile)
-        return decoder, Scheduler(slots, capacity, self.job.pad_id, rows, longest_output)
+        decoder = Decoder(model, kernel, cache, rows, longest_output, self.job.device, spec.cuda_graphs, spec.compile)
+        if buckets is not None:
+            with torch.inference_mode():
+                decoder.capture_buckets(buckets, longest_prompt)
+        return decoder, Scheduler(slots, capacity, self.job.pad_id, rows, longest_output, buckets)
 
     def _check(self, kernel: DecodeKernel) -> GateOutcome:
         requests = self.job.gate_requests
         # Fewer slots than gate requests, so that continuous batching refills slots inside the gate too.
         slots = min(self.slots, max(2, len(requests) // 2))
-        decoder, scheduler = self._engine(kernel, requests, slots)
+        decoder, scheduler = self.engine(kernel, requests, slots)
         decoder.keep_first_logits = True
         run_pass(self.strategy, scheduler, decoder, requests, self.job.device)
         return judge(requests, self.job.references, decoder.generated, decoder.first_logits, self.job.spec.dtype)
@@ -138,7 +150,9 @@ class StrategyRow:
         return GenerateRow(
             strategy=self.strategy, attention=self.job.spec.attention, kernel=self.kernel_name, context=self.context,
             batch_size=self.slots, cuda_graphs=self.graphs, compiled=self.compiled,
-            compile_seconds=self.compile_seconds, kv_cache_bytes=self.kv_cache_bytes,
+            compile_seconds=self.compile_seconds, capture_seconds=self.capture_seconds,
+            fused_layers=self.job.fusable.layers,
+            kv_cache_bytes=self.kv_cache_bytes,
             correctness_passed=gate.passed if gate else None,
             gate_requests=len(self.job.gate_requests) if gate else None, gate_detail=gate.detail if gate else None,
             max_logit_error=gate.max_error if gate else None, logit_tolerance=gate.tolerance if gate else None,

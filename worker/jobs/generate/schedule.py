@@ -9,6 +9,8 @@ single token back from the device: the host plans every step ahead of the GPU.
 - `sorted`: the same after ordering requests by output length, then prompt length (generation's binning).
 - `continuous`: a finished request's slot is refilled at the next step: the new prompts are prefilled,
   packed, in the same forward as the running slots' decode tokens; steps with no prefill are pure decode.
+  Given token buckets, a step with prefills is padded to its bucket's token count (a trash segment after the
+  slots, see `decoding.cache`) and to one output per slot: the fixed shape of the CUDA graph it replays.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from padbench.worker.engine.decoding.cache import HostPlan
+from padbench.worker.engine.decoding.cache import HostPlan, TokenBuckets
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,8 @@ class StepRecord:
     decode_slots: int = 0  # decode tokens computed (finished and empty slots included)
     prompt_tokens: int = 0
     pad_tokens: int = 0
+    bucketed: bool = False  # padded to a token bucket (it replays that bucket's CUDA graph)
+    bucket_pad_tokens: int = 0  # computed to fill the step to its bucket's token count (work, not output)
     kv_read_tokens: int = 0  # keys each decode token attends to, summed (what a decode step reads)
 
 
@@ -93,6 +97,23 @@ class PlanBuilder:
         scratch = slot * self.capacity + self.capacity - 1
         self.decode(slot, 0, scratch, scratch, 1, self.trash_row, self.trash_col)
 
+    def pad_to(self, tokens: int, scratch_start: int, pad_id: int) -> int:
+        """Fills the step to `tokens` tokens with a segment of the trash slot (after the real slots): its keys go
+        to scratch rows from `scratch_start` that only it reads, its outputs to the trash. Outputs are filled to
+        one per slot, the trash's too. Returns the padding's token count."""
+        pads, trash_slot = tokens - len(self.tokens), len(self.counts)
+        self.tokens += [pad_id] * pads
+        self.source += [trash_slot] * pads
+        self.positions += range(pads)
+        self.writes += range(scratch_start, scratch_start + pads)
+        self.counts.append(pads)
+        self.k_start.append(scratch_start)
+        self.k_used.append(pads)
+        missing = trash_slot - len(self.out)
+        self.logits += [tokens - 1] * missing
+        self.out += [(trash_slot, self.trash_row, self.trash_col)] * missing
+        return pads
+
     def build(self) -> HostPlan:
         def array(values: Sequence[int]) -> np.ndarray:
             return np.asarray(values, dtype=np.int64)
@@ -107,9 +128,10 @@ class PlanBuilder:
 class Scheduler:
     """Plans the steps of one pass over `requests` with `slots` sequences decoding at once."""
 
-    def __init__(self, slots: int, capacity: int, pad_id: int, trash_row: int, trash_col: int) -> None:
+    def __init__(self, slots: int, capacity: int, pad_id: int, trash_row: int, trash_col: int,
+                 buckets: TokenBuckets | None = None) -> None:
         self.slots, self.capacity, self.pad_id = slots, capacity, pad_id
-        self.trash_row, self.trash_col = trash_row, trash_col
+        self.trash_row, self.trash_col, self.buckets = trash_row, trash_col, buckets
         self.state = [_Slot() for _ in range(slots)]
 
     def _builder(self) -> PlanBuilder:
@@ -170,13 +192,21 @@ class Scheduler:
                 if slot in free and queue and refill:
                     self._admit(builder, record, slot, queue.pop(), 0)
                 elif not self.state[slot].finished or not refill:
-                    # A pure decode step has every slot's token (a fixed shape for a CUDA graph); a step with
-                    # prefills runs eagerly, so empty slots sit it out.
+                    # A pure decode step has every slot's token (a fixed shape for a CUDA graph); in a step with
+                    # prefills (its token count varies anyway) empty slots sit it out.
                     if self.state[slot].finished:
                         self.state[slot] = _Slot()
                     self._decode(builder, record, slot)
+            if refill:
+                self._pad_to_bucket(builder, record)
             yield builder.build(), record
         self.state = [_Slot() for _ in range(self.slots)]
+
+    def _pad_to_bucket(self, builder: PlanBuilder, record: StepRecord) -> None:
+        size = self.buckets.fit(len(builder.tokens)) if self.buckets else None
+        if size is not None:
+            record.bucketed = True
+            record.bucket_pad_tokens = builder.pad_to(size, self.slots * self.capacity, self.pad_id)
 
 
 def sorted_order(requests: Sequence[Request]) -> list[Request]:

@@ -1,0 +1,65 @@
+"""Where does a generate row spend its time? Profiles one measured pass of a strategy on a generate spec's
+requests (after a warm-up pass that compiles and captures) and prints the top CUDA kernels and the mean time of
+each kind of step.
+
+    python scripts/profile_generate.py examples/gpu-generate-qwen3-1.7b-code-uniform.yaml \
+        [--strategy continuous] [--requests 128] [--rows 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+
+import numpy as np
+from torch.profiler import ProfilerActivity, profile
+
+from padbench.contract.generate import GenerateJobSpec
+from padbench.specfile import load_spec_document
+from padbench.worker.engine.decoding.fused import fused_projections
+from padbench.worker.engine.decoding.kernels import resolve_decode_kernel
+from padbench.worker.jobs.generate.job import prepare
+from padbench.worker.jobs.generate.passes import PassTiming, run_pass
+from padbench.worker.jobs.generate.row import StrategyRow
+
+
+def step_kinds(timing: PassTiming) -> dict[str, list[float]]:
+    kinds: dict[str, list[float]] = defaultdict(list)
+    for seconds, record in zip(timing.step_seconds, timing.records, strict=True):
+        how = "bucketed" if record.bucketed else "unpadded"
+        kind = record.kind if record.kind == "decode" else f"{record.kind} ({how})"
+        kinds[kind].append(seconds)
+    return kinds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("spec")
+    parser.add_argument("--strategy", default="continuous", choices=["static", "sorted", "continuous"])
+    parser.add_argument("--requests", type=int, default=128)
+    parser.add_argument("--rows", type=int, default=30)
+    args = parser.parse_args()
+    document = load_spec_document(args.spec)
+    document["data"] = {**document["data"], "num_samples": args.requests}
+    spec = GenerateJobSpec.model_validate({**document, "references": []})
+    job = prepare(spec, lambda fraction, message: print(f"{fraction:.2f} {message}", flush=True))
+    row = StrategyRow(job, args.strategy, job.requests, None, lambda *_: None)
+    kernel = resolve_decode_kernel(spec.attention, job.device, job.dtype)
+    with fused_projections(job.model, job.fusable):
+        decoder, scheduler = row.engine(kernel, job.requests, row.slots)
+        run_pass(args.strategy, scheduler, decoder, job.requests, job.device)  # compiles and captures
+        decoder.reset()
+        # On a GPU, its activity only: tracing the host would slow the host side of every step.
+        activity = ProfilerActivity.CUDA if job.device.type == "cuda" else ProfilerActivity.CPU
+        with profile(activities=[activity]) as profiler:
+            timing = run_pass(args.strategy, scheduler, decoder, job.requests, job.device)
+    order = "cuda_time_total" if job.device.type == "cuda" else "cpu_time_total"
+    print(profiler.key_averages().table(sort_by=order, row_limit=args.rows, max_name_column_width=70))
+    print(f"pass: {timing.seconds * 1e3:.1f} ms, {len(timing.step_seconds)} steps")
+    for kind, seconds in sorted(step_kinds(timing).items()):
+        print(f"{kind:>22}: {len(seconds):5d} steps, mean {np.mean(seconds) * 1e3:7.2f} ms, "
+              f"total {np.sum(seconds) * 1e3:8.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
