@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from padbench.contract.results import CompileReport, PaddingResult, StrategyResult
+from padbench.report.experts import kernel_cell
 
 
 def compiled_rows(result: PaddingResult) -> list[StrategyResult]:
@@ -20,7 +21,7 @@ def compile_lines(result: PaddingResult) -> list[str]:
     lines = [f"torch.compile ({_requested(result)}):"]
     for row in rows:
         assert row.compilation is not None
-        lines.append(f"  {row.label} / {row.kernel}: {_decision(row.compilation)}")
+        lines.append(f"  {row.label} / {kernel_cell(row)}: {_decision(row.compilation)}")
     return lines
 
 
