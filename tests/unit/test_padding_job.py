@@ -24,7 +24,7 @@ from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch, PerSequence
 from padbench.worker.engine.loss import ChunkedLoss, HeadWeights
 from padbench.worker.engine.steps import next_token_labels
-from padbench.worker.jobs.padding import strategy_run
+from padbench.worker.jobs.padding import setup, strategy_run
 from padbench.worker.jobs.padding.job import run_padding_job, with_speedups
 from padbench.worker.runtime.device import DeviceUnavailable, resolve_device
 
@@ -229,7 +229,7 @@ class ScaledHeadLoss(ChunkedLoss):
 
 
 def test_a_fused_loss_that_misses_the_full_logits_fails_its_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(strategy_run, "resolve_loss", lambda choice, device: ScaledHeadLoss())
+    monkeypatch.setattr(setup, "resolve_loss", lambda choice, device: ScaledHeadLoss())
     result = run(tiny_spec(mode="training", strategies=["static", "packed"]))
     for row in result.strategies:
         assert row.status == "failed" and row.correctness_passed  # the layout is right, the loss is not

@@ -42,7 +42,8 @@ from padbench.worker.jobs.padding.auto_batch import (
 from padbench.worker.jobs.padding.fit import check_model_fits, inference_parallelism, whole_copy_fits
 from padbench.worker.jobs.padding.probe.trials import RankProbing
 from padbench.worker.jobs.padding.rank_steps import rank_device
-from padbench.worker.jobs.padding.strategy_run import JobSetup, StrategyRun
+from padbench.worker.jobs.padding.setup import JobSetup
+from padbench.worker.jobs.padding.strategy_run import StrategyRun
 from padbench.worker.runtime.device import resolve_device, torch_dtype
 from padbench.worker.runtime.environment import collect_environment, gpu_topology
 from padbench.worker.runtime.gpu_activity import read_gpu_clocks

@@ -8,25 +8,21 @@ lands in the warm-up; memory peaks cover exactly the device-resident batches, wa
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.experts import ExpertLoad
-from padbench.contract.parallel import Parallelism
 from padbench.contract.results import CompileReport, GpuActivity, MemoryStats, StrategyResult
-from padbench.contract.spec import MeasurementSpec, PaddingJobSpec, StrategySpec
-from padbench.contract.training import RunPrecision, StepSplit
+from padbench.contract.spec import MeasurementSpec, StrategySpec
+from padbench.contract.training import StepSplit
 from padbench.worker.engine import flops
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling
 from padbench.worker.engine.batches import STRATEGIES, Batch, Strategy, first_of_each_shape
 from padbench.worker.engine.correctness import GateResult, check_layout, references_with_noise
-from padbench.worker.engine.data import TokenizedData
 from padbench.worker.engine.expert_load import count_expert_load
 from padbench.worker.engine.experts import ExpertsUnavailable, use_experts
-from padbench.worker.engine.loss import TrainingLoss, resolve_loss
 from padbench.worker.engine.measure import (
     Measurement,
     Throughput,
@@ -38,7 +34,6 @@ from padbench.worker.engine.measure import (
     warmup_order,
 )
 from padbench.worker.engine.rank_measure import RankRun
-from padbench.worker.engine.ranks import ONE_RANK, Ranks
 from padbench.worker.engine.sharding import autocast_forward, autocast_if
 from padbench.worker.engine.spread import repeat_spread
 from padbench.worker.engine.steps import (
@@ -51,7 +46,6 @@ from padbench.worker.engine.steps import (
     training_step,
 )
 from padbench.worker.engine.strategies.tiers import TieredStrategy, Tiers
-from padbench.worker.engine.training_features import AppliedTraining
 from padbench.worker.jobs.padding.compiling import RowCompiler, choose_compiled_step
 from padbench.worker.jobs.padding.rank_steps import (
     StrategyFailed,
@@ -62,67 +56,12 @@ from padbench.worker.jobs.padding.rank_steps import (
     group_figures,
     rank_device,
 )
+from padbench.worker.jobs.padding.setup import JobSetup
 from padbench.worker.jobs.padding.training_checks import check_training_loss, step_split
 from padbench.worker.runtime.gpu_activity import sample_gpu_activity
 from padbench.worker.runtime.memory import track_peak_memory
 from padbench.worker.runtime.messages import first_line
 from padbench.worker.runtime.progress import ProgressFn
-
-# A training step's backward costs twice its forward (gradients of activations and of weights); with adapters on
-# a frozen base, once (gradients of activations only: the base weights get none, and the adapters' own FLOPs
-# are a rounding error). Recomputation under activation checkpointing is not counted: MFU counts the model's
-# FLOPs, not the hardware's, so that checkpointing shows as the lower MFU it costs.
-TRAINING_FLOP_FACTOR = 3
-ADAPTER_TRAINING_FLOP_FACTOR = 2
-
-
-@dataclass(frozen=True)
-class JobSetup:
-    """What every strategy of a job shares."""
-
-    spec: PaddingJobSpec
-    device: torch.device
-    dtype: torch.dtype
-    model: torch.nn.Module
-    data: TokenizedData
-    sample: tuple[list[int], ...]  # the correctness gate's sequences
-    references: tuple[torch.Tensor, ...]  # their one-at-a-time logits, on the host
-    reference_noise: float  # how far two correct references of the sample differ (the gate's noise floor)
-    peak_flops: float | None  # the device's peak FLOP/s in the job's dtype, for MFU; None when unknown
-    peak_source: str | None
-    matmul_flops: float | None  # the device's GEMM rate in the job's dtype, measured in this job (FLOP/s)
-    initial_state: dict[str, torch.Tensor] | None  # host copy of the weights, restored between training runs
-    ranks: Ranks = ONE_RANK  # this process's place among the job's ranks (one, unless the job spans GPUs)
-    share: tuple[list[int], ...] = ()  # the sequences this rank measures (all of them on one rank)
-    precision: RunPrecision = "bf16"  # what the weights are kept in: the dtype, or `amp` over fp32 weights
-    parallelism: Parallelism = "single"
-    applied_training: AppliedTraining | None = None  # how a training job's model trains (None: inference)
-    default_experts: str | None = None  # mixtures of experts: what transformers chose to run them with
-
-    @property
-    def autocast(self) -> bool:
-        """One process under `amp`: fp32 weights, each forward computing in the job's dtype (sharded models
-        are cast by FSDP's own policy)."""
-        return self.precision == "amp" and self.parallelism == "single"
-
-    @property
-    def loss(self) -> TrainingLoss:
-        """The loss `training.loss` asks for, as it runs on this job's device."""
-        return resolve_loss(self.spec.training.loss, self.device)
-
-    @property
-    def flop_factor(self) -> int:
-        """Model FLOPs of a step in units of the forward's."""
-        if self.spec.mode != "training":
-            return 1
-        adapters = self.applied_training is not None and self.applied_training.method != "full"
-        return ADAPTER_TRAINING_FLOP_FACTOR if adapters else TRAINING_FLOP_FACTOR
-
-    @property
-    def loss_name(self) -> str | None:
-        """What computed a training job's loss (e.g. `chunked-linear-cross-entropy`); None for inference."""
-        return self.loss.name if self.spec.mode == "training" else None
-
 
 FAILURE_LIMIT = 500  # characters of a failed row's error
 

@@ -7,8 +7,6 @@ after the measurement, never inside it (padbench.worker.engine.step_split).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from padbench.contract.training import StepSplit
 from padbench.worker.engine.batches import Batch
 from padbench.worker.engine.loss import FusedLoss
@@ -17,9 +15,7 @@ from padbench.worker.engine.sharding import autocast_if
 from padbench.worker.engine.step_split import SPLIT_STEPS, mean_split, time_step_phases
 from padbench.worker.engine.steps import KernelForwardFn, StepFn, TrainingStep, next_token_labels
 from padbench.worker.jobs.padding.rank_steps import StrategyFailed
-
-if TYPE_CHECKING:
-    from padbench.worker.jobs.padding.strategy_run import JobSetup
+from padbench.worker.jobs.padding.setup import JobSetup
 
 
 def check_training_loss(job: JobSetup, forward: KernelForwardFn, host_batch: Batch, device_batch: Batch) -> None:
