@@ -54,7 +54,7 @@ def test_the_probe_chooses_a_size_per_tier_for_binned_and_one_for_the_rest(monke
                           strategies=[StrategySpec(name="binned", n_bins=8), StrategySpec(name="static"),
                                       StrategySpec(name="packed", batch_size="auto")])
     lengths = [16] * 10 + [32] * 10 + [64] * 10 + [128] * 10
-    sizes = auto_batch.probe_auto_batch_sizes(auto_batch.expand_batch_sizes(spec), torch.device("cpu"), lambda *_: None,
+    sizes = auto_batch.probe_auto_batch_sizes(auto_batch.expand_axes(spec), torch.device("cpu"), lambda *_: None,
                                               lengths=lambda: lengths)
     binned = sizes.tiers[0]
     assert [(t.longest, t.sequences, t.probe.largest_fit, t.batch_size) for t in binned] == [
