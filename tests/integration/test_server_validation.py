@@ -28,7 +28,8 @@ def test_invalid_spec_names_the_field_and_reason(live_server: LiveServer) -> Non
         assert response.status_code == 422
         assert locations(response) == {"spec.batch_size", "spec.strategies.1.name"}
         messages = " ".join(error["msg"] for error in response.json()["detail"])
-        assert "must be a size from 1" in messages and "'static', 'dynamic', 'binned', 'packed' or 'wrapped'" in messages
+        assert "must be a size from 1" in messages
+        assert "'static', 'dynamic', 'binned', 'packed' or 'wrapped'" in messages
 
 
 def test_cross_field_rules_and_unknown_keys_are_422(live_server: LiveServer) -> None:

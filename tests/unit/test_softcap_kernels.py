@@ -106,3 +106,7 @@ def test_flash_kernels_detect_softcap_and_sinks_by_signature_and_pass_them(monke
     assert "softcap" not in calls[-1] and "learnable_sink" not in calls[-1]  # older versions lack them
     with pytest.raises(KernelUnavailable, match="no gradient for attention sinks"):
         ops.flash_attn_cute_dense(query, query, query, causal=True, sinks=sinks)
+    trained = query.clone().requires_grad_()
+    with pytest.raises(KernelUnavailable, match="backward takes no soft-capping"):
+        ops.flash_attn_cute_varlen(trained[0], trained[0], trained[0], torch.tensor([0, 4], dtype=torch.int32),
+                                   torch.tensor([0, 4], dtype=torch.int32), 4, 4, causal=True, softcap=50.0)

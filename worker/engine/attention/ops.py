@@ -226,6 +226,15 @@ def _feature_kwargs(softcap: float | None, sinks: torch.Tensor | None) -> dict[s
     return kwargs
 
 
+def _cute_feature_kwargs(query: torch.Tensor, softcap: float | None,
+                         sinks: torch.Tensor | None) -> dict[str, Any]:
+    if softcap and query.requires_grad and torch.is_grad_enabled():
+        # flash-attn-4's backward asserts softcap == 0: refused here, with the reason, rather than by its assert.
+        raise KernelUnavailable("flash-attn-cute", "flash-attn-4's backward takes no soft-capping, so it cannot "
+                                                   "train a model that caps its attention logits (use flex or eager)")
+    return _feature_kwargs(softcap, sinks)
+
+
 def _window_kwargs(window: int | None) -> dict[str, Any]:
     # Only when there is a window: flash-attn's default (-1, -1) and flash-attn-4's (None, None) differ.
     return {} if window is None else {"window_size": flash_window(window)}
@@ -241,8 +250,9 @@ def flash_attn_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
 def flash_attn_cute_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
                           scale: float | None = None, window: int | None = None, softcap: float | None = None,
                           sinks: torch.Tensor | None = None) -> torch.Tensor:
-    return first_tensor(flash_attn_cute_module().flash_attn_func(query, key, value, softmax_scale=scale, causal=causal,
-                                                           **_window_kwargs(window), **_feature_kwargs(softcap, sinks)))
+    return first_tensor(flash_attn_cute_module().flash_attn_func(
+        query, key, value, softmax_scale=scale, causal=causal, **_window_kwargs(window),
+        **_cute_feature_kwargs(query, softcap, sinks)))
 
 
 # --- varlen (total_tokens, heads, head_dim) --------------------------------------------------------------
@@ -281,7 +291,7 @@ def flash_attn_cute_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.
     return first_tensor(flash_attn_cute_module().flash_attn_varlen_func(
         query, key, value, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_q,
         max_seqlen_k=max_k, softmax_scale=scale, causal=causal, **_window_kwargs(window),
-        **_feature_kwargs(softcap, sinks)))
+        **_cute_feature_kwargs(query, softcap, sinks)))
 
 
 # --- materialised masks ------------------------------------------------------------------------------------
