@@ -25,8 +25,10 @@ RunPrecision = Literal["bf16", "fp16", "fp32", "amp", "fp8"]
 # `fused`: the LM head and the cross-entropy computed together, so the full logits never exist (Liger Kernel's
 # fused linear cross-entropy where installed, else a chunked PyTorch version); `full`: logits, then the loss.
 LossChoice = Literal["fused", "full"]
-# Activations recomputed in the backward instead of kept: `full` every decoder layer, `selective` every other one.
-Checkpointing = Literal["none", "full", "selective"]
+# Activations recomputed in the backward instead of kept: `full` every decoder layer, `selective` every other one,
+# `ops` every layer but keeping what its matmuls and attention computed (only the cheap ops between them rerun:
+# torchtitan's op-level selective checkpointing).
+Checkpointing = Literal["none", "full", "selective", "ops"]
 # `lora`: low-rank adapters trained on frozen weights (PEFT); `qlora`: the same over a 4-bit base (bitsandbytes).
 Method = Literal["full", "lora", "qlora"]
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from padbench.contract.spec import MeasurementSpec
@@ -131,9 +132,21 @@ def test_layers_compile_in_place_and_checkpointed_ones_recompute_inside_the_comp
     assert all("context_fn" in layer.checkpoint_fn.keywords for layer in wrappers)  # eager recompute: replayed
 
 
-@pytest.mark.slow  # traces the tiny model with dynamo, per row (about 10 s)
+def test_ops_checkpointed_layers_compile_with_the_policy_alone(eager_backend: None) -> None:
+    model = tiny_llama()
+    checkpoint_layers(model, "ops")
+    compile_layers(model)
+    # Inside a compiled graph the context must be the policy's two dispatch modes (dynamo takes nothing else).
+    modes = [layer.checkpoint_fn.keywords["context_fn"]() for layer in decoder_layers(model)]
+    assert all(isinstance(mode, TorchDispatchMode) for pair in modes for mode in pair)
+    tokens = torch.randint(0, 64, (2, 12))
+    model(input_ids=tokens, use_cache=False).logits.float().pow(2).mean().backward()
+    assert all(parameter.grad is not None for parameter in model.parameters())
+
+
+@pytest.mark.slow  # traces the tiny model with dynamo, per row (about 15 s)
 def test_training_rows_compile_their_layers_checkpointed_or_not(eager_backend: None) -> None:
-    for checkpointing in ("none", "selective"):
+    for checkpointing in ("none", "selective", "ops"):
         spec = tiny_spec(mode="training", compile=True, strategies=["binned", "packed"],
                          model={"config": {"n_layer": 2, "n_embd": 32, "n_head": 2, "vocab_size": 512,
                                            "n_positions": 64}},

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from padbench.contract.spec import ModelSpec, PaddingJobSpec
 from padbench.contract.training import TrainingSpec
@@ -138,16 +139,43 @@ def test_checkpointed_layers_recompute_through_the_kernel(kernel_name: str, batc
     """The recompute runs in the backward, after the kernel's forward has returned: it must run the same
     kernel with the same `padbench_*` inputs, or torch finds different tensors saved and refuses."""
     gradients = []
-    for choice in ("none", "full"):
+    for choice in ("none", "full", "ops"):
         model, _ = tiny({"activation_checkpointing": choice, "method": method})
         model.train()
         kernel_loss(model, kernel_name, batch).backward()
         gradients.append({name.replace("._checkpoint_wrapped_module", ""): parameter.grad
                           for name, parameter in model.named_parameters() if parameter.grad is not None})
-    plain, checkpointed = gradients
-    assert plain.keys() == checkpointed.keys() and plain
-    for name, gradient in plain.items():
-        torch.testing.assert_close(checkpointed[name], gradient, rtol=1e-4, atol=1e-6)
+    plain, *checkpointed = gradients
+    assert plain
+    for recomputed in checkpointed:
+        assert recomputed.keys() == plain.keys()
+        for name, gradient in plain.items():
+            torch.testing.assert_close(recomputed[name], gradient, rtol=1e-4, atol=1e-6)
+
+
+class MatmulCount(TorchDispatchMode):
+    """Counts the matmuls dispatched while it is active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.matmuls = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        self.matmuls += func in (torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default)
+        return func(*args, **(kwargs or {}))
+
+
+def test_ops_checkpointing_recomputes_the_cheap_ops_and_no_matmul() -> None:
+    backward_matmuls = {}
+    for choice in ("none", "full", "ops"):
+        model, applied = tiny({"activation_checkpointing": choice})
+        assert applied.checkpointed_layers == {"none": 0, "full": 2, "ops": 2}[choice]
+        model.train()
+        loss = kernel_loss(model, "sdpa", padded_batch())
+        with MatmulCount() as count:
+            loss.backward()
+        backward_matmuls[choice] = count.matmuls
+    assert backward_matmuls["ops"] == backward_matmuls["none"] < backward_matmuls["full"]
 
 
 def test_sharding_wraps_a_checkpointed_layer_from_outside() -> None:

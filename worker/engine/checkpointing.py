@@ -19,6 +19,11 @@ the layer's graph into what is saved and what is recomputed), with the kernel it
 `context_fn` of this kind, so `replay_kernel_context(model, False)` takes it off the wrappers of a model whose
 layers are compiled, and `True` puts it back when they are not.
 
+`ops` wraps every decoder layer under a selective-checkpoint policy (`torch.utils.checkpoint`'s
+`create_selective_checkpoint_contexts`): the outputs of matmuls and attention are kept, everything between them
+(norms, activations, rotary embeddings, residual adds) is recomputed, which costs little time and frees most of a
+layer's activations; torch.compile honours the same policy inside a compiled layer.
+
 `selective` wraps every other decoder layer (the second, fourth, …: torchtitan's "selective layer"
 checkpointing at frequency 2), keeping about half the activations a `full` run recomputes.
 """
@@ -26,21 +31,26 @@ checkpointing at frequency 2), keeping about half the activations a `full` run r
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from functools import partial
 from typing import Any
 
+import torch
 from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
     CheckpointImpl,
     CheckpointWrapper,
     checkpoint_wrapper,
 )
-from torch.utils.checkpoint import checkpoint
+from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 from padbench.contract.training import Checkpointing
 
+# The attribute a checkpoint wrapper carries when it runs under the `ops` policy.
+OPS_POLICY = "padbench_ops_policy"
 # `selective`: one decoder layer in this many is recomputed.
 SELECTIVE_EVERY = 2
 
@@ -70,6 +80,58 @@ def _forward_and_recompute_contexts() -> tuple[contextlib.AbstractContextManager
     return contextlib.nullcontext(), enter() if enter is not None else contextlib.nullcontext()
 
 
+@contextlib.contextmanager
+def _together(*managers: contextlib.AbstractContextManager[Any]) -> Iterator[None]:
+    with contextlib.ExitStack() as stack:
+        for manager in managers:
+            stack.enter_context(manager)
+        yield
+
+
+@functools.cache
+def kept_ops() -> frozenset[object]:
+    """What `ops` checkpointing keeps: the outputs of the ops a recompute would repeat at cost (matmuls, attention)."""
+    aten = torch.ops.aten
+    ops: set[object] = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default,
+                        aten._scaled_mm.default, aten._scaled_dot_product_flash_attention.default,
+                        aten._scaled_dot_product_efficient_attention.default,
+                        aten._scaled_dot_product_cudnn_attention.default, aten._flash_attention_forward.default,
+                        aten._efficient_attention_forward.default}
+    # torch's varlen_attn is a custom op of its own namespace (registered when its module is imported), and
+    # FlexAttention a higher-order op; either is absent from older builds.
+    with contextlib.suppress(ImportError):
+        importlib.import_module("torch.nn.attention.varlen")
+    for namespace, name in (("torch_attn", "_varlen_attn"), ("higher_order", "flex_attention")):
+        with contextlib.suppress(AttributeError, RuntimeError):
+            operator = getattr(getattr(torch.ops, namespace), name)
+            ops.add(getattr(operator, "default", operator))
+    return frozenset(ops)
+
+
+def _keep_matmuls_and_attention(ctx: Any, op: object, *args: Any, **kwargs: Any) -> CheckpointPolicy:
+    return CheckpointPolicy.MUST_SAVE if op in kept_ops() else CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def _policy_contexts() -> tuple[Any, Any]:
+    """`context_fn` of an `ops` layer inside a compiled graph: the policy's two dispatch modes, nothing else (the
+    compiler traced the kernel)."""
+    return create_selective_checkpoint_contexts(_keep_matmuls_and_attention)
+
+
+def _policy_and_recompute_contexts() -> tuple[Any, Any]:
+    """`context_fn` of an eager `ops` layer: the policy's modes, and the forward's kernel context around the
+    recompute too."""
+    keep, recompute = _policy_contexts()
+    enter = _FORWARD_CONTEXT.get()
+    return keep, (_together(enter(), recompute) if enter is not None else recompute)
+
+
+def _context_fn(ops_policy: bool, replay: bool) -> Callable[[], tuple[Any, Any]] | None:
+    if ops_policy:
+        return _policy_and_recompute_contexts if replay else _policy_contexts
+    return _forward_and_recompute_contexts if replay else None
+
+
 class CannotCheckpoint(ValueError):
     """The model has no decoder layers to checkpoint one by one."""
 
@@ -90,12 +152,13 @@ def checkpoint_layers(model: nn.Module, choice: Checkpointing) -> int:
     if not layers:
         raise CannotCheckpoint(f"training.activation_checkpointing {choice}: {type(model).__name__} names no decoder "
                                "layer classes (_no_split_modules) to checkpoint one by one")
-    chosen = layers if choice == "full" else layers[SELECTIVE_EVERY - 1::SELECTIVE_EVERY]
+    chosen = layers[SELECTIVE_EVERY - 1::SELECTIVE_EVERY] if choice == "selective" else layers
     for parent, child_name, child in chosen:
         # preserve_rng_state=False, as torchtitan: the benchmark model has no dropout, so no random draw to
         # replay, and saving the generators' states costs a device synchronisation per layer.
         wrapper = checkpoint_wrapper(child, checkpoint_impl=CheckpointImpl.NO_REENTRANT, preserve_rng_state=False,
-                                     context_fn=_forward_and_recompute_contexts)
+                                     context_fn=_context_fn(choice == "ops", replay=True))
+        setattr(wrapper, OPS_POLICY, choice == "ops")  # read back by replay_kernel_context
         setattr(parent, child_name, wrapper)
     return len(chosen)
 
@@ -103,13 +166,12 @@ def checkpoint_layers(model: nn.Module, choice: Checkpointing) -> int:
 def replay_kernel_context(model: nn.Module, replay: bool) -> None:
     """Whether each checkpointed layer enters the timed forward's kernel context around its recompute (see the
     module's docstring: an eager layer must, a compiled one cannot)."""
-    call = partial(checkpoint, use_reentrant=False, preserve_rng_state=False)
-    if replay:
-        call = partial(call, context_fn=_forward_and_recompute_contexts)
     for module in model.modules():
         if isinstance(module, CheckpointWrapper):
+            context_fn = _context_fn(bool(getattr(module, OPS_POLICY, False)), replay)
+            call = partial(checkpoint, use_reentrant=False, preserve_rng_state=False)
             # The wrapper's own attribute: the checkpoint call it makes with the layer (CheckpointWrapper.__init__).
-            module.checkpoint_fn = call
+            module.checkpoint_fn = call if context_fn is None else partial(call, context_fn=context_fn)
 
 
 def checkpointed_layers(model: nn.Module) -> int:
