@@ -2,7 +2,8 @@
 # The training measurements of docs/benchmarks.md §10 on one GPU, each padbench run beside nothing else.
 # Usage: scripts/gpu_training_runs.sh PART OUTDIR, PART one of
 #   layers  the plain loop, then compiled decoder layers without and with selective checkpointing
-#   more    full checkpointing, fp8 and LoRA with compiled layers, batch_size auto with full checkpointing
+#   more    ops-level and full checkpointing, fp8 and LoRA with compiled layers, batch_size auto with full
+#           checkpointing
 # Output: one JSON per run and one log per part, so a device call's few returned files hold it all.
 # Expects padbench importable (installed, or the offline wheels on PYTHONPATH) and .data/bert-base-uncased;
 # writes .data/code.jsonl from this machine's Python standard library.
@@ -27,6 +28,7 @@ case $part in
     run compiled-layers
     run compiled-layers-selective --set training.activation_checkpointing=selective ;;
   more)
+    run compiled-layers-ops --set training.activation_checkpointing=ops
     run compiled-layers-full --set training.activation_checkpointing=full
     run fp8-compiled-layers --set training.precision=fp8
     run lora-compiled-layers --set training.method=lora
