@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import torch
+from torch.nn.attention.flex_attention import create_block_mask
 
 from padbench.contract.spec import StrategySpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS, KernelUnavailable, flex, ops
@@ -54,7 +55,7 @@ def test_every_layout_on_flex_and_eager_passes_the_gate_with_soft_capping(gemma2
 def test_a_flex_kernel_that_drops_the_cap_fails_the_gate(gemma2: tuple, layout: StrategySpec,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     model, references = gemma2
-    monkeypatch.setattr(flex, "softcap_score_mod", lambda softcap: None)
+    monkeypatch.setattr(flex, "softcap_score_mod", lambda softcap, device: None)
     assert not gate(kernels_of("flex", layout), model, references, layout)
 
 
@@ -110,3 +111,25 @@ def test_flash_kernels_detect_softcap_and_sinks_by_signature_and_pass_them(monke
     with pytest.raises(KernelUnavailable, match="backward takes no soft-capping"):
         ops.flash_attn_cute_varlen(trained[0], trained[0], trained[0], torch.tensor([0, 4], dtype=torch.int32),
                                    torch.tensor([0, 4], dtype=torch.int32), 4, 4, causal=True, softcap=50.0)
+
+
+def causal_within(documents: torch.Tensor) -> Any:
+    def same_document(batch: Any, head: Any, q_index: Any, kv_index: Any) -> Any:
+        return (documents[batch, q_index] == documents[batch, kv_index]) & (q_index >= kv_index)
+
+    return same_document
+
+
+@pytest.mark.slow  # compiles FlexAttention for the CPU (about 15 s)
+def test_compiled_flex_takes_the_cap_with_dynamic_shapes_and_a_document_mask() -> None:
+    """The compiled path the GPU runs, here on the CPU: a cap captured as a Python float made inductor's flex
+    lowering fail (`unbacked_bindings`) under dynamic shapes; the captured tensor compiles and matches."""
+    torch.manual_seed(0)
+    compiled = flex._compiled_flex()
+    for length in (128, 256):  # a second length: the graph is dynamic, not specialised to the first
+        documents = (torch.arange(length) >= length // 3).long()[None]
+        mask = create_block_mask(causal_within(documents), 1, None, length, length, device="cpu")
+        query, key = torch.randn(1, 4, length, 32) * 4, torch.randn(1, 2, length, 32) * 4
+        options = {"block_mask": mask, "enable_gqa": True, "score_mod": flex.softcap_score_mod(5.0, CPU)}
+        torch.testing.assert_close(compiled(query, key, key, **options),
+                                   flex.flex_reference(query, key, key, **options), rtol=2e-4, atol=2e-4)

@@ -30,15 +30,19 @@ def _compiled_flex() -> Callable[..., Any]:
 
 
 @functools.cache
-def softcap_score_mod(softcap: float) -> Callable[..., Any]:
+def softcap_score_mod(softcap: float, device: torch.device) -> Callable[..., Any]:
     """FlexAttention's score_mod for Gemma 2's soft-capping: softcap · tanh(score / softcap) of the scaled logit.
 
-    One function object per cap, so a compiled flex sees the same score_mod on every call and never recompiles
-    for a new closure.
+    One function object per cap and device, so a compiled flex sees the same score_mod on every call and never
+    recompiles for a new closure. The cap is a captured 0-dim tensor, not a Python float: compiled with dynamic
+    shapes, dynamo turns a captured float into a symbolic input that inductor's FlexAttention lowering cannot
+    take (`LoweringException: unbacked_bindings`, seen with torch 2.11 on an H100 and 2.13 on the CPU), while a
+    captured tensor is a graph input it supports.
     """
+    cap = torch.tensor(softcap, dtype=torch.float32, device=device)
 
     def capped(score: Any, batch: Any, head: Any, q_index: Any, kv_index: Any) -> Any:
-        return softcap * torch.tanh(score / softcap)
+        return cap * torch.tanh(score / cap)
 
     return capped
 
@@ -53,8 +57,9 @@ def flex_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bloc
     """
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))
     run = flex_reference if not query.is_cuda else _compiled_flex()
-    output = run(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=is_gqa(query, key),
-                 score_mod=softcap_score_mod(softcap) if softcap else None, **_lse_request(sinks is not None))
+    score_mod = softcap_score_mod(softcap, query.device) if softcap else None
+    output = run(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=is_gqa(query, key), score_mod=score_mod,
+                 **_lse_request(sinks is not None))
     if sinks is None:
         return first_tensor(output).transpose(1, 2)
     attended, aux = output
