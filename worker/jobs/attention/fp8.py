@@ -21,7 +21,6 @@ from padbench.worker.engine.attention import ops
 from padbench.worker.jobs.attention.inputs import InputSet, Problem
 
 FP8 = torch.float8_e4m3fn
-HALF_DTYPES = (torch.float16, torch.bfloat16)
 FORWARD_ONLY = "FlashAttention-3's float8 path is a forward kernel: it has no backward to time"
 DENSE_ONLY = "the FP8 row measures padded (dense) problems; use `flash-attn-cute` or `varlen` for documents"
 
@@ -34,20 +33,6 @@ def fa3_module() -> ModuleType:
                                                       "flash-attn's hopper build, with its float8 forward) is not "
                                                       "importable")
     return module
-
-
-def fp8_prerequisites(device: torch.device, dtype: torch.dtype) -> str | None:
-    if device.type != "cuda":
-        return "needs a CUDA device"
-    if torch.cuda.get_device_capability(device) < (9, 0):
-        return "FlashAttention-3's float8 forward needs a Hopper GPU or later (compute capability 9.0)"
-    if dtype not in HALF_DTYPES:
-        return "needs dtype fp16 or bf16 (the output's dtype; the inputs run in float8)"
-    try:
-        fa3_module()
-    except ops.KernelUnavailable as error:
-        return error.reason
-    return None
 
 
 def quantised(tensor: torch.Tensor, groups: int = 1) -> tuple[torch.Tensor, torch.Tensor]:

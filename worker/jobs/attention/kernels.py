@@ -123,6 +123,17 @@ def _cuda_half(package: Callable[[], object]) -> AvailabilityCheck:
     return check
 
 
+def _hopper_or_later(check: AvailabilityCheck) -> AvailabilityCheck:
+    """`check`, and a GPU with float8 tensor cores (compute capability 9.0, Hopper, or later)."""
+    def check_hopper(device: torch.device, dtype: torch.dtype) -> str | None:
+        reason = check(device, dtype)
+        if reason is None and torch.cuda.get_device_capability(device) < (9, 0):
+            return "needs a Hopper GPU or later (compute capability 9.0) for float8 tensor cores"
+        return reason
+
+    return check_hopper
+
+
 def _flex_prerequisites(device: torch.device, dtype: torch.dtype) -> str | None:
     # Compiled FlexAttention generates Triton kernels on CUDA and C++ on the CPU.
     if device.type == "cuda":
@@ -254,6 +265,7 @@ _register(SweepKernel("varlen", _varlen_binder(ops.torch_varlen), _varlen_binder
 _register(SweepKernel("flex", _bind_flex, _bind_flex, _flex_prerequisites))
 _register(SweepKernel("flash-attn", _flash_dense_binder(ops.flash_attn_dense), _varlen_binder(ops.flash_attn_varlen),
                       _cuda_half(ops.flash_attn_module)))
-_register(SweepKernel("flash-attn-fp8", fp8.bind_fp8, None, fp8.fp8_prerequisites, problem_check=fp8.fp8_unsupported))
+_register(SweepKernel("flash-attn-fp8", fp8.bind_fp8, None, _hopper_or_later(_cuda_half(fp8.fa3_module)),
+                      problem_check=fp8.fp8_unsupported))
 _register(SweepKernel("flash-attn-cute", _flash_dense_binder(ops.flash_attn_cute_dense),
                       _varlen_binder(ops.flash_attn_cute_varlen), _cuda_half(ops.flash_attn_cute_module)))
