@@ -99,6 +99,8 @@ class StrategyRun:
                 raise
             described = f"{type(error).__name__}: {first_line(error, FAILURE_LIMIT)}"[:FAILURE_LIMIT]
             message = str(error) if isinstance(error, StrategyFailed) else described
+        finally:  # the next row starts from the eager model, compiling its own kernel if it does; a failed row too
+            self.compiler.undo()
         self.job.model.eval()
         return self._result(status="failed", error=message)
 
@@ -121,7 +123,6 @@ class StrategyRun:
             collectives = collective_time(self.job.ranks, step, len(device_batches), self.job.device)
             split = step_split(self.job, step, len(device_batches))
             del device_batches, step
-        self.compiler.undo()  # the next row starts from the eager model, compiling its own kernel if it does
         self.job.model.eval()
         return self._measured_result(measurement, host_batches, memory[0], activity[0] if activity else None,
                                      collectives, split)
