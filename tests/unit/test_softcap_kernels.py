@@ -133,3 +133,18 @@ def test_compiled_flex_takes_the_cap_with_dynamic_shapes_and_a_document_mask() -
         options = {"block_mask": mask, "enable_gqa": True, "score_mod": flex.softcap_score_mod(5.0, CPU)}
         torch.testing.assert_close(compiled(query, key, key, **options),
                                    flex.flex_reference(query, key, key, **options), rtol=2e-4, atol=2e-4)
+
+
+def test_the_eager_op_trains_through_the_cap() -> None:
+    """Gradients through the materialised op with a cap equal those of the formula written out of place."""
+    generator = torch.Generator().manual_seed(0)
+    leaves = [torch.randn(2, 7, 4, 8, generator=generator).mul_(3).requires_grad_() for _ in range(3)]
+    ops.naive_dense(*leaves, causal=True, softcap=5.0).square().sum().backward()
+    got = [leaf.grad for leaf in leaves]
+    query, key, value = (leaf.detach().clone().requires_grad_() for leaf in leaves)
+    scores = query.transpose(1, 2) @ key.transpose(1, 2).transpose(-1, -2) * 8 ** -0.5
+    scores = (5.0 * torch.tanh(scores / 5.0)).masked_fill(~torch.ones(7, 7, dtype=torch.bool).tril(), float("-inf"))
+    (torch.softmax(scores, -1) @ value.transpose(1, 2)).transpose(1, 2).square().sum().backward()
+    for a, b in zip(got, (query.grad, key.grad, value.grad), strict=True):
+        assert a is not None and b is not None
+        torch.testing.assert_close(a, b)

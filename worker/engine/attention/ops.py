@@ -186,7 +186,9 @@ def naive_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, 
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))
     scores = torch.matmul(q, k.transpose(-1, -2)).mul_(scale if scale is not None else query.shape[-1] ** -0.5)
     if softcap:
-        scores = scores.div_(softcap).tanh_().mul_(softcap)
+        scores = scores.div_(softcap).tanh_()
+        # tanh's backward reads its output, so under autograd the cap multiplies a copy; without, in place.
+        scores = scores * softcap if scores.requires_grad else scores.mul_(softcap)
     if causal:
         causal_mask = causal_allowed(query.shape[1], key.shape[1], query.device)
         mask = causal_mask if mask is None else mask & causal_mask
