@@ -20,7 +20,8 @@ from padbench.report.padding import csv_rows, render_table
 from padbench.worker.engine import steps
 from padbench.worker.engine.checkpointing import checkpoint_layers, is_checkpoint_wrapper
 from padbench.worker.engine.compilation import compile_layers, decoder_layers, uncompile_layers
-from padbench.worker.jobs.padding import compiling
+from padbench.worker.engine.measure import warmup_order
+from padbench.worker.jobs.padding import compiling, strategy_run
 from padbench.worker.jobs.padding.compiling import RowCompiler, choose_compiled_step, pays_back, planned_steps
 from tests.unit.test_padding_job import assert_measured, run, tiny_spec
 
@@ -167,3 +168,38 @@ def test_auto_leaves_a_short_cpu_run_eager_and_says_why() -> None:
     table = render_table(result)
     assert "torch.compile (auto):\n  packed / " in table and " · compiled · " not in table
     assert csv_rows(result)[0]["compiled"] is False
+
+
+def test_the_compile_decision_times_one_batch_repeated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of another shape would recompile inside the timed compiled steps and count as step time."""
+    timed: list[list[int]] = []
+
+    def record(step: Any, indices: Sequence[int], device: torch.device) -> list[float]:
+        timed.append(list(indices))
+        return [0.1] * len(indices)
+
+    monkeypatch.setattr(compiling, "_timed", record)
+    choose_compiled_step(True, FakeCompiler(), lambda model: lambda index: None, [4, 7, 9], 100, QUICK, CPU, False)
+    assert timed == [[4, 4, 4], [4, 4, 4]]
+
+
+@pytest.mark.slow  # traces the tiny model with dynamo (about 5 s)
+def test_a_compiled_row_warms_up_on_every_batch_shape(eager_backend: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Binned batches differ in width and rows: each shape's recompile must land in the warm-up."""
+    extra: list[list[int]] = []
+
+    def order(n_batches: int, count: int, also: Sequence[int] = ()) -> list[int]:
+        extra.append(list(also))
+        return warmup_order(n_batches, count, also)
+
+    monkeypatch.setattr(strategy_run, "warmup_order", order)
+    for compile_choice in (True, False):
+        spec = tiny_spec(mode="training", compile=compile_choice, strategies=[{"name": "binned", "n_bins": 4}],
+                         data={"source": "synthetic", "max_length": 64, "num_samples": 48, "seed": 3},
+                         model={"config": {"n_layer": 2, "n_embd": 32, "n_head": 2, "vocab_size": 512,
+                                           "n_positions": 64}},
+                         training={"loss": "full"})
+        result = run(spec)
+        assert_measured(result.strategies[0], result)
+    compiled_extra, eager_extra = extra
+    assert len(compiled_extra) > 1 and eager_extra == []

@@ -102,7 +102,10 @@ def choose_compiled_step(requested: CompileChoice, compiler: RowCompiler, build_
     if spread:  # `compile: true` is refused at submission for several GPUs; `auto` stays eager there
         return eager, CompileReport(requested=requested, compiled=False,
                                     reason="not compiled: compiling a model spread over several GPUs is not measured")
-    indices = [indices[i % len(indices)] for i in range(TIMED_STEPS)]
+    # One batch, repeated: a second shape would recompile inside the compiled steps timed here (binned batches
+    # differ in width and rows), which is compile time counted as step time. The warm-up shows the compiled
+    # model every shape before the measurement.
+    indices = [indices[0]] * TIMED_STEPS
     eager_step_s = statistics.median(_timed(eager, indices, device))
     planned = planned_steps(n_batches, settings, eager_step_s)
     eager_run_s = eager_step_s * planned

@@ -213,9 +213,12 @@ class StrategyRun:
         return kernel.prepare(batch.to(self.job.device), AttentionFeatures.of(self.job.model.config).layer_windows)
 
     def _warmup(self, kernel: AttentionKernel, host_batches: list[Batch], settings: MeasurementSpec) -> list[int]:
-        # A kernel that compiles per batch shape compiles once for each; all of that must land in the warm-up,
-        # never in the measurement, so the warm-up also runs the first batch of every shape.
-        per_shape = first_of_each_shape(host_batches) if kernel.compiles_per_shape else []
+        # A kernel that compiles per batch shape compiles once for each, and a compiled model recompiles for new
+        # shapes until dynamo has made them dynamic (on an H100, binned training recompiled 4 graphs after a
+        # 3-batch warm-up); all of that must land in the warm-up, never in the measurement, so the warm-up
+        # also runs the first batch of every shape.
+        compiles = kernel.compiles_per_shape or self.job.spec.compile is not False
+        per_shape = first_of_each_shape(host_batches) if compiles else []
         return equal_warmup(self.job.ranks, warmup_order(len(host_batches), settings.warmup_batches, per_shape))
 
     def _settings(self) -> MeasurementSpec:
