@@ -8,8 +8,13 @@ backward, `torch.optim.AdamW(foreach=True)`, no compile, every pack timed in one
 with the same seed, into the same packs as padbench's `packed` strategy, so the figures differ only in how
 the step is run.
 
+`--layout binned` trains on the padded batches of padbench's `binned` strategy instead (`--bins` length
+groups, `--batch-size` rows each), passing the attention mask as users do, on transformers' default `sdpa`
+attention unless `--attention` names another; labels of padding positions are ignored.
+
     python3 scripts/plain_training_baseline.py --preset qwen3-1.7b --source code.jsonl \\
         --tokenizer .data/bert-base-uncased --max-length 640 --batch-size 16 --json plain-training.json
+    python3 scripts/plain_training_baseline.py ... --layout binned --bins 16 --attention sdpa
 """
 
 from __future__ import annotations
@@ -21,15 +26,17 @@ import torch
 import torch.nn.functional as F
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
-from padbench.contract.spec import DataSpec
+from padbench.contract.spec import DataSpec, StrategySpec
 from padbench.worker.engine import flops
+from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch
+from padbench.worker.engine.data import load_sequences
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.engine.steps import next_token_labels
 
 try:  # run as `python3 scripts/…` (the script's folder is on the path) or as a module
-    from plain_packed_baseline import add_attention_argument, plain_model, report, same_packs
+    from plain_packed_baseline import PLAIN_VARLEN, add_attention_argument, plain_model, report, same_packs
 except ImportError:
-    from scripts.plain_packed_baseline import add_attention_argument, plain_model, report, same_packs
+    from scripts.plain_packed_baseline import PLAIN_VARLEN, add_attention_argument, plain_model, report, same_packs
 
 TRAINING_FLOP_FACTOR = 3  # backward costs twice the forward, as padbench counts it
 
@@ -46,24 +53,43 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--min-seconds", type=float, default=10.0)
     add_attention_argument(parser)
+    parser.add_argument("--layout", choices=("packed", "binned"), default="packed")
+    parser.add_argument("--bins", type=int, default=16, help="length groups of --layout binned")
     parser.add_argument("--json")
     return parser.parse_args()
+
+
+def same_binned_batches(data: DataSpec, vocab_size: int, batch_size: int, bins: int) -> list[Batch]:
+    """The padded batches padbench's `binned` strategy makes of the same sequences."""
+    sequences = load_sequences(data, vocab_size).sequences
+    return list(STRATEGIES.get("binned").batches(sequences, StrategySpec(name="binned", n_bins=bins), batch_size,
+                                                 data.max_length, 0, 0))
+
+
+def step_inputs(batch: Batch, device: torch.device) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+    """input_ids, the keyword arguments a user passes with them, and the labels, on the device."""
+    labels = next_token_labels(batch).to(device)
+    if isinstance(batch, PackedBatch):
+        return batch.input_ids.to(device), {"position_ids": batch.position_ids.to(device)}, labels
+    return batch.input_ids.to(device), {"attention_mask": batch.attention_mask.to(device)}, labels
 
 
 def main() -> None:
     args = arguments()
     device, dtype = torch.device("cuda"), torch.bfloat16
-    model = plain_model(args.preset, device, dtype, args.attention).train()
+    # The varlen function reads packed position ids; padded batches take transformers' default instead.
+    attention = "sdpa" if args.layout == "binned" and args.attention == PLAIN_VARLEN else args.attention
+    model = plain_model(args.preset, device, dtype, attention).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
     data = DataSpec(source=args.source, tokenizer=args.tokenizer, text_field=args.text_field,
                     max_length=args.max_length, num_samples=args.num_samples)
-    packs = same_packs(data, model.config.vocab_size, args.batch_size)
-    steps = [(pack.input_ids.to(device), pack.position_ids.to(device), next_token_labels(pack).to(device))
-             for pack in packs]
+    packs: list[Batch] = (list(same_packs(data, model.config.vocab_size, args.batch_size)) if args.layout == "packed"
+                          else same_binned_batches(data, model.config.vocab_size, args.batch_size, args.bins))
+    steps = [step_inputs(pack, device) for pack in packs]
 
     def step(index: int) -> None:
-        input_ids, position_ids, labels = steps[index % len(steps)]
-        logits = model(input_ids=input_ids, position_ids=position_ids).logits
+        input_ids, inputs, labels = steps[index % len(steps)]
+        logits = model(input_ids=input_ids, **inputs).logits
         loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
         loss.backward()
         optimizer.step()
@@ -87,7 +113,7 @@ def main() -> None:
     work = sum(TRAINING_FLOP_FACTOR * flops.batch_flops(shape, packs[i % len(packs)]).total for i in range(done))
     real_tokens = sum(packs[i % len(packs)].real_tokens for i in range(done))
     matmul = measure_matmul_tflops(device, dtype) * 1e12
-    result = {"preset": args.preset, "attention": args.attention, "gpu": torch.cuda.get_device_name(),
+    result = {"preset": args.preset, "layout": args.layout, "attention": attention, "gpu": torch.cuda.get_device_name(),
               "torch": torch.__version__, "packs": len(packs), "steps": done, "real_tokens": real_tokens,
               "seconds": seconds,
               "tokens_per_s": real_tokens / seconds, "matmul_tflops": matmul / 1e12,
