@@ -8,6 +8,9 @@
 #   profile: where llama-3.1-8b's packed forward spends time
 #   moe: olmoe-1b-7b (grouped_mm and eager experts) and qwen3-30b-a3b inference, each beside the plain baseline
 #        running transformers' own sdpa attention and default experts on the same packs
+#   moe-large: qwen3-30b-a3b's part of moe alone
+#   moe-training: olmoe-1b-7b training (grouped_mm and eager experts, 4 × 1024 tokens a step) beside the plain
+#        training loop (transformers' sdpa attention and default experts, full logits, foreach AdamW)
 # Expects padbench importable (installed, or the offline wheels on PYTHONPATH; `-P` keeps the checkout's
 # padbench/ folder, which holds only the contract, from shadowing the installed package) and .data/.
 set -uo pipefail
@@ -39,11 +42,19 @@ case "$part" in
   fa4-more)  # the same for the other two shapes
     run qwen2.5-0.5b-fa4 gpu-llm-qwen2.5-0.5b-fa4.yaml
     run llama-3.1-8b-fa4 gpu-llm-llama-3.1-8b-fa4.yaml ;;
-  moe)
+  moe|moe-large|moe-training)
     [[ -f .data/code.jsonl ]] || python3 scripts/code_corpus.py \
-      "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')" .data/code.jsonl
-    run olmoe-1b-7b gpu-moe-olmoe-1b-7b.yaml; plain olmoe-1b-7b 32 sdpa 4000 .data/code.jsonl
+      "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')" .data/code.jsonl ;;&
+  moe)
+    run olmoe-1b-7b gpu-moe-olmoe-1b-7b.yaml; plain olmoe-1b-7b 32 sdpa 4000 .data/code.jsonl ;;&
+  moe|moe-large)
     run qwen3-30b-a3b gpu-moe-qwen3-30b-a3b.yaml; plain qwen3-30b-a3b 8 sdpa 2000 .data/code.jsonl ;;
+  moe-training)
+    python3 -P -m padbench.cli run examples/gpu-moe-olmoe-1b-7b.yaml --set mode=training --set batch_size=4 \
+      --json "$out/olmoe-1b-7b-training.json" > "$out/olmoe-1b-7b-training.txt" 2>&1
+    python3 scripts/plain_training_baseline.py --preset olmoe-1b-7b --attention sdpa --source .data/code.jsonl \
+      --tokenizer .data/bert-base-uncased --max-length 1024 --batch-size 4 --num-samples 4000 \
+      --json "$out/plain-olmoe-1b-7b-training.json" > "$out/plain-olmoe-1b-7b-training.txt" 2>&1 ;;
   profile)
     python3 -P scripts/profile_forward.py --preset llama-3.1-8b --tokens 16384 > "$out/profile-llama-3.1-8b.txt" 2>&1 ;;
 esac

@@ -2,8 +2,11 @@
 # The training measurements of docs/benchmarks.md §10 on one GPU, each padbench run beside nothing else.
 # Usage: scripts/gpu_training_runs.sh PART OUTDIR, PART one of
 #   layers  the plain loop, then compiled decoder layers without and with selective checkpointing
-#   more    ops-level and full checkpointing, fp8 and LoRA with compiled layers, batch_size auto with full
-#           checkpointing
+#   ops     the plain loop, then compiled layers with ops-level checkpointing, LoRA with compiled layers, and
+#           batch_size auto with ops-level checkpointing (eager, probed up to 256 rows)
+#   binned  the plain loop on binned[16]'s padded batches (transformers' sdpa attention), then compiled layers
+#           with ops-level checkpointing on the same batches
+#   more    full checkpointing and fp8 with compiled layers
 # Output: one JSON per run and one log per part, so a device call's few returned files hold it all.
 # Expects padbench importable (installed, or the offline wheels on PYTHONPATH) and .data/bert-base-uncased;
 # writes .data/code.jsonl from this machine's Python standard library.
@@ -20,19 +23,30 @@ run() {  # NAME, then --set arguments
   echo "== $name: $*" >> "$log"
   python3 -P -m padbench.cli run "$spec" "$@" --json "$out/$name.json" >> "$log" 2>&1
 }
+plain() {  # [LAYOUT]: the plain loop on the same packs, or on binned[16]'s batches
+  local layout=${1:-packed}
+  echo "== plain loop ($layout)" >> "$log"
+  python3 scripts/plain_training_baseline.py --preset qwen3-1.7b --source .data/code.jsonl \
+    --tokenizer .data/bert-base-uncased --max-length 640 --batch-size 16 --num-samples 3000 --layout "$layout" \
+    --json "$out/plain-loop-$layout.json" >> "$log" 2>&1
+}
 case $part in
   layers)
-    python3 scripts/plain_training_baseline.py --preset qwen3-1.7b --source .data/code.jsonl \
-      --tokenizer .data/bert-base-uncased --max-length 640 --batch-size 16 --num-samples 3000 \
-      --json "$out/plain-loop.json" >> "$log" 2>&1
+    plain
     run compiled-layers
     run compiled-layers-selective --set training.activation_checkpointing=selective ;;
-  more)
+  ops)
+    plain
     run compiled-layers-ops --set training.activation_checkpointing=ops
-    run compiled-layers-full --set training.activation_checkpointing=full
-    run fp8-compiled-layers --set training.precision=fp8
     run lora-compiled-layers --set training.method=lora
-    run auto-checkpointed --set batch_size=auto --set compile=false --set training.activation_checkpointing=full \
-      --set probe.cap=1024 ;;
+    run auto-ops --set batch_size=auto --set compile=false --set training.activation_checkpointing=ops \
+      --set probe.cap=256 --set data.num_samples=5000 --set measurement.repeats=1 ;;
+  binned)
+    plain binned
+    run binned-compiled-layers-ops --set "strategies=[{name: binned, n_bins: 16}]" \
+      --set training.activation_checkpointing=ops ;;
+  more)
+    run compiled-layers-full --set training.activation_checkpointing=full
+    run fp8-compiled-layers --set training.precision=fp8 ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
 esac
