@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from padbench.contract.model_spec import ModelSpec
+from padbench.contract.presets import MODEL_PRESETS
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.attention.ops import KernelUnavailable
 from padbench.worker.engine.decoding.cache import CacheShape, HostPlan, KvCache, TokenBuckets
@@ -214,3 +215,19 @@ def test_padding_that_leaks_into_a_slot_fails_the_gate(llama: tuple, monkeypatch
     monkeypatch.setattr(schedule.PlanBuilder, "pad_to", leak_padding(into))
     outcome = gate(model, kernel, "continuous", requests, references, BUCKETS)
     assert not outcome.passed and outcome.detail.startswith("gate request ")
+
+
+# --- layers that alternate windows ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("strategy", ["static", "continuous"])
+def test_layers_that_alternate_windows_each_decode_with_their_own(strategy: str) -> None:
+    """Gemma 3's layers alternate a sliding window (4 tokens here, shorter than every request) with full
+    attention: a kernel that derives its mask once per step must derive one per window."""
+    config = {**MODEL_PRESETS["tiny-gemma3"], "sliding_window": 4,
+              "layer_types": ["sliding_attention", "full_attention"]}
+    model = build_model(ModelSpec(config=config), torch.float32, CPU, seed=0)
+    requests = gate_set(int(config_of(model).vocab_size))
+    references = reference_runs(model, requests, CPU, "fp32")
+    for kernel in cpu_kernels():
+        outcome = gate(model, kernel, strategy, requests, references)
+        assert outcome.passed, f"{kernel.name}: {outcome.detail}"

@@ -218,9 +218,11 @@ class SdpaDecode(SlotLoopKernel):
 
     def attend_decode_batched(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, step: StepInputs,
                               scale: float, window: int | None) -> torch.Tensor:
-        mask = step.extras.get("decode_mask")
+        # One mask per window a step's layers use: Gemma 3's and gpt-oss's layers alternate windows.
+        key = f"decode_mask:{window}"
+        mask = step.extras.get(key)
         if mask is None:
-            mask = step.extras["decode_mask"] = decode_mask(step, window)
+            mask = step.extras[key] = decode_mask(step, window)
         slots, capacity = step.cache.slots, step.cache.capacity
 
         def regions(cache: torch.Tensor) -> torch.Tensor:  # (slots, kv_heads, capacity, d), a view
