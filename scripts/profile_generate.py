@@ -17,7 +17,7 @@ from torch.profiler import ProfilerActivity, profile
 from padbench.contract.generate import GenerateJobSpec
 from padbench.specfile import load_spec_document
 from padbench.worker.engine.decoding.fused import fused_projections
-from padbench.worker.engine.decoding.kernels import resolve_decode_kernel
+from padbench.worker.engine.decoding.registry import resolve_decode_kernel
 from padbench.worker.jobs.generate.job import prepare
 from padbench.worker.jobs.generate.passes import PassTiming, run_pass
 from padbench.worker.jobs.generate.row import StrategyRow

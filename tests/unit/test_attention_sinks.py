@@ -20,7 +20,9 @@ from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel,
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch
 from padbench.worker.engine.correctness import reference_logits
-from padbench.worker.engine.decoding.kernels import DECODE_KERNELS
+from padbench.worker.engine.decoding.cache import StepInputs
+from padbench.worker.engine.decoding.flex_decode import FlexDecode
+from padbench.worker.engine.decoding.registry import DECODE_KERNELS
 from padbench.worker.engine.model import build_model, model_config
 from padbench.worker.engine.model_support import UnsupportedModel
 from padbench.worker.jobs.generate.gate import judge, reference_runs
@@ -211,13 +213,28 @@ def test_gpt_oss_passes_the_gate_on_eager_and_flex_and_fails_without_sinks(gpt_o
         assert not gate(SinkDroppingFlex(), model, references, spec)
 
 
+class WindowDroppingFlexDecode(FlexDecode):
+    """flex-kvcache as it would be if it ignored the sliding window: every layer attends the whole range."""
+
+    name = "flex-kvcache-without-window"
+
+    def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, step: StepInputs, scale: float,
+               softcap: float | None, window: int | None, sinks: torch.Tensor | None = None) -> torch.Tensor:
+        return super().attend(q, keys, values, step, scale, softcap, None, sinks)
+
+
 @needs_moe
-def test_gpt_oss_generates_on_eager_kvcache_and_sdpa_kvcache_refuses(gpt_oss: tuple) -> None:
+@pytest.mark.parametrize("strategy", ["static", "continuous"])
+def test_gpt_oss_generates_on_eager_and_flex_kvcache_and_sdpa_kvcache_refuses(gpt_oss: tuple, strategy: str) -> None:
+    """Sinks and a window shorter than the requests (8 tokens, every other layer), through the generate gate."""
     model, _ = gpt_oss
     requests = gate_set(int(model.config.vocab_size))[:4]
     references = reference_runs(model, requests, CPU, "fp32")
-    decoder = decode(model, DECODE_KERNELS.get("eager-kvcache"), "continuous", requests)
-    outcome = judge(requests, references, decoder.generated, decoder.first_logits, "fp32")
-    assert outcome.passed, outcome.detail
+    for name in ("eager-kvcache", "flex-kvcache"):
+        decoder = decode(model, DECODE_KERNELS.get(name), strategy, requests)
+        outcome = judge(requests, references, decoder.generated, decoder.first_logits, "fp32")
+        assert outcome.passed, f"{name}: {outcome.detail}"
+    dropped = decode(model, WindowDroppingFlexDecode(), strategy, requests)
+    assert not judge(requests, references, dropped.generated, dropped.first_logits, "fp32").passed
     with pytest.raises(KernelUnavailable, match="does not apply attention sinks"):
         decode(model, DECODE_KERNELS.get("sdpa-kvcache"), "static", requests[:2])

@@ -17,7 +17,8 @@ from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.attention.ops import KernelUnavailable
 from padbench.worker.engine.decoding.cache import CacheShape, HostPlan, KvCache, TokenBuckets
 from padbench.worker.engine.decoding.decoder import Decoder
-from padbench.worker.engine.decoding.kernels import DECODE_KERNELS, DecodeKernel, resolve_decode_kernel
+from padbench.worker.engine.decoding.kernels import DecodeKernel
+from padbench.worker.engine.decoding.registry import DECODE_KERNELS, resolve_decode_kernel
 from padbench.worker.engine.model import build_model, config_of
 from padbench.worker.jobs.generate import schedule
 from padbench.worker.jobs.generate.gate import GateOutcome, ReferenceRun, judge, reference_runs
@@ -74,14 +75,15 @@ def cpu_kernels() -> list[DecodeKernel]:
     return [kernel for _, kernel in DECODE_KERNELS.items() if kernel.unavailable_reason(CPU, torch.float32) is None]
 
 
-def test_the_cpu_runs_sdpa_and_eager_and_refuses_flash() -> None:
-    assert sorted(k.name for k in cpu_kernels()) == ["eager-kvcache", "sdpa-kvcache"]
+def test_the_cpu_runs_sdpa_eager_and_flex_and_refuses_flash() -> None:
+    assert sorted(k.name for k in cpu_kernels()) == ["eager-kvcache", "flex-kvcache", "sdpa-kvcache"]
     with pytest.raises(KernelUnavailable, match="torch-flash-kvcache: it needs bf16 or fp16"):
         resolve_decode_kernel("flash", CPU, torch.float32)
     with pytest.raises(KernelUnavailable, match="CUDA GPUs only"):
         resolve_decode_kernel("flash", CPU, torch.bfloat16)
     assert resolve_decode_kernel("sdpa", CPU, torch.float32).name == "sdpa-kvcache"
     assert resolve_decode_kernel("eager", CPU, torch.float32).name == "eager-kvcache"
+    assert resolve_decode_kernel("flex", CPU, torch.float32).name == "flex-kvcache"
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -101,7 +103,8 @@ def test_every_strategy_and_cpu_kernel_passes_the_gate(family: tuple, strategy: 
         for request in requests:
             assert decoder.generated[request.row, :request.output_length].tolist() == references[request.row].tokens
         ran.append(kernel.name)
-    assert ran == (["eager-kvcache"] if name == "tiny-gemma2" else ["sdpa-kvcache", "eager-kvcache"])
+    expected = ["eager-kvcache", "flex-kvcache"]
+    assert ran == (expected if name == "tiny-gemma2" else ["sdpa-kvcache", *expected])
 
 
 def test_sdpa_refuses_gemma2_soft_capping() -> None:
@@ -142,7 +145,7 @@ def llama() -> tuple[torch.nn.Module, list[Request], dict[int, ReferenceRun]]:
 
 @pytest.mark.parametrize("field", ["out_slot", "k_start"])
 @pytest.mark.parametrize("strategy", ["static", "continuous"])
-@pytest.mark.parametrize("kernel_name", ["eager-kvcache", "sdpa-kvcache"])
+@pytest.mark.parametrize("kernel_name", ["eager-kvcache", "sdpa-kvcache", "flex-kvcache"])
 def test_a_planted_slot_mix_up_fails_the_gate(llama: tuple, monkeypatch: pytest.MonkeyPatch, field: str,
                                               strategy: str, kernel_name: str) -> None:
     model, requests, references = llama
@@ -169,7 +172,7 @@ def test_a_missing_first_step_fails_the_gate(llama: tuple) -> None:
 BUCKETS = TokenBuckets(step=4, limit=24)
 
 
-@pytest.mark.parametrize("kernel_name", ["eager-kvcache", "sdpa-kvcache"])
+@pytest.mark.parametrize("kernel_name", ["eager-kvcache", "sdpa-kvcache", "flex-kvcache"])
 def test_padded_steps_generate_exactly_the_unpadded_tokens_and_touch_no_slot(llama: tuple, kernel_name: str) -> None:
     model, requests, references = llama
     kernel = DECODE_KERNELS.get(kernel_name)

@@ -19,7 +19,7 @@ from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.batches import STRATEGIES
 from padbench.worker.engine.data import load_tokenizer
-from padbench.worker.engine.decoding.kernels import resolve_decode_kernel
+from padbench.worker.engine.decoding.registry import resolve_decode_kernel
 from padbench.worker.engine.experts import EXPERTS_IMPLEMENTATIONS, expert_field, experts_implementation, top_k
 from padbench.worker.engine.model import build_on_meta, config_of
 from padbench.worker.engine.parameter_count import active_parameter_count

@@ -30,6 +30,13 @@ def _compiled_flex() -> Callable[..., Any]:
 
 
 @functools.cache
+def _compiled_flex_static() -> Callable[..., Any]:
+    # Shapes that never change (a decode step's: one query per slot over each slot's cache region) compile once,
+    # with sizes known to the kernel's choice (torch's split-KV decoding kernel for short queries).
+    return torch.compile(flex_attention, dynamic=False)
+
+
+@functools.cache
 def softcap_score_mod(softcap: float, device: torch.device) -> Callable[..., Any]:
     """FlexAttention's score_mod for Gemma 2's soft-capping: softcap · tanh(score / softcap) of the scaled logit.
 
@@ -49,14 +56,15 @@ def softcap_score_mod(softcap: float, device: torch.device) -> Callable[..., Any
 
 def flex_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: BlockMask, *,
                scale: float | None = None, softcap: float | None = None,
-               sinks: torch.Tensor | None = None) -> torch.Tensor:
+               sinks: torch.Tensor | None = None, static_shapes: bool = False) -> torch.Tensor:
     """FlexAttention, compiled on CUDA (its only fast path); on CPU the unfused reference runs, for tests.
 
     `softcap` caps the logits through a score_mod, inside the fused kernel; `sinks` (heads,) rescale the output
-    by the log-sum-exp flex returns (`sink_rescaled`).
+    by the log-sum-exp flex returns (`sink_rescaled`). `static_shapes` compiles for these exact sizes, for calls
+    whose shapes never change.
     """
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))
-    run = flex_reference if not query.is_cuda else _compiled_flex()
+    run = flex_reference if not query.is_cuda else _compiled_flex_static() if static_shapes else _compiled_flex()
     score_mod = softcap_score_mod(softcap, query.device) if softcap else None
     output = run(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=is_gqa(query, key), score_mod=score_mod,
                  **_lse_request(sinks is not None))

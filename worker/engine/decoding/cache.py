@@ -20,6 +20,7 @@ is touched.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -137,4 +138,4 @@ class StepInputs:
     max_q: int
     # The same ranges as host integers, for kernels that loop over slots (None inside a CUDA graph).
     host: HostPlan | None = None
-    extras: dict[str, torch.Tensor] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)  # what kernels derive once per step (masks)

@@ -11,7 +11,11 @@ the new keys and values into the layer's cache rows, then attends each slot's qu
   whole region with a boolean mask (fixed shapes, so it also replays as a graph, at the price of reading
   each region in full), any other step one call per slot;
 - `eager-kvcache`: the score, softmax and value matmuls written out per slot, with logit soft-capping
-  (Gemma 2) and attention sinks (gpt-oss): the plain computation the others are checked against.
+  (Gemma 2) and attention sinks (gpt-oss): the plain computation the others are checked against;
+- `flex-kvcache` (`flex_decode.py`): FlexAttention with block masks over the cache, soft-capping and sinks
+  included.
+
+`registry.py` holds them by name.
 
 Queries with no key to attend to (the pads in front of a left-padded prompt) produce zeros, never NaN: their
 keys and values land in cache rows nobody attends to, but a NaN there would still poison a masked matmul.
@@ -28,7 +32,6 @@ import torch
 import torch.nn.functional as F
 from transformers import AttentionInterface
 
-from padbench.contract.registry import Registry
 from padbench.worker.engine.attention.base import HALF_PRECISION
 from padbench.worker.engine.attention.ops import KernelUnavailable
 from padbench.worker.engine.decoding.cache import StepInputs
@@ -264,27 +267,3 @@ class EagerDecode(SlotLoopKernel):
         if sinks is not None:  # softmax over [scores, sink] without the sink's column (ops.sink_rescaled)
             weights = weights * torch.sigmoid(torch.logsumexp(scores, dim=-1) - sinks.float()[:, None])[..., None]
         return torch.einsum("hqk,khd->qhd", weights, v.float()).to(q.dtype)
-
-
-DECODE_KERNELS: Registry[DecodeKernel] = Registry("decode attention kernel")
-for _kernel in (TorchFlashDecode(), SdpaDecode(), EagerDecode()):
-    DECODE_KERNELS.add(_kernel.name, _kernel)
-
-# `flash` means the fastest flash implementation with a cache path; torch's is the one there is.
-FLASH_FAMILIES = ("torch-flash",)
-
-
-def resolve_decode_kernel(attention: str, device: torch.device, dtype: torch.dtype) -> DecodeKernel:
-    families = FLASH_FAMILIES if attention == "flash" else (attention,)
-    reasons = []
-    for family in families:
-        kernel = next((k for _, k in DECODE_KERNELS.items() if k.family == family), None)
-        if kernel is None:
-            reasons.append(f"{family} has no KV-cache kernel in padbench's generate jobs (they offer "
-                           f"{', '.join(sorted({k.family for _, k in DECODE_KERNELS.items()}))})")
-            continue
-        reason = kernel.unavailable_reason(device, dtype)
-        if reason is None:
-            return kernel
-        reasons.append(f"{kernel.name}: {reason}")
-    raise KernelUnavailable(attention, "; ".join(reasons) + f" (on {device}, {str(dtype).removeprefix('torch.')})")

@@ -24,7 +24,7 @@ class GenerateJob:
         """The KV-cache kernels that run here and the families they implement."""
         import torch
 
-        from padbench.worker.engine.decoding.kernels import DECODE_KERNELS
+        from padbench.worker.engine.decoding.registry import DECODE_KERNELS
 
         target = torch.device(device)
         kernels = [name for name, kernel in DECODE_KERNELS.items()

@@ -18,7 +18,8 @@ from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.decoding.cache import CacheShape, KvCache, TokenBuckets
 from padbench.worker.engine.decoding.decoder import Decoder
 from padbench.worker.engine.decoding.fused import SharedWeights, fused_projections
-from padbench.worker.engine.decoding.kernels import DecodeKernel, resolve_decode_kernel
+from padbench.worker.engine.decoding.kernels import DecodeKernel
+from padbench.worker.engine.decoding.registry import resolve_decode_kernel
 from padbench.worker.engine.model import config_of
 from padbench.worker.engine.spread import repeat_spread
 from padbench.worker.jobs.generate.figures import ModelCosts, repeat_rates, row_figures

@@ -25,7 +25,8 @@ import torch
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.decoding.cache import CacheShape, KvCache
 from padbench.worker.engine.decoding.decoder import Decoder
-from padbench.worker.engine.decoding.kernels import DecodeKernel, resolve_decode_kernel
+from padbench.worker.engine.decoding.kernels import DecodeKernel
+from padbench.worker.engine.decoding.registry import resolve_decode_kernel
 from padbench.worker.engine.model import build_model, config_of
 from padbench.worker.jobs.generate.schedule import Request, Scheduler
 from padbench.worker.jobs.generate.sizing.protocol import SlotsRequest

@@ -1,0 +1,133 @@
+"""`flex-kvcache`: FlexAttention over the KV cache, with Gemma 2's soft-capping and gpt-oss's sinks.
+
+FlexAttention computes only the key blocks a block mask lists, and applies the cap inside its fused kernel as
+a score_mod (`attention.flex`), so models that soft-cap or use sinks decode on a fused kernel rather than on
+`eager-kvcache`'s materialised scores. Compiled on CUDA; on the CPU torch's unfused reference runs it, which
+is what the tests compare against the one-request-at-a-time reference.
+
+Two paths, both reading the cache in place:
+
+- a pure decode step (one query per slot) sees the cache as (slots, capacity, kv_heads, head_dim), one batch
+  entry per slot, and its block mask lists each slot's blocks from its attended range, built from the step's
+  device tensors alone (no host integers: the step replays as a CUDA graph). One query per batch entry is
+  the shape torch's compiled flex runs on its split-KV decoding kernel, which spreads one slot's range over
+  several thread blocks rather than walking it in one;
+- any other step (prefills beside decodes) attends its packed queries to the whole flat cache, each query to
+  its own slot's range up to its own position (bottom-right causal), with the window where a layer has one.
+
+A compiled flex recompiles for a new mask function, so each cache keeps one mask function per window, reading
+bounds from buffers that every step overwrites in place.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.nn.attention.flex_attention import BlockMask, create_block_mask
+
+from padbench.worker.engine.attention import flex
+from padbench.worker.engine.decoding.cache import KvCache, StepInputs
+from padbench.worker.engine.decoding.kernels import DecodeKernel
+
+BLOCK = 128  # FlexAttention's default block: the unit its block masks list
+
+
+@dataclass
+class _Bounds:
+    """Per cache and window: each row's first and last attended key, overwritten by every step, and the mask
+    function that reads them (one object for the cache's lifetime)."""
+
+    first: torch.Tensor
+    last: torch.Tensor
+    mask_mod: Callable[..., Any]
+
+
+def _bounds(rows: int, device: torch.device, per_batch: bool) -> _Bounds:
+    """Bounds for `rows` batch entries (`per_batch`, a decode step's slots) or query positions."""
+    first = torch.zeros(rows, dtype=torch.int32, device=device)
+    last = torch.full((rows,), -1, dtype=torch.int32, device=device)
+    if per_batch:
+        def mask_mod(batch: Any, head: Any, q_index: Any, kv_index: Any) -> Any:
+            return (kv_index >= first[batch]) & (kv_index <= last[batch])
+    else:
+        def mask_mod(batch: Any, head: Any, q_index: Any, kv_index: Any) -> Any:
+            return (kv_index >= first[q_index]) & (kv_index <= last[q_index])
+    return _Bounds(first, last, mask_mod)
+
+
+class FlexDecode(DecodeKernel):
+    name = "flex-kvcache"
+    family = "flex"
+    applies_softcap = applies_sinks = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._decode: weakref.WeakKeyDictionary[KvCache, dict[int | None, _Bounds]] = weakref.WeakKeyDictionary()
+        self._packed: weakref.WeakKeyDictionary[KvCache, dict[int | None, _Bounds]] = weakref.WeakKeyDictionary()
+
+    def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, step: StepInputs, scale: float,
+               softcap: float | None, window: int | None, sinks: torch.Tensor | None = None) -> torch.Tensor:
+        cache = step.cache
+        if step.max_q == 1 and q.shape[0] == cache.slots == step.k_used.numel():
+            mask = self._decode_mask(step, window)
+
+            def regions(tensor: torch.Tensor) -> torch.Tensor:  # (slots, capacity, kv_heads, d), a view
+                return tensor[:cache.slots * cache.capacity].view(cache.slots, cache.capacity, *tensor.shape[1:])
+
+            out = flex.flex_dense(q[:, None], regions(keys), regions(values), mask, scale=scale, softcap=softcap,
+                                  sinks=sinks, static_shapes=True)
+            return out[:, 0]
+        mask = self._packed_mask(step, window, q.shape[0])
+        return flex.flex_dense(q[None], keys[None], values[None], mask, scale=scale, softcap=softcap,
+                               sinks=sinks)[0]
+
+    def _decode_mask(self, step: StepInputs, window: int | None) -> BlockMask:
+        key = f"flex_decode:{window}"
+        if key in step.extras:  # the step's first layer of this window built it
+            return step.extras[key]  # type: ignore[no-any-return]
+        cache = step.cache
+        per_window = self._decode.setdefault(cache, {})
+        bounds = per_window.get(window)
+        if bounds is None:
+            bounds = per_window[window] = _bounds(cache.slots, step.k_used.device, per_batch=True)
+        regions = torch.arange(cache.slots, device=step.k_used.device, dtype=torch.int32) * cache.capacity
+        begin = step.k_start[:cache.slots] - regions
+        last = begin + step.k_used - 1
+        bounds.first.copy_(begin if window is None else torch.maximum(begin, last - window + 1))
+        bounds.last.copy_(last)
+        blocks = -(-cache.capacity // BLOCK)
+        first_block = bounds.first // BLOCK
+        count = (torch.div(bounds.last, BLOCK, rounding_mode="floor") - first_block + 1).clamp(min=0)
+        indices = (first_block[:, None] + torch.arange(blocks, device=count.device, dtype=torch.int32)).clamp(
+            max=blocks - 1)
+        mask = BlockMask.from_kv_blocks(count.to(torch.int32)[:, None, None], indices.to(torch.int32)[:, None, None],
+                                        BLOCK_SIZE=BLOCK, mask_mod=bounds.mask_mod,
+                                        seq_lengths=(1, cache.capacity), compute_q_blocks=False)
+        step.extras[key] = mask
+        return mask
+
+    def _packed_mask(self, step: StepInputs, window: int | None, tokens: int) -> BlockMask:
+        key = f"flex_packed:{window}"
+        if key in step.extras:
+            return step.extras[key]  # type: ignore[no-any-return]
+        cache, device = step.cache, step.k_used.device
+        per_window = self._packed.setdefault(cache, {})
+        bounds = per_window.get(window)
+        if bounds is None or bounds.first.numel() < tokens:  # grows rarely: a new mask function recompiles
+            bounds = per_window[window] = _bounds(max(tokens, 2 * (bounds.first.numel() if bounds else 0)),
+                                                  device, per_batch=False)
+        position = torch.arange(tokens, device=device, dtype=torch.int32)
+        segment = torch.searchsorted(step.cu_q[1:], position, right=True)
+        queries = step.cu_q[1:] - step.cu_q[:-1]
+        start = step.k_start[segment]
+        # Bottom-right causal: a segment's last query sees its whole range, each earlier one a key less.
+        last = start + step.k_used[segment] - queries[segment] + (position - step.cu_q[segment])
+        bounds.first[:tokens].copy_(start if window is None else torch.maximum(start, last - window + 1))
+        bounds.last[:tokens].copy_(last)
+        mask = create_block_mask(bounds.mask_mod, None, None, tokens, cache.rows, device=device, BLOCK_SIZE=BLOCK)
+        step.extras[key] = mask
+        return mask
