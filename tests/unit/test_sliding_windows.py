@@ -19,7 +19,7 @@ from padbench.contract.presets import MODEL_PRESETS
 from padbench.contract.spec import StrategySpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, masks, ops
 from padbench.worker.engine.attention.features import AttentionFeatures
-from padbench.worker.engine.batches import STRATEGIES, Batch
+from padbench.worker.engine.batches import STRATEGIES, Batch, longest_attention_span
 from padbench.worker.engine.correctness import check_layout, reference_logits
 from padbench.worker.engine.model import build_model
 from tests.unit.test_engine_attention_kernels import ReferenceVarlen
@@ -125,6 +125,20 @@ def test_kernels_without_windows_are_refused_with_the_reason_and_at_call_time(mi
     batch = kernel.prepare(next(iter(STRATEGIES.get("static").batches(sample(), LAYOUTS[0], 3, MAX_LENGTH, 0, 0))))
     with pytest.raises(KernelUnavailable, match="does not apply a sliding window"), torch.inference_mode():
         kernel.forward(model, batch)
+
+
+def test_a_wrapped_row_of_short_documents_is_judged_by_its_whole_span(mistral: tuple) -> None:
+    """Documents shorter than the window never meet it alone; wrapped into one row they do, so a kernel without
+    windows is refused for wrapped rows and allowed for the others."""
+    model, _ = mistral
+    features = AttentionFeatures.of(model.config)
+    lengths = [WINDOW - 2] * 6
+    kernel = ATTENTION_KERNELS.get("torch-flash")
+    spans = {name: longest_attention_span(STRATEGIES.get(name), lengths, MAX_LENGTH) for name in ("binned", "wrapped")}
+    assert spans == {"binned": WINDOW - 2, "wrapped": min(MAX_LENGTH, sum(lengths))}
+    assert kernel.unsupported_reason(features, spans["binned"]) is None
+    reason = kernel.unsupported_reason(features, spans["wrapped"])
+    assert reason is not None and "does not apply a sliding window" in reason
 
 
 def test_a_flex_batch_prepared_without_the_window_is_an_error(mistral: tuple) -> None:

@@ -132,6 +132,14 @@ class Strategy(Protocol):
                 max_length: int, pad_token_id: int, seed: int) -> Iterator[Batch]: ...
 
 
+def longest_attention_span(strategy: Strategy, lengths: Sequence[int], max_length: int) -> int:
+    """The most positions one query may attend to: the longest sequence, or, where a layout's rows span
+    documents, a whole row of up to max_length tokens however short each document is."""
+    if strategy.crosses_documents:
+        return min(max_length, sum(lengths))
+    return max(lengths)
+
+
 class PerSequence:
     """The facts of a strategy whose every row or segment is one whole sequence, attending to itself alone."""
 

@@ -19,7 +19,7 @@ from padbench.contract.training import StepSplit
 from padbench.worker.engine import flops
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling
-from padbench.worker.engine.batches import STRATEGIES, Batch, Strategy, first_of_each_shape
+from padbench.worker.engine.batches import STRATEGIES, Batch, Strategy, first_of_each_shape, longest_attention_span
 from padbench.worker.engine.correctness import GateResult, check_layout, references_with_noise
 from padbench.worker.engine.expert_load import count_expert_load
 from padbench.worker.engine.experts import ExpertsUnavailable, use_experts
@@ -152,8 +152,7 @@ class StrategyRun:
     def _check_model_features(self, kernel: AttentionKernel) -> None:
         features = AttentionFeatures.of(self.job.model.config)
         lengths = [len(sequence) for sequence in self.job.data.sequences]  # every rank alike: the whole data
-        # A row that spans documents is one attention span of up to max_length tokens, however short they are.
-        longest = min(self.job.spec.data.max_length, sum(lengths)) if self.plugin.crosses_documents else max(lengths)
+        longest = longest_attention_span(self.plugin, lengths, self.job.spec.data.max_length)
         reason = kernel.unsupported_reason(features, longest)
         if reason is not None:
             raise StrategyFailed(f"kernel {kernel.name} cannot run this model: {reason}")
