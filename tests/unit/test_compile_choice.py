@@ -20,7 +20,6 @@ from padbench.report.padding import csv_rows, render_table
 from padbench.worker.engine import steps
 from padbench.worker.engine.checkpointing import checkpoint_layers, is_checkpoint_wrapper
 from padbench.worker.engine.compilation import compile_layers, decoder_layers, uncompile_layers
-from padbench.worker.engine.measure import warmup_order
 from padbench.worker.jobs.padding import compiling, strategy_run
 from padbench.worker.jobs.padding.compiling import RowCompiler, choose_compiled_step, pays_back, planned_steps
 from tests.unit.test_padding_job import assert_measured, run, tiny_spec
@@ -185,14 +184,16 @@ def test_the_compile_decision_times_one_batch_repeated(monkeypatch: pytest.Monke
 
 @pytest.mark.slow  # traces the tiny model with dynamo (about 5 s)
 def test_a_compiled_row_warms_up_on_every_batch_shape(eager_backend: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Binned batches differ in width and rows: each shape's recompile must land in the warm-up."""
-    extra: list[list[int]] = []
+    """Binned batches differ in width and rows: each shape's recompile must land in the warm-up. An eager row
+    keeps its short warm-up."""
+    warmups: list[list[int]] = []
+    original = strategy_run.measure
 
-    def order(n_batches: int, count: int, also: Sequence[int] = ()) -> list[int]:
-        extra.append(list(also))
-        return warmup_order(n_batches, count, also)
+    def measure(*args: Any, warmup: Sequence[int], **kwargs: Any) -> Any:
+        warmups.append(list(warmup))
+        return original(*args, warmup=warmup, **kwargs)
 
-    monkeypatch.setattr(strategy_run, "warmup_order", order)
+    monkeypatch.setattr(strategy_run, "measure", measure)
     for compile_choice in (True, False):
         spec = tiny_spec(mode="training", compile=compile_choice, strategies=[{"name": "binned", "n_bins": 4}],
                          data={"source": "synthetic", "max_length": 64, "num_samples": 48, "seed": 3},
@@ -201,5 +202,5 @@ def test_a_compiled_row_warms_up_on_every_batch_shape(eager_backend: None, monke
                          training={"loss": "full"})
         result = run(spec)
         assert_measured(result.strategies[0], result)
-    compiled_extra, eager_extra = extra
-    assert len(compiled_extra) > 1 and eager_extra == []
+    compiled, eager = warmups
+    assert eager == [0] and len(compiled) > 2 and compiled[0] == 0

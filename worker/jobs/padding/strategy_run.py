@@ -115,6 +115,11 @@ class StrategyRun:
         # configuration's. The batches (and a training step's optimizer state) stay resident, so the peaks,
         # reset at the block's start to what is allocated then, still count them.
         step = self._step(kernel, host_batches, device_batches, warmup, settings)
+        if self.compilation is not None and self.compilation.compiled:
+            # A compiled model recompiles for new shapes until dynamo has made them dynamic (on an H100, binned
+            # training recompiled 4 graphs after a 3-batch warm-up): it sees every shape before the timing too.
+            # Compiled rows run on one process (`auto` stays eager across ranks), so no rank must agree to it.
+            warmup = warmup + [index for index in first_of_each_shape(host_batches) if index not in warmup]
         with track_peak_memory(self.job.device) as memory:
             self.say(0.2, f"warm-up ({len(warmup)} batches)")
             with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
@@ -212,12 +217,9 @@ class StrategyRun:
         return kernel.prepare(batch.to(self.job.device), AttentionFeatures.of(self.job.model.config).layer_windows)
 
     def _warmup(self, kernel: AttentionKernel, host_batches: list[Batch], settings: MeasurementSpec) -> list[int]:
-        # A kernel that compiles per batch shape compiles once for each, and a compiled model recompiles for new
-        # shapes until dynamo has made them dynamic (on an H100, binned training recompiled 4 graphs after a
-        # 3-batch warm-up); all of that must land in the warm-up, never in the measurement, so the warm-up
-        # also runs the first batch of every shape.
-        compiles = kernel.compiles_per_shape or self.job.spec.compile is not False
-        per_shape = first_of_each_shape(host_batches) if compiles else []
+        # A kernel that compiles per batch shape compiles once for each; all of that must land in the warm-up,
+        # never in the measurement, so the warm-up also runs the first batch of every shape.
+        per_shape = first_of_each_shape(host_batches) if kernel.compiles_per_shape else []
         return equal_warmup(self.job.ranks, warmup_order(len(host_batches), settings.warmup_batches, per_shape))
 
     def _settings(self) -> MeasurementSpec:
