@@ -1,0 +1,154 @@
+"""A plain FSDP2 training loop on packed sequences over several GPUs, to compare padbench's `gpus: N` training with.
+
+What a user writes with PyTorch's FSDP2 and no padbench: transformers' model built in fp32 (the master
+weights), `fully_shard` on every decoder layer and then the root with bf16 compute and fp32 gradient reduction
+(`MixedPrecisionPolicy`), torch's varlen flash kernel as its attention (`plain_packed_baseline.py`'s function),
+full logits and `F.cross_entropy`, `torch.optim.AdamW(foreach=True)`, no compile. Each rank takes every
+world-size-th sequence (DistributedSampler's order, as padbench deals them) and packs its share into
+First-Fit-Decreasing packs of `--batch-size` × `--max-length` tokens (padbench's `packed` strategy); every rank
+steps as many packs as the rank with the fewest has, so no collective waits for a rank that has stopped.
+
+Run it under torchrun, one process per GPU (rank 0 writes the result):
+
+    torchrun --standalone --nproc_per_node 2 scripts/plain_fsdp_training_baseline.py --preset llama-3.1-8b \\
+        --source code.jsonl --tokenizer .data/bert-base-uncased --max-length 1024 --batch-size 8 --json plain.json
+
+`--device cpu` runs the same loop on gloo with `--attention sdpa` and no mixed precision, for the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
+from padbench.contract.spec import DataSpec, StrategySpec
+from padbench.worker.engine import flops
+from padbench.worker.engine.batches import STRATEGIES, PackedBatch
+from padbench.worker.engine.data import load_sequences
+from padbench.worker.engine.matmul_rate import measure_matmul_tflops
+from padbench.worker.engine.sharding import decoder_layers
+from padbench.worker.engine.steps import next_token_labels
+
+try:  # run as `python3 scripts/…` (the script's folder is on the path) or as a module
+    from plain_packed_baseline import add_attention_argument, plain_model, report
+except ImportError:
+    from scripts.plain_packed_baseline import add_attention_argument, plain_model, report
+
+TRAINING_FLOP_FACTOR = 3  # backward costs twice the forward, as padbench counts it
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", required=True)
+    parser.add_argument("--source", required=True)
+    parser.add_argument("--tokenizer", required=True)
+    parser.add_argument("--text-field", default="text")
+    parser.add_argument("--num-samples", type=int, default=4000)
+    parser.add_argument("--max-length", type=int, default=1024)
+    parser.add_argument("--batch-size", type=int, default=8, help="pack budget in rows of max_length tokens")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--min-seconds", type=float, default=10.0)
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    add_attention_argument(parser)
+    parser.add_argument("--json")
+    return parser.parse_args()
+
+
+def rank_packs(data: DataSpec, vocab_size: int, batch_size: int, rank: int, world: int) -> list[PackedBatch]:
+    """This rank's share of the sequences (every world-th, from `rank`), packed as padbench's `packed` does."""
+    share = load_sequences(data, vocab_size).sequences[rank::world]
+    return [batch for batch in STRATEGIES.get("packed").batches(
+        share, StrategySpec(name="packed"), batch_size, data.max_length, 0, 0) if isinstance(batch, PackedBatch)]
+
+
+def sharded_model(args: argparse.Namespace, device: torch.device) -> torch.nn.Module:
+    model = plain_model(args.preset, device, torch.float32, args.attention).train()
+    policy = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if device.type == "cuda"
+              else MixedPrecisionPolicy())
+    for layer in decoder_layers(model):
+        fully_shard(layer, mp_policy=policy)
+    fully_shard(model, mp_policy=policy)
+    return model
+
+
+def total(value: float, op: dist.ReduceOp.RedOpType, device: torch.device) -> float:
+    tensor = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(tensor, op=op)
+    return float(tensor.item())
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def main() -> None:
+    args = arguments()
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    if args.device == "cuda":
+        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    model = sharded_model(args, device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+    data = DataSpec(source=args.source, tokenizer=args.tokenizer, text_field=args.text_field,
+                    max_length=args.max_length, num_samples=args.num_samples)
+    packs = rank_packs(data, model.config.vocab_size, args.batch_size, rank, world)
+    count = int(total(len(packs), dist.ReduceOp.MIN, device))
+    packs = packs[:count]
+    steps = [(pack.input_ids.to(device), pack.position_ids.to(device), next_token_labels(pack).to(device))
+             for pack in packs]
+
+    def step(index: int) -> None:
+        input_ids, position_ids, labels = steps[index % count]
+        logits = model(input_ids=input_ids, position_ids=position_ids).logits
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    for index in range(args.warmup):
+        step(index)
+    synchronize(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    dist.barrier()
+    done, start = 0, time.perf_counter()
+    while True:  # whole passes over the packs; every rank stops after the same pass (rank 0's clock decides)
+        for _ in range(count):
+            step(done)
+            done += 1
+        synchronize(device)
+        if total(float(time.perf_counter() - start >= args.min_seconds), dist.ReduceOp.MAX, device):
+            break
+    seconds = total(time.perf_counter() - start, dist.ReduceOp.MAX, device)
+
+    shape = flops.ModelShape.of(model)
+    work = sum(TRAINING_FLOP_FACTOR * flops.batch_flops(shape, packs[i % count]).total for i in range(done))
+    real_tokens = total(sum(packs[i % count].real_tokens for i in range(done)), dist.ReduceOp.SUM, device)
+    work = total(work, dist.ReduceOp.SUM, device)
+    peak = total(torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0, dist.ReduceOp.MAX, device)
+    result = {"preset": args.preset, "attention": args.attention, "world_size": world, "device": str(device),
+              "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+              "torch": torch.__version__, "packs_per_rank": count, "steps": done, "real_tokens": int(real_tokens),
+              "seconds": seconds, "tokens_per_s": real_tokens / seconds,
+              "tokens_per_s_per_gpu": real_tokens / seconds / world, "peak_allocated_bytes_per_rank": int(peak)}
+    if device.type == "cuda":  # MFU against each GPU's own measured GEMM rate, averaged over the ranks
+        matmul = total(measure_matmul_tflops(device, torch.bfloat16) * 1e12, dist.ReduceOp.SUM, device)
+        result |= {"matmul_tflops_per_gpu": matmul / world / 1e12, "mfu_vs_matmul": work / seconds / matmul}
+    if rank == 0:
+        report(result, args.json)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
