@@ -24,7 +24,6 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
@@ -34,29 +33,18 @@ from padbench.worker.engine.batches import STRATEGIES, PackedBatch
 from padbench.worker.engine.data import load_sequences
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.engine.sharding import decoder_layers
-from padbench.worker.engine.steps import next_token_labels
 
 try:  # run as `python3 scripts/…` (the script's folder is on the path) or as a module
-    from plain_packed_baseline import add_attention_argument, plain_model, report
+    from plain_packed_baseline import plain_model, report
+    from plain_training_baseline import TRAINING_FLOP_FACTOR, step_inputs, train_on, training_arguments
 except ImportError:
-    from scripts.plain_packed_baseline import add_attention_argument, plain_model, report
-
-TRAINING_FLOP_FACTOR = 3  # backward costs twice the forward, as padbench counts it
-
+    from scripts.plain_packed_baseline import plain_model, report
+    from scripts.plain_training_baseline import TRAINING_FLOP_FACTOR, step_inputs, train_on, training_arguments
 
 def arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", required=True)
-    parser.add_argument("--source", required=True)
-    parser.add_argument("--tokenizer", required=True)
-    parser.add_argument("--text-field", default="text")
-    parser.add_argument("--num-samples", type=int, default=4000)
-    parser.add_argument("--max-length", type=int, default=1024)
-    parser.add_argument("--batch-size", type=int, default=8, help="pack budget in rows of max_length tokens")
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--min-seconds", type=float, default=10.0)
+    parser = training_arguments(max_length=1024, batch_size=8)
+    parser.description = __doc__.splitlines()[0]
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    add_attention_argument(parser)
     parser.add_argument("--json")
     return parser.parse_args()
 
@@ -105,16 +93,10 @@ def main() -> None:
     packs = rank_packs(data, model.config.vocab_size, args.batch_size, rank, world)
     count = int(total(len(packs), dist.ReduceOp.MIN, device))
     packs = packs[:count]
-    steps = [(pack.input_ids.to(device), pack.position_ids.to(device), next_token_labels(pack).to(device))
-             for pack in packs]
+    steps = [step_inputs(pack, device) for pack in packs]
 
     def step(index: int) -> None:
-        input_ids, position_ids, labels = steps[index % count]
-        logits = model(input_ids=input_ids, position_ids=position_ids).logits
-        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        train_on(model, optimizer, *steps[index % count])
 
     for index in range(args.warmup):
         step(index)

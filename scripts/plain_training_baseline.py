@@ -41,18 +41,34 @@ except ImportError:
 TRAINING_FLOP_FACTOR = 3  # backward costs twice the forward, as padbench counts it
 
 
-def arguments() -> argparse.Namespace:
+def training_arguments(max_length: int, batch_size: int) -> argparse.ArgumentParser:
+    """The model, data, pack and timing options the plain training loops share."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", required=True)
     parser.add_argument("--source", required=True)
     parser.add_argument("--tokenizer", required=True)
     parser.add_argument("--text-field", default="text")
     parser.add_argument("--num-samples", type=int, default=4000)
-    parser.add_argument("--max-length", type=int, default=640)
-    parser.add_argument("--batch-size", type=int, default=16, help="pack budget in rows of max_length tokens")
+    parser.add_argument("--max-length", type=int, default=max_length)
+    parser.add_argument("--batch-size", type=int, default=batch_size, help="pack budget in rows of max_length tokens")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--min-seconds", type=float, default=10.0)
     add_attention_argument(parser)
+    return parser
+
+
+def train_on(model: torch.nn.Module, optimizer: torch.optim.Optimizer, input_ids: torch.Tensor,
+             inputs: dict[str, torch.Tensor], labels: torch.Tensor) -> None:
+    """One step as users write it: full logits, cross-entropy in fp32, backward, the optimizer's step."""
+    logits = model(input_ids=input_ids, **inputs).logits
+    loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def arguments() -> argparse.Namespace:
+    parser = training_arguments(max_length=640, batch_size=16)
     parser.add_argument("--layout", choices=("packed", "binned"), default="packed")
     parser.add_argument("--bins", type=int, default=16, help="length groups of --layout binned")
     parser.add_argument("--json")
@@ -88,12 +104,7 @@ def main() -> None:
     steps = [step_inputs(pack, device) for pack in packs]
 
     def step(index: int) -> None:
-        input_ids, inputs, labels = steps[index % len(steps)]
-        logits = model(input_ids=input_ids, **inputs).logits
-        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        train_on(model, optimizer, *steps[index % len(steps)])
 
     for index in range(args.warmup):
         step(index)
