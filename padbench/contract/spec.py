@@ -319,9 +319,6 @@ class PaddingJobSpec(JobSpecBase):
         experts_problem = self._experts_problem()
         if experts_problem is not None:
             problems.append((("experts",), experts_problem))
-        if self.gpus != 1 and self.compile is True:
-            problems.append((("compile",), "torch.compile of a model spread over several GPUs is not measured "
-                                           "here yet: set compile auto or false, or gpus 1"))
         return problems
 
     def _experts_problem(self) -> str | None:

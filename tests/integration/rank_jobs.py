@@ -78,3 +78,37 @@ def fused_against_full(ctx: ChildContext, spec_document: dict[str, Any], tokens:
     fused_loss, fused = gradients(ChunkedLoss())
     error = max(float((a - b).norm() / b.norm().clamp_min(1e-12)) for a, b in zip(fused, full, strict=True))
     return {"loss_error": abs(fused_loss - full_loss) / full_loss, "gradient_error": error, "loss": fused_loss}
+
+
+def compiled_against_eager(ctx: ChildContext, spec_document: dict[str, Any], tokens: list[list[int]],
+                           backend: str) -> dict[str, float]:
+    """One training step's loss and this rank's gradient shards with the job's decoder layers eager, then
+    compiled in place (`backend`: AOTAutograd traces forward and backward as inductor's does, without its code
+    generation), on the model as the job sets it up (sharded with FSDP2 on several ranks): how far apart."""
+    from torch.distributed.tensor import DTensor
+
+    from padbench.worker.engine import steps
+    from padbench.worker.engine.compilation import compile_layers
+
+    spec = PaddingJobSpec.model_validate(spec_document)
+    ranks = Ranks.of_environment()
+    ranks.join(ranks.device(resolve_device(spec.device)), 60)
+    job = prepare_job(spec, lambda *_: None, ranks)
+    ids = torch.tensor(tokens, device=job.device)
+
+    def gradients() -> tuple[float, list[torch.Tensor]]:
+        logits = job.model(input_ids=ids).logits
+        loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), ids[:, 1:].reshape(-1))
+        loss.backward()
+        grads = [parameter.grad for parameter in job.model.parameters() if parameter.grad is not None]
+        shards = [(grad.to_local() if isinstance(grad, DTensor) else grad).clone() for grad in grads]
+        job.model.zero_grad(set_to_none=True)
+        return float(loss.detach()), shards
+
+    eager_loss, eager = gradients()
+    steps.COMPILE_BACKEND = backend
+    compiled_count = compile_layers(job.model)
+    compiled_loss, compiled = gradients()
+    error = max(float((a - b).norm() / b.norm().clamp_min(1e-12)) for a, b in zip(compiled, eager, strict=True))
+    return {"loss_error": abs(compiled_loss - eager_loss) / eager_loss, "gradient_error": error,
+            "layers": compiled_count, "gradients": len(compiled)}

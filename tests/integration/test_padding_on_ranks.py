@@ -120,6 +120,20 @@ def test_the_fused_loss_of_a_sharded_model_is_the_full_loss(tmp_path: Path, pres
     assert report.value["loss_error"] <= tolerance and report.value["gradient_error"] <= 10 * tolerance, report.value
 
 
+@pytest.mark.parametrize("checkpointing", ["none", "ops"])
+def test_compiled_layers_of_a_sharded_model_train_as_the_eager_ones(tmp_path: Path, checkpointing: str) -> None:
+    """Each decoder layer compiled in place under FSDP2: the gathering hooks run eagerly around the compiled
+    graph (a checkpointed layer compiles whole, with its recompute), and the step's loss and each rank's
+    reduce-scattered gradient shards are the eager model's."""
+    document = spec("training", gpus=2, attention="eager", training={"activation_checkpointing": checkpointing})
+    tokens = [[(13 * row + 7 * column) % 400 + 1 for column in range(40)] for row in range(2)]
+    report = launch_job("tests.integration.rank_jobs:compiled_against_eager", document, tokens, "aot_eager",
+                        ranks=2, timeout_s=300, env=CPU_ONLY, workdir=str(tmp_path))
+    assert report.outcome == "ok", report.error
+    assert report.value["layers"] >= 2 and report.value["gradients"] > 0
+    assert report.value["loss_error"] <= 1e-5 and report.value["gradient_error"] <= 1e-4, report.value
+
+
 @pytest.mark.parametrize("preset", ["tiny-llama", "tiny-gpt2"])  # an untied aligned head; a tied one
 def test_a_model_too_large_for_one_gpu_is_built_sharded_from_its_shapes(tmp_path: Path, preset: str) -> None:
     tokens = [[(5 * row + column) % 400 + 1 for column in range(32)] for row in range(2)]

@@ -18,8 +18,9 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from padbench.contract.spec import MeasurementSpec
 from padbench.report.padding import csv_rows, render_table
 from padbench.worker.engine import steps
-from padbench.worker.engine.checkpointing import checkpoint_layers, is_checkpoint_wrapper
-from padbench.worker.engine.compilation import compile_layers, decoder_layers, uncompile_layers
+from padbench.worker.engine.checkpointing import checkpoint_layers, decoder_layers, is_checkpoint_wrapper
+from padbench.worker.engine.compilation import compile_layers, is_compiled, uncompile_layers
+from padbench.worker.engine.ranks import Ranks
 from padbench.worker.jobs.padding import compiling, strategy_run
 from padbench.worker.jobs.padding.compiling import RowCompiler, choose_compiled_step, pays_back, planned_steps
 from tests.unit.test_padding_job import assert_measured, run, tiny_spec
@@ -82,7 +83,7 @@ def canned_times(monkeypatch: pytest.MonkeyPatch, eager: float, first: float, co
 
 def choose(compiler: RowCompiler, requested: Any, settings: MeasurementSpec = QUICK) -> Any:
     return choose_compiled_step(requested, compiler, lambda model: lambda index: None, [0, 1], 100, settings, CPU,
-                                spread=False)[1]
+                                Ranks())[1]
 
 
 def test_auto_keeps_the_compiled_model_when_it_pays_back_and_reports_the_times(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -128,7 +129,7 @@ def test_layers_compile_in_place_and_checkpointed_ones_recompute_inside_the_comp
     wrappers = [layer for layer in decoder_layers(model) if is_checkpoint_wrapper(layer)]
     assert len(wrappers) == 2 and all("context_fn" not in layer.checkpoint_fn.keywords for layer in wrappers)
     uncompile_layers(model)
-    assert all(layer._compiled_call_impl is None for layer in decoder_layers(model))
+    assert not any(is_compiled(layer) for layer in decoder_layers(model))
     assert all("context_fn" in layer.checkpoint_fn.keywords for layer in wrappers)  # eager recompute: replayed
 
 

@@ -141,6 +141,21 @@ def unwrapped_layer_names(model: nn.Module) -> set[str]:
     return set(getattr(model, "_no_split_modules", None) or ())
 
 
+def is_decoder_layer(module: nn.Module, names: set[str]) -> bool:
+    """Whether `module` is one of the classes `names` lists, also once FSDP2 has swapped its class for a subclass
+    (`FSDPLlamaDecoderLayer`)."""
+    return any(cls.__name__ in names for cls in type(module).__mro__)
+
+
+def decoder_layers(model: nn.Module) -> list[nn.Module]:
+    """The model's decoder layers, each as the module that runs it: its checkpoint wrapper where it has one, so
+    that hooks put on a layer (FSDP2's gathering) and a compiled forward stay outside the recomputed region."""
+    names = unwrapped_layer_names(model)
+    wrappers = {id(module._checkpoint_wrapped_module): module for module in model.modules()
+                if is_checkpoint_wrapper(module)}
+    return [wrappers.get(id(module), module) for module in model.modules() if is_decoder_layer(module, names)]
+
+
 def checkpoint_layers(model: nn.Module, choice: Checkpointing) -> int:
     """Wrap the decoder layers `choice` names in place; the number wrapped (0 for `none`)."""
     if choice == "none":
@@ -148,7 +163,7 @@ def checkpoint_layers(model: nn.Module, choice: Checkpointing) -> int:
     names = unwrapped_layer_names(model)
     # Collected first: replacing children while iterating `named_modules` would visit the wrappers too.
     layers = [(parent, child_name, child) for parent in model.modules()
-              for child_name, child in parent.named_children() if type(child).__name__ in names]
+              for child_name, child in parent.named_children() if is_decoder_layer(child, names)]
     if not layers:
         raise CannotCheckpoint(f"training.activation_checkpointing {choice}: {type(model).__name__} names no decoder "
                                "layer classes (_no_split_modules) to checkpoint one by one")

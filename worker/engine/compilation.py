@@ -4,39 +4,27 @@ Inference compiles the model as one graph with every dimension symbolic (`steps.
 each decoder layer on its own, in place, as torchtitan does: the layers are where the time goes, a layer's
 graph is traced once and serves every layer of the same code, and checkpointing and FSDP2 keep wrapping layers
 (a checkpointed layer is compiled together with its wrapper, so the compiler decides what its backward
-recomputes). A checkpointed layer must compile whole (`fullgraph`): a graph break inside it would run the
-recompute eagerly, outside the kernel context the timed forward traced.
+recomputes). What is compiled is the layer's `forward`, not its whole call: hooks on the layer stay outside the
+graph and run eagerly around it, which is how FSDP2 gathers a sharded layer's weights before it computes and
+frees them after (torchtitan gets the same by sharding the compiled block). A checkpointed layer must compile
+whole (`fullgraph`): a graph break inside it would run the recompute eagerly, outside the kernel context the
+timed forward traced.
 
-`nn.Module.compile` compiles in place (the module keeps its parameters and names; `uncompile_layers` undoes it),
-so the optimizer, the loss's LM head and the weight snapshots see the same model either way.
+The layers compile in place (each keeps its parameters and names; `uncompile_layers` undoes it), so the
+optimizer, the loss's LM head and the weight snapshots see the same model either way.
 """
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 
 from padbench.worker.engine import steps
-from padbench.worker.engine.checkpointing import is_checkpoint_wrapper, replay_kernel_context, unwrapped_layer_names
+from padbench.worker.engine.checkpointing import decoder_layers, is_checkpoint_wrapper, replay_kernel_context
 
 
 class NothingToCompile(ValueError):
     """The model names no decoder layers to compile one by one."""
-
-
-def decoder_layers(model: nn.Module) -> list[nn.Module]:
-    """The model's decoder layers, each as it is called: its checkpoint wrapper where it has one."""
-    names = unwrapped_layer_names(model)
-    layers: list[nn.Module] = []
-    for module in model.modules():
-        inner = getattr(module, "_checkpoint_wrapped_module", None) if is_checkpoint_wrapper(module) else None
-        if type(inner if inner is not None else module).__name__ in names and not _inside_wrapper(module, layers):
-            layers.append(module)
-    return layers
-
-
-def _inside_wrapper(module: nn.Module, layers: list[nn.Module]) -> bool:
-    # A wrapper comes before the layer it wraps in `modules()`; the layer itself is then already counted.
-    return any(getattr(layer, "_checkpoint_wrapped_module", None) is module for layer in layers)
 
 
 def compile_layers(model: nn.Module) -> int:
@@ -47,12 +35,18 @@ def compile_layers(model: nn.Module) -> int:
                                "compile one by one")
     replay_kernel_context(model, False)
     for layer in layers:
-        layer.compile(backend=steps.COMPILE_BACKEND, dynamic=True, fullgraph=is_checkpoint_wrapper(layer))
+        # An instance attribute: the module's __call__ finds it in place of the class's forward.
+        vars(layer)["forward"] = torch.compile(layer.forward, backend=steps.COMPILE_BACKEND, dynamic=True,
+                                               fullgraph=is_checkpoint_wrapper(layer))
     return len(layers)
+
+
+def is_compiled(layer: nn.Module) -> bool:
+    return "forward" in vars(layer)
 
 
 def uncompile_layers(model: nn.Module) -> None:
     """Undo `compile_layers`: the layers run eagerly again, recomputing under the kernel's context."""
     for layer in decoder_layers(model):
-        layer._compiled_call_impl = None  # what nn.Module.compile set: __call__ goes through it while it is set
+        vars(layer).pop("forward", None)  # the class's forward shows through again
     replay_kernel_context(model, True)

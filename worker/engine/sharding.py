@@ -23,7 +23,7 @@ from torch.distributed.tensor import DTensor
 from transformers import PreTrainedModel
 
 from padbench.contract.model_spec import ModelSpec
-from padbench.worker.engine.checkpointing import is_checkpoint_wrapper, unwrapped_layer_names
+from padbench.worker.engine.checkpointing import decoder_layers as checkpointed_or_plain_layers
 from padbench.worker.engine.lm_head import AlignedLMHead
 from padbench.worker.engine.model import build_on_meta, config_of
 from padbench.worker.engine.ranks import Ranks
@@ -34,12 +34,8 @@ class CannotShard(ValueError):
 
 
 def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
-    """The decoder layers, each as the module that runs it: a checkpointed layer's wrapper, so that FSDP2's
-    gathering hooks stay outside the region recomputed in the backward."""
-    names = unwrapped_layer_names(model)
-    wrappers = {id(module._checkpoint_wrapped_module): module for module in model.modules()
-                if is_checkpoint_wrapper(module)}
-    layers = [wrappers.get(id(module), module) for module in model.modules() if type(module).__name__ in names]
+    """The decoder layers FSDP2 wraps one by one (each checkpointed layer's wrapper, see `checkpointing`)."""
+    layers = checkpointed_or_plain_layers(model)
     if not layers:
         raise CannotShard(f"{type(model).__name__} names no decoder layer classes (_no_split_modules) to shard "
                           "one by one")

@@ -26,6 +26,7 @@ from padbench.contract.results import CompileReport
 from padbench.contract.spec import CompileChoice, MeasurementSpec
 from padbench.worker.engine import steps
 from padbench.worker.engine.compilation import compile_layers, uncompile_layers
+from padbench.worker.engine.ranks import Ranks
 from padbench.worker.engine.steps import StepFn
 
 # Steps timed each way: enough for a median, few enough to cost little next to the warm-up.
@@ -94,14 +95,15 @@ def _timed(step: StepFn, indices: Sequence[int], device: torch.device) -> list[f
 
 def choose_compiled_step(requested: CompileChoice, compiler: RowCompiler, build_step: Callable[[nn.Module], StepFn],
                          indices: Sequence[int], n_batches: int, settings: MeasurementSpec,
-                         device: torch.device, spread: bool) -> tuple[StepFn, CompileReport | None]:
-    """The step the row measures and what the row reports of compiling it (None for `compile: false`)."""
+                         device: torch.device, ranks: Ranks) -> tuple[StepFn, CompileReport | None]:
+    """The step the row measures and what the row reports of compiling it (None for `compile: false`).
+
+    On several ranks every decision is agreed (a rank compiles only where all do), so no rank runs a model the
+    others do not: FSDP2's collectives pair the ranks' layers one by one.
+    """
     eager = build_step(compiler.model)
     if requested is False:
         return eager, None
-    if spread:  # `compile: true` is refused at submission for several GPUs; `auto` stays eager there
-        return eager, CompileReport(requested=requested, compiled=False,
-                                    reason="not compiled: compiling a model spread over several GPUs is not measured")
     # One batch, repeated: a second shape would recompile inside the compiled steps timed here (binned batches
     # differ in width and rows), which is compile time counted as step time. The warm-up shows the compiled
     # model every shape before the measurement.
@@ -110,7 +112,7 @@ def choose_compiled_step(requested: CompileChoice, compiler: RowCompiler, build_
     planned = planned_steps(n_batches, settings, eager_step_s)
     eager_run_s = eager_step_s * planned
     report = CompileReport(requested=requested, compiled=False, eager_step_s=eager_step_s, reason="")
-    if requested == "auto" and eager_run_s * MOST_SAVED_SHARE < LEAST_COMPILE_SECONDS:
+    if requested == "auto" and not ranks.all_agree(eager_run_s * MOST_SAVED_SHARE >= LEAST_COMPILE_SECONDS):
         return eager, report.model_copy(update={"reason": (
             f"not compiled: the measured run takes about {eager_run_s:.1f} s eagerly ({planned} steps); compiling "
             f"takes at least {LEAST_COMPILE_SECONDS:g} s and saves at most {MOST_SAVED_SHARE:.0%} of a step, so it "
@@ -120,7 +122,7 @@ def choose_compiled_step(requested: CompileChoice, compiler: RowCompiler, build_
         first, *rest = _timed(compiled, indices, device)
     except Exception as error:  # the compiler refused this model or kernel: eager, saying why
         compiler.undo()
-        if requested is True:
+        if requested is True or ranks.spread:  # the other ranks are inside a step's collectives: no way back
             raise
         return eager, report.model_copy(update={"reason": f"not compiled: torch.compile failed: {error}"[:1000]})
     if device.type == "cuda":  # the eager steps' cached blocks would count as reserved at the measurement's start
@@ -129,7 +131,7 @@ def choose_compiled_step(requested: CompileChoice, compiler: RowCompiler, build_
     compile_seconds = max(0.0, first - compiled_step_s)
     report = report.model_copy(update={"compiled_step_s": compiled_step_s, "compile_seconds": compile_seconds})
     saved = (eager_step_s - compiled_step_s) * planned
-    if requested is True or pays_back(eager_step_s, compiled_step_s, compile_seconds, planned):
+    if requested is True or ranks.all_agree(pays_back(eager_step_s, compiled_step_s, compile_seconds, planned)):
         why = "compile: true" if requested is True else (
             f"it saves {saved:.1f} s over the measured run's {planned} steps, more than the {compile_seconds:.1f} s "
             "it took to compile")

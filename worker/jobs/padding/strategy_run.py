@@ -246,7 +246,7 @@ class StrategyRun:
                 return training_step(model, forward, device_batches, labels, optimizer, self.job.loss)
         step, self.compilation = choose_compiled_step(
             self.job.spec.compile, self.compiler, build, warmup or [0], len(device_batches), settings,
-            self.job.device, self.job.ranks.spread)
+            self.job.device, self.job.ranks)
         return step
 
     # --- results -------------------------------------------------------------------------------------------
