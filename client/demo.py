@@ -55,7 +55,11 @@ def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--spec", type=Path, default=None,
                         help=f"job spec to run instead of the example ({CPU_EXAMPLE} / {GPU_EXAMPLE})")
-    parser.add_argument("--gpu", default=None, help="GPU index for the worker (default: the first visible)")
+    owned = parser.add_mutually_exclusive_group()
+    owned.add_argument("--gpu", default=None, help="GPU index for the worker (default: the first visible)")
+    owned.add_argument("--gpus", default=None, metavar="LIST",
+                       help="the GPUs the worker owns, as `padbench worker --gpus` takes them (0,1), for a spec "
+                            "with `gpus: N`")
     parser.set_defaults(handler=run_demo)
 
 
@@ -190,15 +194,22 @@ def run_job(url: str, token: str, spec_path: Path, worker: subprocess.Popen[byte
     return 0
 
 
+def worker_gpu_options(args: argparse.Namespace) -> list[str]:
+    """The demo worker's GPU options, passed on as given (the worker checks them)."""
+    if args.gpus is not None:
+        return ["--gpus", args.gpus]
+    return [] if args.gpu is None else ["--gpu", args.gpu]
+
+
 def run_demo(args: argparse.Namespace) -> int:
     try:
-        return _run_demo(args.spec, args.gpu)
+        return _run_demo(args.spec, worker_gpu_options(args))
     except (DemoError, SpecError, ApiError) as error:
         print(f"padbench demo: {error}", file=sys.stderr)
         return 1
 
 
-def _run_demo(spec: Path | None, gpu: str | None) -> int:
+def _run_demo(spec: Path | None, gpu_options: list[str]) -> int:
     if spec is not None:
         load_spec(spec)  # a spec that does not validate is refused before anything starts
     with tempfile.TemporaryDirectory(prefix="padbench-demo-") as scratch:
@@ -216,9 +227,7 @@ def _run_demo(spec: Path | None, gpu: str | None) -> int:
         with background(server_command, server_log, env) as server:
             wait_until_healthy(url, server, server_log)
             # The token goes through the environment: not visible in `ps`, and never mistaken for an option.
-            worker_command = padbench_command("worker", "--server", url, "--name", DEMO_WORKER_NAME)
-            if gpu is not None:
-                worker_command += ["--gpu", gpu]
+            worker_command = padbench_command("worker", "--server", url, "--name", DEMO_WORKER_NAME, *gpu_options)
             with background(worker_command, worker_log, env | {"PADBENCH_TOKEN": tokens.worker}) as worker:
                 print(f"server {url} and worker pid {worker.pid} started (logs in {workdir})", file=sys.stderr)
                 print(f"dashboard {url}/ while the demo runs; its read-only token: {tokens.viewer}", file=sys.stderr)

@@ -7,6 +7,8 @@ full logits and `F.cross_entropy`, `torch.optim.AdamW(foreach=True)`, no compile
 world-size-th sequence (DistributedSampler's order, as padbench deals them) and packs its share into
 First-Fit-Decreasing packs of `--batch-size` × `--max-length` tokens (padbench's `packed` strategy); every rank
 steps as many packs as the rank with the fewest has, so no collective waits for a rank that has stopped.
+`--layout binned` trains on its share's padded batches of padbench's `binned` strategy instead (`--bins` length
+groups), with the attention mask and transformers' `sdpa` attention, as plain_training_baseline.py does.
 
 Run it under torchrun, one process per GPU (rank 0 writes the result):
 
@@ -29,35 +31,41 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.spec import DataSpec, StrategySpec
 from padbench.worker.engine import flops
-from padbench.worker.engine.batches import STRATEGIES, PackedBatch
+from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch
 from padbench.worker.engine.data import load_sequences
 from padbench.worker.engine.matmul_rate import measure_matmul_tflops
 from padbench.worker.engine.sharding import decoder_layers
 
 try:  # run as `python3 scripts/…` (the script's folder is on the path) or as a module
-    from plain_packed_baseline import plain_model, report
+    from plain_packed_baseline import PLAIN_VARLEN, plain_model, report
     from plain_training_baseline import TRAINING_FLOP_FACTOR, step_inputs, train_on, training_arguments
 except ImportError:
-    from scripts.plain_packed_baseline import plain_model, report
+    from scripts.plain_packed_baseline import PLAIN_VARLEN, plain_model, report
     from scripts.plain_training_baseline import TRAINING_FLOP_FACTOR, step_inputs, train_on, training_arguments
 
 def arguments() -> argparse.Namespace:
     parser = training_arguments(max_length=1024, batch_size=8)
     parser.description = __doc__.splitlines()[0]
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    parser.add_argument("--layout", choices=("packed", "binned"), default="packed")
+    parser.add_argument("--bins", type=int, default=16, help="length groups of --layout binned")
     parser.add_argument("--json")
     return parser.parse_args()
 
 
-def rank_packs(data: DataSpec, vocab_size: int, batch_size: int, rank: int, world: int) -> list[PackedBatch]:
-    """This rank's share of the sequences (every world-th, from `rank`), packed as padbench's `packed` does."""
+def rank_batches(args: argparse.Namespace, data: DataSpec, vocab_size: int, rank: int, world: int) -> list[Batch]:
+    """This rank's share of the sequences (every world-th, from `rank`), packed as padbench's `packed` does or
+    batched as its `binned` does."""
     share = load_sequences(data, vocab_size).sequences[rank::world]
+    if args.layout == "binned":
+        return list(STRATEGIES.get("binned").batches(share, StrategySpec(name="binned", n_bins=args.bins),
+                                                     args.batch_size, data.max_length, 0, 0))
     return [batch for batch in STRATEGIES.get("packed").batches(
-        share, StrategySpec(name="packed"), batch_size, data.max_length, 0, 0) if isinstance(batch, PackedBatch)]
+        share, StrategySpec(name="packed"), args.batch_size, data.max_length, 0, 0) if isinstance(batch, PackedBatch)]
 
 
-def sharded_model(args: argparse.Namespace, device: torch.device) -> torch.nn.Module:
-    model = plain_model(args.preset, device, torch.float32, args.attention).train()
+def sharded_model(args: argparse.Namespace, device: torch.device, attention: str) -> torch.nn.Module:
+    model = plain_model(args.preset, device, torch.float32, attention).train()
     policy = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if device.type == "cuda"
               else MixedPrecisionPolicy())
     for layer in decoder_layers(model):
@@ -86,11 +94,12 @@ def main() -> None:
     else:
         device = torch.device("cpu")
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    model = sharded_model(args, device)
+    attention = "sdpa" if args.layout == "binned" and args.attention == PLAIN_VARLEN else args.attention
+    model = sharded_model(args, device, attention)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
     data = DataSpec(source=args.source, tokenizer=args.tokenizer, text_field=args.text_field,
                     max_length=args.max_length, num_samples=args.num_samples)
-    packs = rank_packs(data, model.config.vocab_size, args.batch_size, rank, world)
+    packs = rank_batches(args, data, model.config.vocab_size, rank, world)
     count = int(total(len(packs), dist.ReduceOp.MIN, device))
     packs = packs[:count]
     steps = [step_inputs(pack, device) for pack in packs]
@@ -119,7 +128,8 @@ def main() -> None:
     real_tokens = total(sum(packs[i % count].real_tokens for i in range(done)), dist.ReduceOp.SUM, device)
     work = total(work, dist.ReduceOp.SUM, device)
     peak = total(torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0, dist.ReduceOp.MAX, device)
-    result = {"preset": args.preset, "attention": args.attention, "world_size": world, "device": str(device),
+    result = {"preset": args.preset, "layout": args.layout, "attention": attention, "world_size": world,
+              "device": str(device),
               "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
               "torch": torch.__version__, "packs_per_rank": count, "steps": done, "real_tokens": int(real_tokens),
               "seconds": seconds, "tokens_per_s": real_tokens / seconds,

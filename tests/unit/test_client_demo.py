@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
-from padbench.client.demo import Tokens, background, free_loopback_port
+import pytest
+
+from padbench.client.demo import Tokens, add_demo_command, background, free_loopback_port, worker_gpu_options
 from padbench.server.core.security import parse_token_line
 from padbench.tokens import token_digest
 
@@ -33,3 +36,17 @@ def test_a_background_process_is_stopped_when_the_block_exits(tmp_path: Path) ->
     with background(command, log, env={}) as process:
         assert process.poll() is None
     assert process.returncode is not None and process.returncode < 0  # ended by SIGTERM, not by itself
+
+
+def demo_arguments(*given: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_demo_command(parser.add_subparsers())
+    return parser.parse_args(["demo", *given])
+
+
+def test_the_demo_worker_owns_the_gpus_it_is_given() -> None:
+    assert worker_gpu_options(demo_arguments("--gpus", "0,1")) == ["--gpus", "0,1"]  # for a `gpus: 2` spec
+    assert worker_gpu_options(demo_arguments("--gpu", "1")) == ["--gpu", "1"]
+    assert worker_gpu_options(demo_arguments()) == []  # the worker's own default: the first visible GPU
+    with pytest.raises(SystemExit):  # one or the other
+        demo_arguments("--gpu", "1", "--gpus", "0,1")

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The two-GPU training measurements of docs/benchmarks.md: Llama-3.1-8B's shape sharded with FSDP2 over two GPUs
+# of one host, padbench (examples/gpu-fsdp-llama-3.1-8b.yaml) beside the plain FSDP2 loop
+# (scripts/plain_fsdp_training_baseline.py) on the same sequences, dealt to the ranks the same way.
+# Usage: scripts/gpu_fsdp_runs.sh PART OUTDIR, PART one of
+#   packed   the plain loop on First-Fit-Decreasing packs of 8 × 1024 tokens a rank, then padbench's packed row
+#            with compiled decoder layers
+#   layouts  the plain loop on binned[16]'s padded batches (transformers' sdpa attention), then padbench's static
+#            and binned rows
+#   service  batch_size auto on the packed row, then the same job submitted over HTTP to `padbench worker --gpus
+#            0,1` (`padbench demo --gpus 0,1`: a loopback server with an embedded SQLite database)
+# Output: one JSON per run and one log per part. Expects padbench importable (installed, or the offline wheels on
+# PYTHONPATH) and .data/bert-base-uncased; writes .data/code.jsonl from this machine's Python standard library.
+set -uo pipefail
+part=$1 out=$(realpath -m "$2")
+spec=examples/gpu-fsdp-llama-3.1-8b.yaml
+# NVLink multicast stays off on shared hosts (it can take the host's GPUs out of service); every rank inherits it.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+mkdir -p "$out" .data
+log="$out/fsdp-$part.log"
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader > "$log" 2>&1
+nvidia-smi topo -m >> "$log" 2>&1
+python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "transformers", transformers.__version__)' >> "$log"
+[[ -f .data/code.jsonl ]] || python3 scripts/code_corpus.py "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')" .data/code.jsonl
+run() {  # NAME SECONDS, then --set arguments: one padbench job, cut off after SECONDS
+  local name=$1 seconds=$2; shift 2
+  echo "== $name: $*" >> "$log"
+  timeout "$seconds" python3 -P -m padbench.cli run "$spec" "$@" --json "$out/$name.json" >> "$log" 2>&1
+  echo "== $name exit $?" >> "$log"
+}
+plain() {  # LAYOUT SECONDS: the plain FSDP2 loop on two GPUs
+  echo "== plain FSDP2 loop ($1)" >> "$log"
+  timeout "$2" torchrun --standalone --nproc_per_node 2 scripts/plain_fsdp_training_baseline.py --preset llama-3.1-8b \
+    --source .data/code.jsonl --tokenizer .data/bert-base-uncased --max-length 1024 --batch-size 8 \
+    --num-samples 4000 --layout "$1" --json "$out/plain-fsdp-$1.json" >> "$log" 2>&1
+  echo "== plain ($1) exit $?" >> "$log"
+}
+case $part in
+  packed)
+    plain packed 180
+    run packed-compiled 320 --set "strategies=[packed]" --set compile=true ;;
+  layouts)
+    plain binned 180
+    run static-binned 330 --set "strategies=[static, {name: binned, n_bins: 16}]" ;;
+  service)
+    run packed-auto 270 --set "strategies=[packed]" --set batch_size=auto --set measurement.repeats=1 \
+      --set probe.cap=32
+    # The demo's server and worker start from /tmp, so the checkout's padbench/ (the contract alone) never
+    # shadows the installed package; the spec's data paths are made absolute for them.
+    sed "s#\\.data/#$PWD/.data/#g; s#^name: .*#name: gpu-fsdp-llama-3.1-8b-over-http#; s#repeats: 3#repeats: 1#;
+         s#^strategies: .*#strategies: [packed]#" "$spec" > "$out/over-http.yaml"
+    echo "== padbench demo --gpus 0,1 (server, worker, submit over HTTP)" >> "$log"
+    (cd /tmp && timeout 240 python3 -m padbench.cli demo --spec "$out/over-http.yaml" --gpus 0,1) \
+      > "$out/over-http.txt" 2>&1
+    echo "== demo exit $?" >> "$log" ;;
+  *) echo "unknown part $part" >&2; exit 2 ;;
+esac
