@@ -9,6 +9,8 @@ First-Fit-Decreasing packs of `--batch-size` × `--max-length` tokens (padbench'
 steps as many packs as the rank with the fewest has, so no collective waits for a rank that has stopped.
 `--layout binned` trains on its share's padded batches of padbench's `binned` strategy instead (`--bins` length
 groups), with the attention mask and transformers' `sdpa` attention, as plain_training_baseline.py does.
+`--checkpointing` wraps every decoder layer in PyTorch's `checkpoint_wrapper` before sharding it, as accelerate's
+and torchtitan's FSDP2 paths do, for GPUs whose memory does not hold a whole step's activations.
 
 Run it under torchrun, one process per GPU (rank 0 writes the result):
 
@@ -26,6 +28,7 @@ import time
 
 import torch
 import torch.distributed as dist
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
@@ -49,6 +52,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--layout", choices=("packed", "binned"), default="packed")
     parser.add_argument("--bins", type=int, default=16, help="length groups of --layout binned")
+    parser.add_argument("--checkpointing", action="store_true",
+                        help="recompute each decoder layer's activations in the backward")
     parser.add_argument("--json")
     return parser.parse_args()
 
@@ -66,6 +71,12 @@ def rank_batches(args: argparse.Namespace, data: DataSpec, vocab_size: int, rank
 
 def sharded_model(args: argparse.Namespace, device: torch.device, attention: str) -> torch.nn.Module:
     model = plain_model(args.preset, device, torch.float32, attention).train()
+    if args.checkpointing:
+        names = set(model._no_split_modules)  # transformers' decoder layer classes
+        for layers in [module for module in model.modules() if isinstance(module, torch.nn.ModuleList)]:
+            for index, layer in enumerate(layers):
+                if type(layer).__name__ in names:
+                    layers[index] = checkpoint_wrapper(layer, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
     policy = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if device.type == "cuda"
               else MixedPrecisionPolicy())
     for layer in decoder_layers(model):
@@ -129,6 +140,7 @@ def main() -> None:
     work = total(work, dist.ReduceOp.SUM, device)
     peak = total(torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0, dist.ReduceOp.MAX, device)
     result = {"preset": args.preset, "layout": args.layout, "attention": attention, "world_size": world,
+              "batch_size": args.batch_size, "checkpointing": args.checkpointing,
               "device": str(device),
               "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
               "torch": torch.__version__, "packs_per_rank": count, "steps": done, "real_tokens": int(real_tokens),
