@@ -112,3 +112,12 @@ def compiled_against_eager(ctx: ChildContext, spec_document: dict[str, Any], tok
     error = max(float((a - b).norm() / b.norm().clamp_min(1e-12)) for a, b in zip(compiled, eager, strict=True))
     return {"loss_error": abs(compiled_loss - eager_loss) / eager_loss, "gradient_error": error,
             "layers": compiled_count, "gradients": len(compiled)}
+
+
+def run_job_compiling_with(ctx: ChildContext, spec_document: dict[str, Any], backend: str) -> dict[str, Any]:
+    """The job as `run_job` runs it, its compiled rows built with dynamo's `backend` instead of inductor."""
+    from padbench.worker.engine import steps
+    from padbench.worker.jobs import run_job
+
+    steps.COMPILE_BACKEND = backend
+    return run_job(ctx, spec_document)

@@ -134,6 +134,20 @@ def test_compiled_layers_of_a_sharded_model_train_as_the_eager_ones(tmp_path: Pa
     assert report.value["loss_error"] <= 1e-5 and report.value["gradient_error"] <= 1e-4, report.value
 
 
+def test_a_compiled_sharded_row_warms_up_every_ranks_shapes_in_step(tmp_path: Path) -> None:
+    """Each rank warms its compiled layers up on its own batches' shapes, which differ between the ranks (with
+    this seed, rank 0's dynamic batches have one width and rank 1's two): the warm-ups are made equally long, so
+    no rank steps into a collective alone."""
+    document = spec("training", gpus=2, attention="eager", compile=True, strategies=["dynamic"],
+                    data={"source": "synthetic", "max_length": 64, "num_samples": 32, "seed": 5})
+    report = launch_job("tests.integration.rank_jobs:run_job_compiling_with", document, "aot_eager", ranks=2,
+                        timeout_s=300, env=CPU_ONLY, workdir=str(tmp_path))
+    assert report.outcome == "ok", report.error
+    [row] = PaddingResult.model_validate(report.value).strategies
+    assert row.status == "ok", row.error
+    assert row.compilation is not None and row.compilation.compiled and row.per_rank is not None
+
+
 @pytest.mark.parametrize("preset", ["tiny-llama", "tiny-gpt2"])  # an untied aligned head; a tied one
 def test_a_model_too_large_for_one_gpu_is_built_sharded_from_its_shapes(tmp_path: Path, preset: str) -> None:
     tokens = [[(5 * row + column) % 400 + 1 for column in range(32)] for row in range(2)]

@@ -118,8 +118,9 @@ class StrategyRun:
         if self.compilation is not None and self.compilation.compiled:
             # A compiled model recompiles for new shapes until dynamo has made them dynamic (on an H100, binned
             # training recompiled 4 graphs after a 3-batch warm-up): it sees every shape before the timing too.
-            # Compiled rows run on one process (`auto` stays eager across ranks), so no rank must agree to it.
-            warmup = warmup + [index for index in first_of_each_shape(host_batches) if index not in warmup]
+            # Each rank has shapes of its own, so the ranks' warm-ups are made equally long again.
+            warmup = equal_warmup(self.job.ranks, warmup + [index for index in first_of_each_shape(host_batches)
+                                                            if index not in warmup])
         with track_peak_memory(self.job.device) as memory:
             self.say(0.2, f"warm-up ({len(warmup)} batches)")
             with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
