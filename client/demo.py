@@ -194,6 +194,18 @@ def run_job(url: str, token: str, spec_path: Path, worker: subprocess.Popen[byte
     return 0
 
 
+def demo_environment(workdir: Path) -> dict[str, str]:
+    """The server's and worker's environment: the demo's tokens and database, and, unless set already, this
+    directory as the worker's data and model roots, so a spec's file names mean what they mean to `padbench run`
+    here. PYTHONSAFEPATH keeps a checkout's own `padbench/` folder from shadowing an installed package."""
+    here = os.getcwd()
+    return {"PADBENCH_DATA_ROOTS": here, "PADBENCH_MODEL_ROOTS": here} | os.environ | {
+        "PADBENCH_TOKENS_FILE": str(workdir / "tokens"),
+        "PADBENCH_DATABASE_URL": f"sqlite:///{workdir / 'padbench.db'}",
+        "PYTHONSAFEPATH": "1",
+    }
+
+
 def worker_gpu_options(args: argparse.Namespace) -> list[str]:
     """The demo worker's GPU options, passed on as given (the worker checks them)."""
     if args.gpus is not None:
@@ -217,10 +229,7 @@ def _run_demo(spec: Path | None, gpu_options: list[str]) -> int:
         tokens = Tokens.generate()
         tokens.write(workdir / "tokens")
         url = f"http://127.0.0.1:{free_loopback_port()}"
-        env = os.environ | {
-            "PADBENCH_TOKENS_FILE": str(workdir / "tokens"),
-            "PADBENCH_DATABASE_URL": f"sqlite:///{workdir / 'padbench.db'}",
-        }
+        env = demo_environment(workdir)
         port = url.rsplit(":", 1)[1]
         server_log, worker_log = workdir / "server.log", workdir / "worker.log"
         server_command = padbench_command("server", "--host", "127.0.0.1", "--port", port)

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from padbench.client.demo import Tokens, add_demo_command, background, free_loopback_port, worker_gpu_options
+from padbench.client.demo import (
+    Tokens,
+    add_demo_command,
+    background,
+    demo_environment,
+    free_loopback_port,
+    worker_gpu_options,
+)
 from padbench.server.core.security import parse_token_line
 from padbench.tokens import token_digest
 
@@ -50,3 +57,14 @@ def test_the_demo_worker_owns_the_gpus_it_is_given() -> None:
     assert worker_gpu_options(demo_arguments()) == []  # the worker's own default: the first visible GPU
     with pytest.raises(SystemExit):  # one or the other
         demo_arguments("--gpu", "1", "--gpus", "0,1")
+
+
+def test_the_demo_worker_reads_files_named_from_here_unless_its_roots_are_set(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PADBENCH_DATA_ROOTS", raising=False)
+    monkeypatch.setenv("PADBENCH_MODEL_ROOTS", "/models")
+    env = demo_environment(tmp_path / "scratch")
+    assert env["PADBENCH_DATA_ROOTS"] == str(tmp_path)  # `.data/code.jsonl` in a spec means ./.data/code.jsonl
+    assert env["PADBENCH_MODEL_ROOTS"] == "/models"  # the user's own setting stands
+    assert env["PADBENCH_DATABASE_URL"] == f"sqlite:///{tmp_path / 'scratch' / 'padbench.db'}"
