@@ -2,13 +2,15 @@
 # The two-GPU training measurements of docs/benchmarks.md: Llama-3.1-8B's shape sharded with FSDP2 over two GPUs
 # of one host, padbench (examples/gpu-fsdp-llama-3.1-8b.yaml) beside the plain FSDP2 loop
 # (scripts/plain_fsdp_training_baseline.py) on the same sequences, dealt to the ranks the same way.
-# Usage: scripts/gpu_fsdp_runs.sh PART OUTDIR, PART one of
-#   packed   the plain loop on First-Fit-Decreasing packs of 8 × 1024 tokens a rank, then padbench's packed row
-#            with compiled decoder layers
-#   layouts  the plain loop on binned[16]'s padded batches (transformers' sdpa attention), then padbench's static
-#            and binned rows
-#   service  batch_size auto on the packed row, then the same job submitted over HTTP to `padbench worker --gpus
-#            0,1` (`padbench demo --gpus 0,1`: a loopback server with an embedded SQLite database)
+# Usage: scripts/gpu_fsdp_runs.sh PART OUTDIR, PART one of (each about one device call of 10 minutes: a repeat is
+# a whole pass over a rank's 59 packs, about 85 s on two H100s)
+#   plain    the plain loop on First-Fit-Decreasing packs of 8 × 1024 tokens a rank, then on binned[16]'s padded
+#            batches (transformers' sdpa attention)
+#   packed   padbench's packed row with compiled decoder layers
+#   binned   padbench's binned[16] row;  static: its static row
+#   auto     batch_size auto on the packed row
+#   http     the packed row submitted over HTTP to a worker owning both GPUs (`padbench demo --gpus 0,1`: a
+#            loopback server with an embedded SQLite database)
 # Output: one JSON per run and one log per part. Expects padbench importable (installed, or the offline wheels on
 # PYTHONPATH) and .data/bert-base-uncased; writes .data/code.jsonl from this machine's Python standard library.
 set -uo pipefail
@@ -47,23 +49,22 @@ fitting_plain() {  # LAYOUT SECONDS: the plain loop at 8 rows a rank, else at 4
   plain "$@" || { batch=4; plain "$@"; }
 }
 case $part in
-  packed)
-    fitting_plain packed 150
-    run packed-compiled 280 --set "strategies=[packed]" --set compile=true ;;
-  layouts)
-    fitting_plain binned 150
-    run static-binned 300 --set "strategies=[static, {name: binned, n_bins: 16}]" ;;
-  service)
-    run packed-auto 270 --set "strategies=[packed]" --set batch_size=auto --set measurement.repeats=1 \
-      --set probe.cap=32
-    # The demo's server and worker start from /tmp, so the checkout's padbench/ (the contract alone) never
-    # shadows the installed package; the spec's data paths are made absolute for them.
-    sed "s#\\.data/#$PWD/.data/#g; s#^name: .*#name: gpu-fsdp-llama-3.1-8b-over-http#; s#repeats: 3#repeats: 1#;
+  plain)
+    fitting_plain packed 240
+    fitting_plain binned 240 ;;
+  packed) run packed-compiled 560 --set "strategies=[packed]" --set compile=true ;;
+  binned) run binned 560 --set "strategies=[{name: binned, n_bins: 16}]" ;;
+  static) run static 560 --set "strategies=[static]" ;;
+  auto)
+    run packed-auto 560 --set "strategies=[packed]" --set batch_size=auto --set measurement.repeats=1 \
+      --set probe.cap=32 ;;
+  http)
+    # One repeat of the packed row; the demo's worker reads the spec's files from here.
+    sed "s#^name: .*#name: gpu-fsdp-llama-3.1-8b-over-http#; s#repeats: 3#repeats: 1#;
          s#^strategies: .*#strategies: [packed]#; s#^batch_size: .*#batch_size: $batch#" "$spec" > "$out/over-http.yaml"
     echo "training: {activation_checkpointing: $checkpointing}" >> "$out/over-http.yaml"
     echo "== padbench demo --gpus 0,1 (server, worker, submit over HTTP)" >> "$log"
-    (cd /tmp && timeout 240 python3 -m padbench.cli demo --spec "$out/over-http.yaml" --gpus 0,1) \
-      > "$out/over-http.txt" 2>&1
+    timeout 560 python3 -m padbench.cli demo --spec "$out/over-http.yaml" --gpus 0,1 > "$out/over-http.txt" 2>&1
     echo "== demo exit $?" >> "$log" ;;
   *) echo "unknown part $part" >&2; exit 2 ;;
 esac
