@@ -94,6 +94,10 @@ class KvCache:
         """The most keys one query segment attends to: a slot's region, or the scratch rows."""
         return max(self.capacity, self.scratch)
 
+    def regions(self, tensor: torch.Tensor) -> torch.Tensor:
+        """One layer's keys or values as (slots, capacity, kv_heads, head_dim): each slot's region, a view."""
+        return tensor[:self.slots * self.capacity].view(self.slots, self.capacity, *tensor.shape[1:])
+
     def clear_scratch(self) -> None:
         for tensor in (*self.keys, *self.values):
             tensor[self.scratch_start:].zero_()
@@ -139,3 +143,16 @@ class StepInputs:
     # The same ranges as host integers, for kernels that loop over slots (None inside a CUDA graph).
     host: HostPlan | None = None
     extras: dict[str, Any] = field(default_factory=dict)  # what kernels derive once per step (masks)
+
+    def is_decode_of_every_slot(self, queries: int) -> bool:
+        """A pure decode step: one query for each of the cache's slots, in slot order, so the keys can be read as
+        the cache's regions with no ranges between them."""
+        return self.max_q == 1 and queries == self.cache.slots == self.k_used.numel()
+
+    def slot_ranges(self, window: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(slots,) the first and last key each slot's query attends to, as positions in the slot's own region:
+        its used keys, or the last `window` of them."""
+        regions = torch.arange(self.cache.slots, device=self.k_used.device, dtype=torch.int32) * self.cache.capacity
+        begin = self.k_start[:self.cache.slots] - regions
+        last = begin + self.k_used - 1
+        return (begin if window is None else torch.maximum(begin, last - window + 1)), last

@@ -72,14 +72,10 @@ class FlexDecode(DecodeKernel):
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, step: StepInputs, scale: float,
                softcap: float | None, window: int | None, sinks: torch.Tensor | None = None) -> torch.Tensor:
         cache = step.cache
-        if step.max_q == 1 and q.shape[0] == cache.slots == step.k_used.numel():
+        if step.is_decode_of_every_slot(q.shape[0]):
             mask = self._decode_mask(step, window)
-
-            def regions(tensor: torch.Tensor) -> torch.Tensor:  # (slots, capacity, kv_heads, d), a view
-                return tensor[:cache.slots * cache.capacity].view(cache.slots, cache.capacity, *tensor.shape[1:])
-
-            out = flex.flex_dense(q[:, None], regions(keys), regions(values), mask, scale=scale, softcap=softcap,
-                                  sinks=sinks, static_shapes=True)
+            out = flex.flex_dense(q[:, None], cache.regions(keys), cache.regions(values), mask, scale=scale,
+                                  softcap=softcap, sinks=sinks, static_shapes=True)
             return out[:, 0]
         mask = self._packed_mask(step, window, q.shape[0])
         return flex.flex_dense(q[None], keys[None], values[None], mask, scale=scale, softcap=softcap,
@@ -94,10 +90,8 @@ class FlexDecode(DecodeKernel):
         bounds = per_window.get(window)
         if bounds is None:
             bounds = per_window[window] = _bounds(cache.slots, step.k_used.device, per_batch=True)
-        regions = torch.arange(cache.slots, device=step.k_used.device, dtype=torch.int32) * cache.capacity
-        begin = step.k_start[:cache.slots] - regions
-        last = begin + step.k_used - 1
-        bounds.first.copy_(begin if window is None else torch.maximum(begin, last - window + 1))
+        first, last = step.slot_ranges(window)
+        bounds.first.copy_(first)
         bounds.last.copy_(last)
         blocks = -(-cache.capacity // BLOCK)
         first_block = bounds.first // BLOCK

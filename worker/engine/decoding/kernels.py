@@ -120,9 +120,9 @@ class TorchFlashDecode(DecodeKernel):
 
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, step: StepInputs, scale: float,
                softcap: float | None, window: int | None, sinks: torch.Tensor | None = None) -> torch.Tensor:
-        slots, kv_heads = step.cache.slots, keys.shape[1]
+        kv_heads = keys.shape[1]
         groups = q.shape[1] // kv_heads
-        if step.max_q == 1 and q.shape[0] == slots == step.k_used.numel() and groups > 1 and window is None:
+        if step.is_decode_of_every_slot(q.shape[0]) and groups > 1 and window is None:
             return self._attend_grouped_decode(q, keys, values, step, scale, groups)
         windowed = {"window_size_left": window - 1, "window_size_right": 0} if window else {}
         out = torch.ops.aten._flash_attention_forward(
@@ -226,26 +226,18 @@ class SdpaDecode(SlotLoopKernel):
         mask = step.extras.get(key)
         if mask is None:
             mask = step.extras[key] = decode_mask(step, window)
-        slots, capacity = step.cache.slots, step.cache.capacity
-
-        def regions(cache: torch.Tensor) -> torch.Tensor:  # (slots, kv_heads, capacity, d), a view
-            return cache[:slots * capacity].view(slots, capacity, *cache.shape[1:]).transpose(1, 2)
-
-        out = F.scaled_dot_product_attention(q.unsqueeze(2), regions(keys), regions(values), attn_mask=mask,
-                                             scale=scale, enable_gqa=True)
+        regions = step.cache.regions  # (slots, capacity, kv_heads, d); sdpa takes the heads first
+        out = F.scaled_dot_product_attention(q.unsqueeze(2), regions(keys).transpose(1, 2),
+                                             regions(values).transpose(1, 2), attn_mask=mask, scale=scale,
+                                             enable_gqa=True)
         return out.squeeze(2)
 
 
 def decode_mask(step: StepInputs, window: int | None) -> torch.Tensor:
     """(slots, 1, 1, capacity): each slot's one query sees its attended range of its own region."""
-    slots, capacity = step.cache.slots, step.cache.capacity
-    base = torch.arange(slots, device=step.k_used.device, dtype=torch.int32) * capacity
-    begin = (step.k_start[:slots] - base)[:, None]
-    end = begin + step.k_used[:, None]
-    column = torch.arange(capacity, device=begin.device, dtype=torch.int32)[None, :]
-    visible = (column >= begin) & (column < end)
-    if window is not None:
-        visible &= column >= end - window
+    first, last = step.slot_ranges(window)
+    column = torch.arange(step.cache.capacity, device=first.device, dtype=torch.int32)[None, :]
+    visible = (column >= first[:, None]) & (column <= last[:, None])
     return visible[:, None, None, :]
 
 
