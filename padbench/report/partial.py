@@ -1,4 +1,4 @@
-"""The line that marks a result as partial: the rows a cancelled job finished before the cancel stopped it."""
+"""The line that marks a result as partial: the rows a job finished before a cancel or a time limit stopped it."""
 
 from __future__ import annotations
 
@@ -10,5 +10,6 @@ def partial_lines(kept: PartialResult | None, rows: str) -> list[str]:
     counts ("strategy rows", "cells")."""
     if kept is None:
         return []
-    return [f"PARTIAL RESULT: the job was cancelled after {kept.rows_finished} of {kept.rows_planned} {rows}; "
+    stopped = "was cancelled" if kept.reason == "cancelled" else "ran out of its time limit"
+    return [f"PARTIAL RESULT: the job {stopped} after {kept.rows_finished} of {kept.rows_planned} {rows}; "
             "only those are listed, the others were never measured"]

@@ -12,6 +12,7 @@ import yaml
 from padbench.cli import main
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.results import PaddingResult
+from padbench.worker.cli import run as run_command
 from padbench.worker.cli.run import ProgressPrinter
 from tests.acceptance.specs import QUICK
 
@@ -112,3 +113,27 @@ def test_run_refuses_a_key_the_spec_has_not(tmp_path: Path, capsys: pytest.Captu
     assert main(["run", str(spec), "--set", "batchsize=4"]) == 2
     assert capsys.readouterr().err == ("padbench run: --set batchsize: no key 'batchsize' in a padding spec "
                                        "(did you mean 'batch_size'?)\n")
+
+
+def test_a_timed_out_job_keeps_the_rows_it_finished(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # A real child that hands over one finished row of two, then works on until the time limit kills it.
+    monkeypatch.setattr(run_command, "JOB_ENTRY_POINT", "tests.unit.supervisor_targets:finish_a_row_then_wait")
+    spec, out = write(tmp_path, "dtype: fp32\nattention: sdpa\n"), tmp_path / "out.json"
+    assert main(["run", str(spec), "--timeout", "2", "--json", str(out)]) == 1
+    captured = capsys.readouterr()
+    result = JOB_RESULT_ADAPTER.validate_python(json.loads(out.read_text()))
+    assert isinstance(result, PaddingResult) and result.partial is not None
+    assert (result.partial.reason, result.partial.rows_finished, result.partial.rows_planned) == ("timed_out", 1, 2)
+    assert [row.tokens_per_s for row in result.strategies] == [1234.5]
+    assert "ran past its 2 s limit" in captured.err and "marked partial" in captured.err
+    assert "PARTIAL RESULT: the job ran out of its time limit after 1 of 2 strategy rows" in captured.out
+
+
+def test_a_timed_out_job_with_no_finished_row_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(run_command, "JOB_ENTRY_POINT", "tests.unit.supervisor_targets:fail_after_progress")
+    spec, out = write(tmp_path, "dtype: fp32\nattention: sdpa\n"), tmp_path / "out.json"
+    assert main(["run", str(spec), "--timeout", "1", "--json", str(out)]) == 1
+    assert "the job ended with timeout: child ran past its 1 s limit" in capsys.readouterr().err
+    assert not out.exists()

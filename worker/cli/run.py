@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from padbench.contract.kinds import JOB_RESULT_ADAPTER
+from padbench.contract.kinds import JOB_RESULT_ADAPTER, JobResult
 from padbench.contract.parallel import ranks_for
 from padbench.machine import visible_gpu_count
 from padbench.report import render_json, render_table
@@ -23,6 +23,7 @@ from padbench.specfile import SpecError
 from padbench.worker.cli.sizing import gpu_sizing_warning
 from padbench.worker.runtime.isolation import ChildReport
 from padbench.worker.runtime.launcher import launch_job
+from padbench.worker.supervisor.loop import LatestPartial
 
 EXIT_FAILED, EXIT_BAD_SPEC = 1, 2
 JOB_ENTRY_POINT = "padbench.worker.jobs:run_job"
@@ -33,13 +34,15 @@ def add_run_command(subparsers: argparse._SubParsersAction) -> None:
         "run", help="run a job spec on this machine, without a server",
         description="Validate SPEC, run it in a child process on this machine and print the result table. "
                     "Exit status: 0 with a result (failed strategies are rows of the table), "
-                    "1 when the job produced no result, 2 for an invalid spec.")
+                    "1 when the job produced no result or --timeout stopped it (the rows it finished are "
+                    "still printed and written, marked partial), 2 for an invalid spec.")
     parser.add_argument("spec", metavar="SPEC.yaml", help="a job spec (YAML or JSON)")
     parser.add_argument("--json", metavar="PATH", type=Path,
                         help="also write the full result as JSON to PATH (a sweep: PATH-1.json, PATH-2.json, …)")
     add_override_options(parser)
     parser.add_argument("--timeout", metavar="SECONDS", type=float, default=None,
-                        help="stop the job after this many seconds (default: no limit)")
+                        help="stop the job after this many seconds, keeping the rows it finished (default: no "
+                             "limit)")
     parser.add_argument("--traceback", action="store_true", help="print the job's traceback when it fails")
     parser.set_defaults(handler=run_spec_command)
 
@@ -105,16 +108,23 @@ def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None
     if warning is not None:
         print(f"padbench run: {warning}", file=sys.stderr)
     printer = ProgressPrinter(sys.stderr)
+    kept = LatestPartial()
     try:
         ranks = ranks_for(spec.gpus, getattr(spec, "device", "auto"), visible_gpu_count())
         report = launch_job(JOB_ENTRY_POINT, spec.model_dump(mode="json"), ranks=ranks, timeout_s=args.timeout,
-                            on_progress=printer)
+                            on_progress=printer, on_finished=kept.keep)
     finally:
         printer.finish()
-    if report.outcome != "ok":
+    if report.outcome == "ok":
+        result = JOB_RESULT_ADAPTER.validate_python(report.value)
+    else:
         print(describe_failure(report, args.traceback), file=sys.stderr)
-        return EXIT_FAILED
-    result = JOB_RESULT_ADAPTER.validate_python(report.value)
+        if report.outcome != "timeout" or kept.latest is None:
+            return EXIT_FAILED
+        # Rows measured before the limit are whole measurements: keep them, marked partial, rather than
+        # throw away minutes of GPU time with the rows that never ran.
+        result = marked_timed_out(kept.latest)
+        print("padbench run: the rows finished before the time limit follow, marked partial", file=sys.stderr)
     if json_file is not None:
         try:
             json_file.write_text(render_json(result) + "\n", encoding="utf-8")
@@ -125,4 +135,11 @@ def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None
     if point.label:  # a sweep's tables, one after another on stdout, each under its job's name
         print(f"\n{spec.name}", flush=True)
     write_table(result, sys.stdout)
-    return 0
+    return 0 if result.partial is None else EXIT_FAILED
+
+
+def marked_timed_out(document: dict[str, Any]) -> JobResult:
+    """The last partial result a job handed over, as the result of a job its time limit stopped."""
+    result = JOB_RESULT_ADAPTER.validate_python(document)
+    assert result.partial is not None  # a job hands over partial results only
+    return result.model_copy(update={"partial": result.partial.model_copy(update={"reason": "timed_out"})})

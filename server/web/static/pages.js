@@ -92,7 +92,8 @@ async function startJobs() {
 function showVerdict(result, verdict) {
   const kept = result.partial;
   const partial = document.getElementById("partial");
-  partial.textContent = kept ? `Partial result: cancelled after ${kept.rows_finished} of ${kept.rows_planned} rows.` : "";
+  const stopped = kept && kept.reason === "timed_out" ? "out of time" : "cancelled";
+  partial.textContent = kept ? `Partial result: ${stopped} after ${kept.rows_finished} of ${kept.rows_planned} rows.` : "";
   partial.hidden = !kept;
   const [headline, ...details] = verdict.lines;
   const box = document.getElementById("verdict");
