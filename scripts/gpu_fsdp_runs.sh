@@ -30,10 +30,10 @@ python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda"
 memory_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0)
 if (( memory_mib < 100000 )); then checkpointing=full plain_options=(--checkpointing); else checkpointing=none plain_options=(); fi
 batch=8
-run() {  # NAME SECONDS, then --set arguments: one padbench job, cut off after SECONDS
+run() {  # NAME SECONDS, then --set arguments: one padbench job, stopped after SECONDS with the rows it finished
   local name=$1 seconds=$2; shift 2
   echo "== $name: --set batch_size=$batch --set training.activation_checkpointing=$checkpointing $*" >> "$log"
-  timeout "$seconds" python3 -P -m padbench.cli run "$spec" --set batch_size=$batch \
+  python3 -P -m padbench.cli run "$spec" --timeout "$seconds" --set batch_size=$batch \
     --set training.activation_checkpointing=$checkpointing "$@" --json "$out/$name.json" >> "$log" 2>&1
   echo "== $name exit $?" >> "$log"
 }

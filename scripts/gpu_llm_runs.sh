@@ -13,13 +13,15 @@
 #        training loop (transformers' sdpa attention and default experts, full logits, foreach AdamW)
 # Expects padbench importable (installed, or the offline wheels on PYTHONPATH; `-P` keeps the checkout's
 # padbench/ folder, which holds only the contract, from shadowing the installed package) and .data/.
+# PADBENCH_RUN_TIMEOUT=SECONDS stops each padbench job after that long, keeping (and writing) the rows it finished.
 set -uo pipefail
+limit=(${PADBENCH_RUN_TIMEOUT:+--timeout "$PADBENCH_RUN_TIMEOUT"})
 part=$1 out=$2
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu-$part.txt" 2>&1
 python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__)' >> "$out/gpu-$part.txt"
 run() {  # NAME SPEC: one padbench job, its table and JSON
-  python3 -P -m padbench.cli run "examples/$2" --json "$out/$1.json" > "$out/$1.txt" 2>&1
+  python3 -P -m padbench.cli run "examples/$2" "${limit[@]}" --json "$out/$1.json" > "$out/$1.txt" 2>&1
 }
 plain() {  # PRESET BATCH [ATTENTION SAMPLES SOURCE]: the plain baseline on the same packs
   python3 scripts/plain_packed_baseline.py --preset "$1" --source "${5:-.data/wikitext/all.raw}" \
@@ -50,7 +52,7 @@ case "$part" in
   moe|moe-large)
     run qwen3-30b-a3b gpu-moe-qwen3-30b-a3b.yaml; plain qwen3-30b-a3b 8 sdpa 2000 .data/code.jsonl ;;
   moe-training)
-    python3 -P -m padbench.cli run examples/gpu-moe-olmoe-1b-7b.yaml --set mode=training --set batch_size=4 \
+    python3 -P -m padbench.cli run examples/gpu-moe-olmoe-1b-7b.yaml --set mode=training --set batch_size=4 "${limit[@]}" \
       --json "$out/olmoe-1b-7b-training.json" > "$out/olmoe-1b-7b-training.txt" 2>&1
     python3 scripts/plain_training_baseline.py --preset olmoe-1b-7b --attention sdpa --source .data/code.jsonl \
       --tokenizer .data/bert-base-uncased --max-length 1024 --batch-size 4 --num-samples 4000 \

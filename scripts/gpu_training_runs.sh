@@ -10,7 +10,9 @@
 # Output: one JSON per run and one log per part, so a device call's few returned files hold it all.
 # Expects padbench importable (installed, or the offline wheels on PYTHONPATH) and .data/bert-base-uncased;
 # writes .data/code.jsonl from this machine's Python standard library.
+# PADBENCH_RUN_TIMEOUT=SECONDS stops each padbench job after that long, keeping (and writing) the rows it finished.
 set -uo pipefail
+limit=(${PADBENCH_RUN_TIMEOUT:+--timeout "$PADBENCH_RUN_TIMEOUT"})
 part=$1 out=$2
 spec=examples/gpu-training-qwen3-1.7b.yaml
 mkdir -p "$out" .data
@@ -21,7 +23,7 @@ python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda"
 run() {  # NAME, then --set arguments
   local name=$1; shift
   echo "== $name: $*" >> "$log"
-  python3 -P -m padbench.cli run "$spec" "$@" --json "$out/$name.json" >> "$log" 2>&1
+  python3 -P -m padbench.cli run "$spec" "$@" "${limit[@]}" --json "$out/$name.json" >> "$log" 2>&1
 }
 plain() {  # [LAYOUT]: the plain loop on the same packs, or on binned[16]'s batches
   local layout=${1:-packed}
