@@ -3,6 +3,9 @@ model's forward, the loss gate, and the phase split of a training step."""
 
 from __future__ import annotations
 
+import sys
+import types
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,11 +17,14 @@ from padbench.worker.engine.batches import Batch, PaddedBatch
 from padbench.worker.engine.chunked_loss import IGNORE_INDEX, LossShape, chunk_tokens, chunked_linear_cross_entropy
 from padbench.worker.engine.lm_head import AlignedLMHead, align_lm_head
 from padbench.worker.engine.loss import (
+    LIGER_CHUNK_LOGITS_BYTES,
     ChunkedLoss,
     FullLogitsLoss,
     FusedLoss,
     FusedLossUnsupported,
     HeadWeights,
+    LigerLoss,
+    liger_chunk_mem_const,
     passthrough_head,
     resolve_loss,
 )
@@ -181,3 +187,46 @@ def test_the_phase_split_times_every_phase() -> None:
     assert split.steps == 2 and split.forward_s > 0 and split.backward_s > 0 and split.optimizer_s > 0
     assert any(not torch.equal(old, new) for old, new in zip(before, model.parameters(), strict=True))
     assert all(parameter.grad is None for parameter in model.parameters())  # zeroed as a step leaves them
+
+
+def liger_chunking(tokens: int, hidden: int, vocab: int, chunk_mem_const: int) -> tuple[int, int]:
+    """Liger's own arithmetic (liger_kernel.ops.fused_linear_cross_entropy): tokens a chunk, and chunks."""
+    split = -(-vocab // (chunk_mem_const * hidden))
+    chunk = min(1 << (-(-tokens // split) - 1).bit_length(), tokens)
+    return chunk, -(-tokens // chunk)
+
+
+@pytest.mark.parametrize(("tokens", "hidden", "vocab", "chunks", "default_chunks"), [
+    (4096, 2304, 256000, 4, 64),  # gemma-2-2b at 4 × 1024 tokens
+    (10240, 2048, 151936, 5, 40),  # qwen3-1.7b at 16 × 640
+    (64, 2048, 151936, 1, 64),  # a short batch: Liger's default cuts it into 64 chunks of one token
+])
+def test_liger_chunks_are_thick_and_hold_about_the_logits_budget(tokens: int, hidden: int, vocab: int, chunks: int,
+                                                                default_chunks: int) -> None:
+    chunk, count = liger_chunking(tokens, hidden, vocab, liger_chunk_mem_const(tokens, hidden, vocab, itemsize=2))
+    assert count == chunks and chunk * vocab * 2 <= 2 * LIGER_CHUNK_LOGITS_BYTES
+    assert liger_chunking(tokens, hidden, vocab, chunk_mem_const=1)[1] == default_chunks  # Liger's own default
+
+
+def test_the_liger_loss_asks_for_its_chunking_and_keeps_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Liger needs Triton on a GPU: a stand-in with its functional signature records what it is asked for.
+    asked: list[tuple[int, float | None]] = []
+
+    def functional(input: torch.Tensor, weight: torch.Tensor, target: torch.Tensor, bias: torch.Tensor | None = None,
+                   ignore_index: int = -100, softcap: float | None = None, chunk_mem_const: int = 1) -> torch.Tensor:
+        asked.append((chunk_mem_const, softcap))
+        return full_loss(input, weight, bias, target, softcap)
+
+    liger = types.ModuleType("liger_kernel.transformers")
+    liger.LigerFusedLinearCrossEntropyLoss = object  # type: ignore[attr-defined]
+    functional_module = types.ModuleType("liger_kernel.transformers.functional")
+    functional_module.liger_fused_linear_cross_entropy = functional  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "liger_kernel", types.ModuleType("liger_kernel"))
+    monkeypatch.setitem(sys.modules, "liger_kernel.transformers", liger)
+    monkeypatch.setitem(sys.modules, "liger_kernel.transformers.functional", functional_module)
+    generator = torch.Generator().manual_seed(0)
+    hidden, weight = torch.randn(TOKENS, HIDDEN, generator=generator), torch.randn(VOCAB, HIDDEN, generator=generator)
+    labels = torch.randint(VOCAB, (TOKENS,), generator=generator)
+    loss = LigerLoss().fused(hidden, weight, None, labels, HeadWeights(weight, None, 0, 30.0))
+    assert asked == [(liger_chunk_mem_const(TOKENS, HIDDEN, VOCAB, hidden.element_size()), 30.0)]
+    torch.testing.assert_close(loss, full_loss(hidden, weight, None, labels, 30.0))
