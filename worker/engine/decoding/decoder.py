@@ -56,6 +56,10 @@ class Decoder:
         # ranges: eagerly, HF's ~50 operations per layer cost a mixed step of continuous batching ~15 ms of
         # launches on the host, several decode steps' worth.
         self.compile_steps = self.compile_decode and not kernel.loops_over_slots
+        # torch.compile's mode for the decode step (None: its default). The step is captured into a CUDA graph
+        # here, so a mode must leave graphs to the caller ("max-autotune-no-cudagraphs", which also tunes the
+        # step's matmuls and fuses elementwise work into their epilogues).
+        self.compile_mode: str | None = None
         self._compiled: Any = None
         self._compiled_dynamic: Any = None
         self.compile_seconds: float | None = None
@@ -124,7 +128,7 @@ class Decoder:
             # Every layer's code is traced once per layer object; the default limit of 8 would leave most
             # layers uncompiled.
             torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
-            self._compiled = torch.compile(self._core, dynamic=False)
+            self._compiled = torch.compile(self._core, dynamic=False, mode=self.compile_mode)
         return self._compiled
 
     def _compiled_steps(self) -> Any:
