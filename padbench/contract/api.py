@@ -232,6 +232,8 @@ class LeaseCancelled(Body):
     def _marked_partial(cls, result: JobResultBase) -> JobResultBase:
         if result.partial is None:
             raise ValueError("a cancelled job's result must be marked partial (result.partial)")
+        if result.partial.reason != "cancelled":
+            raise ValueError(f"a cancelled job's result.partial.reason is 'cancelled', not {result.partial.reason!r}")
         return result
 
 

@@ -117,6 +117,9 @@ def test_partial_rows_are_kept_once_and_never_make_the_job_succeed(any_live_serv
     url = f"/v1/leases/{job_id}/cancelled"
     unmarked = post(any_live_server, url, {"lease_token": token, "result": partial_document(None)})
     assert unmarked.status_code == 422 and "result.partial" in unmarked.text
+    timed_out = post(any_live_server, url, {"lease_token": token,
+                                            "result": partial_document(ONE_ROW_OF_TWO | {"reason": "timed_out"})})
+    assert timed_out.status_code == 422 and "reason is 'cancelled', not 'timed_out'" in timed_out.text
     miscounted = partial_document(ONE_ROW_OF_TWO | {"rows_finished": 2})
     assert post(any_live_server, url, {"lease_token": token, "result": miscounted}).status_code == 422
     as_success = post(any_live_server, f"/v1/leases/{job_id}/complete",
