@@ -21,9 +21,8 @@ from padbench.report.terminal import write_table
 from padbench.spec_overrides import SpecPoint, add_override_options, load_points
 from padbench.specfile import SpecError
 from padbench.worker.cli.sizing import gpu_sizing_warning
-from padbench.worker.runtime.isolation import ChildReport
+from padbench.worker.runtime.isolation import ChildReport, LatestPartial
 from padbench.worker.runtime.launcher import launch_job
-from padbench.worker.supervisor.loop import LatestPartial
 
 EXIT_FAILED, EXIT_BAD_SPEC = 1, 2
 JOB_ENTRY_POINT = "padbench.worker.jobs:run_job"

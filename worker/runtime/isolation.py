@@ -48,6 +48,17 @@ def describe_exception(error: BaseException) -> str:
     return str(error) if isinstance(error, SpecProblem) else f"{type(error).__name__}: {error}"
 
 
+class LatestPartial:
+    """The last partial result a job's child handed over (`ctx.finished`): the rows a cancel or a time limit
+    keeps. Pass `keep` as `on_finished`."""
+
+    def __init__(self) -> None:
+        self.latest: dict[str, Any] | None = None
+
+    def keep(self, document: Any) -> None:
+        self.latest = document
+
+
 @dataclass(frozen=True)
 class ChildReport:
     outcome: Outcome

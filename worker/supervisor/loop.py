@@ -33,7 +33,7 @@ from typing import Any
 from padbench.contract.api import Capabilities, LeaseOut
 from padbench.http import ApiError, jittered_wait
 from padbench.worker.runtime import launcher
-from padbench.worker.runtime.isolation import ChildReport
+from padbench.worker.runtime.isolation import ChildReport, LatestPartial
 from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S
 from padbench.worker.supervisor.api import LeaseLost, WorkerApi
 from padbench.worker.supervisor.backoff import Backoff
@@ -67,16 +67,6 @@ class WorkerConfig:
     # The roots service jobs' file names resolve in (see padbench.worker.supervisor.confine).
     data_roots: tuple[Path, ...] = ()
     model_roots: tuple[Path, ...] = ()
-
-
-class LatestPartial:
-    """The last partial result the job's child handed over (`ctx.finished`): the rows a cancel keeps."""
-
-    def __init__(self) -> None:
-        self.latest: dict[str, Any] | None = None
-
-    def keep(self, document: Any) -> None:
-        self.latest = document
 
 
 class FatalWorkerError(RuntimeError):
