@@ -231,14 +231,14 @@ RowCount = Annotated[int, Field(ge=1, le=MAX_RESULT_ROWS)]
 
 
 class PartialResult(ResultModel):
-    """Set only on the result of a job stopped while it ran (a cancel, or `padbench run --timeout`): what it
-    finished before it was stopped.
+    """Set only on the result of a job stopped while it ran (a cancel; on `padbench run`, its `--timeout` or a
+    child that died): what it finished before it was stopped.
 
     Each row listed is a whole measurement, exactly as it would stand in a finished result; the rows not
     listed were never measured. A finished result never carries this.
     """
 
-    reason: Literal["cancelled", "timed_out"] = "cancelled"
+    reason: Literal["cancelled", "timed_out", "failed"] = "cancelled"
     rows_finished: RowCount  # the strategy rows (padding) or cells (attention) listed
     rows_planned: RowCount  # how many the whole job would have listed
 

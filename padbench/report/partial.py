@@ -1,8 +1,12 @@
-"""The line that marks a result as partial: the rows a job finished before a cancel or a time limit stopped it."""
+"""The line that marks a result as partial: the rows a job finished before a cancel, a time limit or a failure
+stopped it."""
 
 from __future__ import annotations
 
 from padbench.contract.results import PartialResult
+
+# How the line says the job stopped, for each `PartialResult.reason`.
+STOPPED = {"cancelled": "was cancelled", "timed_out": "ran out of its time limit", "failed": "failed"}
 
 
 def partial_lines(kept: PartialResult | None, rows: str) -> list[str]:
@@ -10,6 +14,6 @@ def partial_lines(kept: PartialResult | None, rows: str) -> list[str]:
     counts ("strategy rows", "cells")."""
     if kept is None:
         return []
-    stopped = "was cancelled" if kept.reason == "cancelled" else "ran out of its time limit"
+    stopped = STOPPED[kept.reason]
     return [f"PARTIAL RESULT: the job {stopped} after {kept.rows_finished} of {kept.rows_planned} {rows}; "
             "only those are listed, the others were never measured"]

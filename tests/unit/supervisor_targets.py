@@ -41,6 +41,13 @@ def finish_a_row_then_wait(ctx: ChildContext, spec: dict[str, Any]) -> dict[str,
         time.sleep(0.1)
 
 
+def finish_a_row_then_die(ctx: ChildContext, spec: dict[str, Any]) -> dict[str, Any]:
+    """Hands over one finished row of two, then dies as a crashing kernel would take the process down."""
+    ctx.finished(padding_result([FINISHED_ROW], PartialResult(rows_finished=1, rows_planned=2)))
+    time.sleep(0.2)
+    os._exit(3)
+
+
 def hand_over_rows(ctx: ChildContext, count: int) -> str:
     """Hands over `count` numbered pieces, then returns."""
     for number in range(count):

@@ -137,3 +137,15 @@ def test_a_timed_out_job_with_no_finished_row_writes_nothing(tmp_path: Path, cap
     assert main(["run", str(spec), "--timeout", "1", "--json", str(out)]) == 1
     assert "the job ended with timeout: child ran past its 1 s limit" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_job_whose_process_dies_keeps_the_rows_it_finished(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(run_command, "JOB_ENTRY_POINT", "tests.unit.supervisor_targets:finish_a_row_then_die")
+    spec, out = write(tmp_path, "dtype: fp32\nattention: sdpa\n"), tmp_path / "out.json"
+    assert main(["run", str(spec), "--json", str(out)]) == 1
+    captured = capsys.readouterr()
+    result = JOB_RESULT_ADAPTER.validate_python(json.loads(out.read_text()))
+    assert result.partial is not None and (result.partial.reason, result.partial.rows_finished) == ("failed", 1)
+    assert "the job ended with crash" in captured.err and "marked partial" in captured.out + captured.err
+    assert "PARTIAL RESULT: the job failed after 1 of 2 strategy rows" in captured.out

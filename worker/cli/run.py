@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from padbench.contract.kinds import JOB_RESULT_ADAPTER, JobResult
 from padbench.contract.parallel import ranks_for
@@ -33,8 +33,9 @@ def add_run_command(subparsers: argparse._SubParsersAction) -> None:
         "run", help="run a job spec on this machine, without a server",
         description="Validate SPEC, run it in a child process on this machine and print the result table. "
                     "Exit status: 0 with a result (failed strategies are rows of the table), "
-                    "1 when the job produced no result or --timeout stopped it (the rows it finished are "
-                    "still printed and written, marked partial), 2 for an invalid spec.")
+                    "1 when the job produced no result, or stopped (--timeout, or its process died) after "
+                    "finishing some rows, which are still printed and written, marked partial; 2 for an "
+                    "invalid spec.")
     parser.add_argument("spec", metavar="SPEC.yaml", help="a job spec (YAML or JSON)")
     parser.add_argument("--json", metavar="PATH", type=Path,
                         help="also write the full result as JSON to PATH (a sweep: PATH-1.json, PATH-2.json, …)")
@@ -118,12 +119,12 @@ def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None
         result = JOB_RESULT_ADAPTER.validate_python(report.value)
     else:
         print(describe_failure(report, args.traceback), file=sys.stderr)
-        if report.outcome != "timeout" or kept.latest is None:
+        if kept.latest is None:
             return EXIT_FAILED
-        # Rows measured before the limit are whole measurements: keep them, marked partial, rather than
-        # throw away minutes of GPU time with the rows that never ran.
-        result = marked_timed_out(kept.latest)
-        print("padbench run: the rows finished before the time limit follow, marked partial", file=sys.stderr)
+        # Rows finished before the limit or the failure are whole measurements: keep them, marked partial,
+        # rather than throw away minutes of GPU time with the rows that never ran.
+        result = marked_stopped(kept.latest, "timed_out" if report.outcome == "timeout" else "failed")
+        print("padbench run: the rows finished before it stopped follow, marked partial", file=sys.stderr)
     if json_file is not None:
         try:
             json_file.write_text(render_json(result) + "\n", encoding="utf-8")
@@ -137,8 +138,8 @@ def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None
     return 0 if result.partial is None else EXIT_FAILED
 
 
-def marked_timed_out(document: dict[str, Any]) -> JobResult:
-    """The last partial result a job handed over, as the result of a job its time limit stopped."""
+def marked_stopped(document: dict[str, Any], reason: Literal["timed_out", "failed"]) -> JobResult:
+    """The last partial result a job handed over, as the result of a job stopped for `reason`."""
     result = JOB_RESULT_ADAPTER.validate_python(document)
     assert result.partial is not None  # a job hands over partial results only
-    return result.model_copy(update={"partial": result.partial.model_copy(update={"reason": "timed_out"})})
+    return result.model_copy(update={"partial": result.partial.model_copy(update={"reason": reason})})

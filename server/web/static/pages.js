@@ -92,7 +92,7 @@ async function startJobs() {
 function showVerdict(result, verdict) {
   const kept = result.partial;
   const partial = document.getElementById("partial");
-  const stopped = kept && kept.reason === "timed_out" ? "out of time" : "cancelled";
+  const stopped = {timed_out: "out of time", failed: "failed"}[kept && kept.reason] || "cancelled";
   partial.textContent = kept ? `Partial result: ${stopped} after ${kept.rows_finished} of ${kept.rows_planned} rows.` : "";
   partial.hidden = !kept;
   const [headline, ...details] = verdict.lines;
