@@ -25,6 +25,7 @@ from padbench.worker.engine.loss import (
     HeadWeights,
     LigerLoss,
     liger_chunk_mem_const,
+    liger_takes_chunking,
     passthrough_head,
     resolve_loss,
 )
@@ -227,6 +228,10 @@ def test_the_liger_loss_asks_for_its_chunking_and_keeps_the_cap(monkeypatch: pyt
     generator = torch.Generator().manual_seed(0)
     hidden, weight = torch.randn(TOKENS, HIDDEN, generator=generator), torch.randn(VOCAB, HIDDEN, generator=generator)
     labels = torch.randint(VOCAB, (TOKENS,), generator=generator)
-    loss = LigerLoss().fused(hidden, weight, None, labels, HeadWeights(weight, None, 0, 30.0))
+    liger_takes_chunking.cache_clear()  # asked of the stand-in, not of whatever answered before
+    try:
+        loss = LigerLoss().fused(hidden, weight, None, labels, HeadWeights(weight, None, 0, 30.0))
+    finally:
+        liger_takes_chunking.cache_clear()
     assert asked == [(liger_chunk_mem_const(TOKENS, HIDDEN, VOCAB, hidden.element_size()), 30.0)]
     torch.testing.assert_close(loss, full_loss(hidden, weight, None, labels, 30.0))

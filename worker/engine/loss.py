@@ -185,7 +185,7 @@ class LigerLoss(FusedLoss):
         from liger_kernel.transformers.functional import liger_fused_linear_cross_entropy
 
         options = {} if head.softcap is None else {"softcap": head.softcap}  # older releases take no softcap
-        if "chunk_mem_const" in inspect.signature(liger_fused_linear_cross_entropy).parameters:
+        if liger_takes_chunking():
             tokens, width = hidden.shape
             chunking = liger_chunk_mem_const(tokens, width, int(weight.shape[0]), hidden.element_size())
             loss = liger_fused_linear_cross_entropy(hidden, weight, labels, bias, ignore_index=IGNORE_INDEX,
@@ -193,6 +193,14 @@ class LigerLoss(FusedLoss):
         else:  # releases without the option size their chunks themselves
             loss = LigerFusedLinearCrossEntropyLoss(ignore_index=IGNORE_INDEX, **options)(weight, hidden, labels, bias)
         return loss[0] if isinstance(loss, tuple) else loss  # releases with z-loss return (loss, z_loss)
+
+
+@functools.cache  # asked at every training step: the installed release does not change
+def liger_takes_chunking() -> bool:
+    """Whether the installed Liger's fused linear cross-entropy takes `chunk_mem_const`."""
+    from liger_kernel.transformers.functional import liger_fused_linear_cross_entropy
+
+    return "chunk_mem_const" in inspect.signature(liger_fused_linear_cross_entropy).parameters
 
 
 @functools.cache  # a failed import is retried on every call otherwise

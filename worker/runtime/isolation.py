@@ -49,8 +49,8 @@ def describe_exception(error: BaseException) -> str:
 
 
 class LatestPartial:
-    """The last partial result a job's child handed over (`ctx.finished`): the rows a cancel or a time limit
-    keeps. Pass `keep` as `on_finished`."""
+    """The last partial result a job's child handed over (`ctx.finished`): the rows kept when a cancel, a time
+    limit or the child's death stops the job. Pass `keep` as `on_finished`."""
 
     def __init__(self) -> None:
         self.latest: dict[str, Any] | None = None
