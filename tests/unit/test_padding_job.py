@@ -106,7 +106,7 @@ def test_real_corpus_and_tokenizer(corpus_file: Path, tokenizer_dir: Path, monke
     assert result.environment.datasets is not None and result.environment.transformers is not None
 
 
-def test_an_unavailable_kernel_fails_only_its_strategy() -> None:
+def test_an_unavailable_kernel_fails_only_its_strategy(caplog: pytest.LogCaptureFixture) -> None:
     # In bf16 on the CPU torch's SDPA flash backend runs for padded rows, but its varlen kernel does not.
     result = run(tiny_spec(dtype="bf16", attention="flash", strategies=["static", "packed"]))
     static, packed = result.strategies
@@ -114,6 +114,9 @@ def test_an_unavailable_kernel_fails_only_its_strategy() -> None:
     assert static.kernel == "torch-flash"
     assert packed.status == "failed" and packed.tokens_per_s is None
     assert packed.error is not None and "no flash implementation runs on cpu" in packed.error
+    # The row keeps one line; the job's log keeps the whole traceback, for errors found only in its frames.
+    logged = [record for record in caplog.records if record.getMessage().startswith("packed / ")]
+    assert len(logged) == 1 and logged[0].exc_info is not None
 
 
 def test_a_run_shorter_than_the_minima_is_invalid_and_has_no_throughput() -> None:

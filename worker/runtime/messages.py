@@ -6,7 +6,18 @@ whole tensor shapes — and the first line is the one that says what went wrong.
 
 from __future__ import annotations
 
+import logging
+
 
 def first_line(message: BaseException | str | None, limit: int = 300) -> str:
     """The first line of an error or its message, at most `limit` characters; '' when it says nothing."""
     return next(iter(str(message or "").strip().splitlines()), "")[:limit]
+
+
+def log_failure(what: str, error: BaseException) -> None:
+    """Writes a failed row's whole traceback to the job's log (stderr), since its result keeps one line.
+
+    A compiler's error (inductor's lowering, a kernel's refusal) is found only from the frames below that line.
+    """
+    logging.getLogger("padbench.worker").warning("%s failed: %s", what, first_line(error),
+                                                 exc_info=(type(error), error, error.__traceback__))
