@@ -13,8 +13,10 @@ import torch
 
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.presets import MODEL_PRESETS
+from padbench.worker.engine.attention import flex
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.attention.ops import KernelUnavailable
+from padbench.worker.engine.decoding import flex_decode
 from padbench.worker.engine.decoding.cache import CacheShape, HostPlan, KvCache, TokenBuckets
 from padbench.worker.engine.decoding.decoder import Decoder
 from padbench.worker.engine.decoding.kernels import DecodeKernel
@@ -234,3 +236,22 @@ def test_layers_that_alternate_windows_each_decode_with_their_own(strategy: str)
     for kernel in cpu_kernels():
         outcome = gate(model, kernel, strategy, requests, references)
         assert outcome.passed, f"{kernel.name}: {outcome.detail}"
+
+
+def test_flex_decode_steps_ask_for_the_tuned_split_kv_kernel(llama: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pure decode steps hand FlexAttention the decoding kernel's settings; steps with prefills leave its
+    defaults. The CPU's reference takes no kernel options, so the tokens stay the reference's."""
+    model, requests, references = llama
+    asked: list[tuple[int, dict[str, Any] | None]] = []
+    flex_dense = flex.flex_dense
+
+    def recording(query: torch.Tensor, *args: Any, **options: Any) -> torch.Tensor:
+        asked.append((query.shape[1], options.get("kernel_options")))
+        return flex_dense(query, *args, **options)
+
+    monkeypatch.setattr(flex, "flex_dense", recording)
+    outcome = gate(model, DECODE_KERNELS.get("flex-kvcache"), "static", requests, references)
+    assert outcome.passed, outcome.detail
+    decode_calls = [options for queries, options in asked if queries == 1]
+    assert decode_calls and all(options == flex_decode.DECODE_KERNEL_OPTIONS for options in decode_calls)
+    assert all(options is None for queries, options in asked if queries != 1)

@@ -56,18 +56,21 @@ def softcap_score_mod(softcap: float, device: torch.device) -> Callable[..., Any
 
 def flex_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, block_mask: BlockMask, *,
                scale: float | None = None, softcap: float | None = None,
-               sinks: torch.Tensor | None = None, static_shapes: bool = False) -> torch.Tensor:
+               sinks: torch.Tensor | None = None, static_shapes: bool = False,
+               kernel_options: dict[str, Any] | None = None) -> torch.Tensor:
     """FlexAttention, compiled on CUDA (its only fast path); on CPU the unfused reference runs, for tests.
 
     `softcap` caps the logits through a score_mod, inside the fused kernel; `sinks` (heads,) rescale the output
     by the log-sum-exp flex returns (`sink_rescaled`). `static_shapes` compiles for these exact sizes, for calls
-    whose shapes never change.
+    whose shapes never change. `kernel_options` tune the compiled kernel (FlexAttention's `kernel_options`); the
+    CPU's reference takes none.
     """
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))
     run = flex_reference if not query.is_cuda else _compiled_flex_static() if static_shapes else _compiled_flex()
     score_mod = softcap_score_mod(softcap, query.device) if softcap else None
+    tuning = {"kernel_options": kernel_options} if query.is_cuda and kernel_options else {}
     output = run(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=is_gqa(query, key), score_mod=score_mod,
-                 **_lse_request(sinks is not None))
+                 **_lse_request(sinks is not None), **tuning)
     if sinks is None:
         return first_tensor(output).transpose(1, 2)
     attended, aux = output
