@@ -148,3 +148,14 @@ def test_the_eager_op_trains_through_the_cap() -> None:
     for a, b in zip(got, (query.grad, key.grad, value.grad), strict=True):
         assert a is not None and b is not None
         torch.testing.assert_close(a, b)
+
+
+def test_compiled_flex_with_dynamic_shapes_stays_on_the_main_kernel() -> None:
+    """Dynamic-shape calls (padded and packed rows, prefills) force FlexAttention's main kernel: the decoding
+    kernel inductor would pick for 65–127 queries has no tile that fits the block mask's blocks. Decode steps
+    (static shapes) keep their tuning, and the CPU's reference takes no options."""
+    tuning = {"SPLIT_KV": 4}
+    assert flex.compiled_kernel_options(True, False, None) == {"kernel_options": {"FORCE_USE_FLEX_ATTENTION": True}}
+    assert flex.compiled_kernel_options(True, True, tuning) == {"kernel_options": tuning}
+    assert flex.compiled_kernel_options(True, True, None) == {}
+    assert flex.compiled_kernel_options(False, False, tuning) == {}

@@ -68,14 +68,33 @@ def flex_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bloc
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))
     run = flex_reference if not query.is_cuda else _compiled_flex_static() if static_shapes else _compiled_flex()
     score_mod = softcap_score_mod(softcap, query.device) if softcap else None
-    tuning = {"kernel_options": kernel_options} if query.is_cuda and kernel_options else {}
     output = run(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=is_gqa(query, key), score_mod=score_mod,
-                 **_lse_request(sinks is not None), **tuning)
+                 **_lse_request(sinks is not None), **compiled_kernel_options(query.is_cuda, static_shapes,
+                                                                             kernel_options))
     if sinks is None:
         return first_tensor(output).transpose(1, 2)
     attended, aux = output
     lse = aux if _AUX_REQUEST is None else aux.lse
     return sink_rescaled(attended, lse, sinks).transpose(1, 2)
+
+
+def compiled_kernel_options(compiled: bool, static_shapes: bool,
+                            tuning: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The `kernel_options` argument of a compiled flex call (none for the CPU's reference).
+
+    Calls with dynamic shapes stay on FlexAttention's main kernel. Otherwise inductor picks its decoding kernel
+    for queries shorter than 128 and sizes that kernel's query tile from the first call's length times the
+    query heads per key/value head: 65–127 queries with two heads per key/value head ask for a 256-row tile,
+    which no 128-token block of the block mask divides, so no configuration is left (`NoValidChoicesError`,
+    seen with torch 2.11 on an H100 in the gate of a binned Gemma 2 row). The main kernel takes any length; the
+    decoding kernel is for the one-query-per-slot decode steps, which compile with static shapes.
+    """
+    if not compiled:
+        return {}
+    options = dict(tuning or {})
+    if not static_shapes:
+        options["FORCE_USE_FLEX_ATTENTION"] = True
+    return {"kernel_options": options} if options else {}
 
 
 def _lse_request(wanted: bool) -> dict[str, Any]:
