@@ -14,10 +14,12 @@ def first_line(message: BaseException | str | None, limit: int = 300) -> str:
     return next(iter(str(message or "").strip().splitlines()), "")[:limit]
 
 
-def log_failure(what: str, error: BaseException) -> None:
-    """Writes a failed row's whole traceback to the job's log (stderr), since its result keeps one line.
+def failed_row_line(what: str, error: BaseException, limit: int) -> str:
+    """A failed row's error as its result keeps it, "Type: first line", at most `limit` characters.
 
-    A compiler's error (inductor's lowering, a kernel's refusal) is found only from the frames below that line.
+    The whole traceback goes to the job's log (stderr) under `what`: a compiler's error (inductor's lowering, a
+    kernel's refusal) is found only from the frames below that line.
     """
     logging.getLogger("padbench.worker").warning("%s failed: %s", what, first_line(error),
                                                  exc_info=(type(error), error, error.__traceback__))
+    return f"{type(error).__name__}: {first_line(error, limit)}"[:limit]

@@ -28,7 +28,7 @@ from padbench.worker.jobs.generate.passes import PassTiming, run_pass
 from padbench.worker.jobs.generate.schedule import Request, Scheduler
 from padbench.worker.runtime.gpu_activity import sample_gpu_activity
 from padbench.worker.runtime.memory import track_peak_memory
-from padbench.worker.runtime.messages import first_line, log_failure
+from padbench.worker.runtime.messages import failed_row_line
 from padbench.worker.runtime.progress import ProgressFn
 
 FAILURE_LIMIT = 500
@@ -84,10 +84,8 @@ class StrategyRow:
             with fused_projections(self.job.model, self.job.fusable):
                 return self._measure()
         except Exception as error:  # an unavailable kernel, a failed gate, out of memory: this row only
-            if not isinstance(error, RowFailed):
-                log_failure(f"{self.strategy} / {self.kernel_name}", error)
             message = str(error) if isinstance(error, RowFailed) else \
-                f"{type(error).__name__}: {first_line(error, FAILURE_LIMIT)}"
+                failed_row_line(f"{self.strategy} / {self.kernel_name}", error, FAILURE_LIMIT)
         return self._row(status="failed", error=message[:FAILURE_LIMIT])
 
     def _measure(self) -> GenerateRow:

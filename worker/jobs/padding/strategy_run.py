@@ -60,7 +60,7 @@ from padbench.worker.jobs.padding.setup import JobSetup
 from padbench.worker.jobs.padding.training_checks import check_training_loss, step_split
 from padbench.worker.runtime.gpu_activity import sample_gpu_activity
 from padbench.worker.runtime.memory import track_peak_memory
-from padbench.worker.runtime.messages import first_line, log_failure
+from padbench.worker.runtime.messages import failed_row_line
 from padbench.worker.runtime.progress import ProgressFn
 
 FAILURE_LIMIT = 500  # characters of a failed row's error
@@ -97,8 +97,7 @@ class StrategyRun:
         except Exception as error:  # OOM, an unavailable kernel: this strategy only, on one process
             if self.job.ranks.spread:  # the other ranks wait in a collective: the whole job ends, naming the rank
                 raise
-            log_failure(f"{self.strategy.label} / {self.kernel_name}", error)
-            described = f"{type(error).__name__}: {first_line(error, FAILURE_LIMIT)}"[:FAILURE_LIMIT]
+            described = failed_row_line(f"{self.strategy.label} / {self.kernel_name}", error, FAILURE_LIMIT)
             message = str(error) if isinstance(error, StrategyFailed) else described
         finally:  # the next row starts from the eager model, compiling its own kernel if it does; a failed row too
             self.compiler.undo()
