@@ -260,6 +260,25 @@ def test_a_recompile_inside_the_measurement_invalidates_the_run(monkeypatch: pyt
     assert row.invalid_reason is not None and "during the measurement" in row.invalid_reason
 
 
+def test_a_kernel_compiling_its_own_op_inside_the_measurement_invalidates_an_uncompiled_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # FlexAttention compiles its op on CUDA even where the model runs eagerly; here sdpa's op stands in for it,
+    # compiled for static shapes, and the warm-up misses shapes, so each new binned width compiles a graph.
+    kernel = type(resolve_kernel("sdpa", PaddedBatch, torch.device("cpu"), torch.float32))
+    compiled_op = torch.compile(kernel.masked_op, backend="eager", dynamic=False)
+    monkeypatch.setattr(kernel, "masked_op", staticmethod(lambda *args, **kwargs: compiled_op(*args, **kwargs)))
+    monkeypatch.setattr(strategy_run, "first_of_each_shape", lambda batches: [])
+    torch._dynamo.reset()
+    row = run(tiny_spec(strategies=[{"name": "binned", "n_bins": 2, "attention": "sdpa"}])).strategies[0]
+    assert row.compilation is None or not row.compilation.compiled
+    assert row.status == "invalid" and row.invalid_reason is not None and "during the measurement" in row.invalid_reason
+
+
+@pytest.mark.parametrize("layout", [PaddedBatch, PackedBatch])
+def test_flex_kernels_warm_up_on_every_batch_shape(layout: type[PaddedBatch] | type[PackedBatch]) -> None:
+    assert resolve_kernel("flex", layout, torch.device("cpu"), torch.float32).compiles_per_shape
+
+
 def test_device_resolution() -> None:
     assert resolve_device("cpu") == torch.device("cpu")
     expected = "cuda" if torch.cuda.is_available() else "cpu"

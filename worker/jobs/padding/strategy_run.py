@@ -172,8 +172,8 @@ class StrategyRun:
         self.say(0.3 + 0.7 * repeat / repeats, f"measuring (repeat {repeat + 1}/{repeats})")
 
     def _recompile_reason(self) -> str | None:
-        compiled = self.compilation is not None and self.compilation.compiled
-        if not compiled or self.graphs_after_warmup is None:
+        # Not only compiled models: a kernel may compile its own op (FlexAttention does, on CUDA).
+        if self.graphs_after_warmup is None:
             return None
         new_graphs = compiled_graph_count() - self.graphs_after_warmup
         if new_graphs <= 0:
