@@ -13,13 +13,13 @@ configuration serves every shape. Prints milliseconds per call, forward alone an
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from padbench.worker.engine.attention import flex, masks, ops
+from padbench.worker.engine.measure import mean_call_milliseconds
 
 HEADS, KV_HEADS, HEAD_DIM, SOFTCAP = 8, 4, 256, 50.0
 SHAPES = ((8, 439), (4, 1005), (16, 191))  # (rows, width): a middle bin, the longest bin, a short bin
@@ -36,6 +36,7 @@ CONFIGS: tuple[dict[str, Any] | None, ...] = (
     {"BLOCK_M1": 32, "BLOCK_N1": 128, "BLOCK_M2": 128, "BLOCK_N2": 32, "num_stages": 2, "num_warps": 8},
 )
 SCALE = HEAD_DIM ** -0.5
+TIMES = 20  # timed calls per figure
 
 
 class Case:
@@ -65,21 +66,11 @@ class Case:
                                kernel_options=options)
 
 
-def milliseconds(run: Callable[[], object], times: int = 20) -> float:
-    for _ in range(3):
-        run()
-    torch.cuda.synchronize()
-    started = time.perf_counter()
-    for _ in range(times):
-        run()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - started) / times * 1e3
-
-
 def report(label: str, case: Case, forward: Callable[[], torch.Tensor]) -> None:
+    device = case.grad.device
     with torch.no_grad():
-        alone = milliseconds(forward)
-    both = milliseconds(lambda: forward().backward(case.grad))
+        alone = mean_call_milliseconds(forward, device, TIMES, warmup=3)
+    both = mean_call_milliseconds(lambda: forward().backward(case.grad), device, TIMES, warmup=3)
     print(f"{label} rows {case.rows} width {case.width}: fwd {alone:.3f} ms, fwd+bwd {both:.3f} ms", flush=True)
 
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import time
-from collections.abc import Callable
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -21,6 +19,7 @@ from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.batches import PaddedBatch
+from padbench.worker.engine.measure import mean_call_milliseconds
 from padbench.worker.engine.model import build_model
 
 # (rows, shortest, longest) of each batch: short binned rows, a long bin's rows, many short rows.
@@ -45,17 +44,6 @@ def step(model: torch.nn.Module, kernel: AttentionKernel, batch: PaddedBatch, wi
         hidden.float().pow(2).mean().backward()
 
 
-def milliseconds(run: Callable[[], None], times: int = 5) -> float:
-    for _ in range(2):  # the first calls compile (flex) and allocate
-        run()
-    torch.cuda.synchronize()
-    started = time.perf_counter()
-    for _ in range(times):
-        run()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - started) / times * 1e3
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--preset", default="gemma-2-2b")
@@ -71,12 +59,12 @@ def main() -> None:
             batch = kernel.prepare(padded_batch(rows, shortest, longest, seed).to(device), windows)
             run = functools.partial(step, model, kernel, batch, windows)
             with torch.no_grad():
-                forward = milliseconds(functools.partial(run, backward=False))
-            both = milliseconds(run)
+                forward = mean_call_milliseconds(functools.partial(run, backward=False), device, times=5)
+            both = mean_call_milliseconds(run, device, times=5)
             print(f"{kernel.name:20s} rows {rows} width {batch.width}: forward {forward:.1f} ms, "
                   f"forward+backward {both:.1f} ms", flush=True)
         batch = kernel.prepare(padded_batch(*SHAPES[1], seed=1).to(device), windows)  # profiled: 8 rows to 500
-        milliseconds(functools.partial(step, model, kernel, batch, windows))
+        mean_call_milliseconds(functools.partial(step, model, kernel, batch, windows), device, times=5)
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             step(model, kernel, batch, windows)
             torch.cuda.synchronize()

@@ -15,6 +15,7 @@ from padbench.worker.engine.measure import (
     RepeatTiming,
     batch_sanity_error,
     invalid_reason,
+    mean_call_milliseconds,
     measure,
     summarize,
 )
@@ -150,3 +151,9 @@ def test_the_warm_up_runs_the_first_batches_then_any_others_asked_for_once() -> 
     result = measure(device.step, 6, MeasurementSpec(warmup_batches=1, min_seconds=0, min_batches=1, repeats=1),
                      device, warmup=[0, 3])
     assert device.issued[:2] == [0, 3] and result.warmup_batches == 2
+
+
+def test_mean_call_milliseconds_runs_the_warm_up_then_the_timed_calls() -> None:
+    calls: list[int] = []
+    mean = mean_call_milliseconds(lambda: calls.append(1), torch.device("cpu"), times=4, warmup=2)
+    assert len(calls) == 6 and mean >= 0

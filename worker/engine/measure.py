@@ -93,6 +93,24 @@ def time_calls(calls: Sequence[Callable[[], object]], device: torch.device) -> l
     return clock.collect()
 
 
+def mean_call_milliseconds(run: Callable[[], object], device: torch.device, times: int, warmup: int = 2) -> float:
+    """Wall milliseconds per call of `run`, after `warmup` untimed calls (first calls compile and allocate):
+    the calls issued back to back, the device synchronised before and after. For scripts timing one op."""
+    for _ in range(warmup):
+        run()
+    _synchronize(device)
+    started = time.perf_counter()
+    for _ in range(times):
+        run()
+    _synchronize(device)
+    return (time.perf_counter() - started) / times * 1e3
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 @dataclass(frozen=True)
 class RepeatTiming:
     batch_indices: tuple[int, ...]  # which prepared batch each measured step issued
