@@ -65,11 +65,6 @@ class FlexKernel(AttentionKernel):
     """
 
     applies_window = applies_softcap = applies_sinks = True
-    # Compiled with dynamic shapes, flex still recompiles where dynamo specialises a size (a batch of one row,
-    # rows of one 128-token block), and binned batches have such shapes. On an H100, Gemma 2's uncompiled
-    # binned training read flex at 0.62x eager while those recompiles were timed, and on par once the
-    # warm-up ran every shape.
-    compiles_per_shape = True
 
     @abstractmethod
     def build_block_mask(self, batch: Batch, window: int | None) -> BlockMask: ...

@@ -129,6 +129,12 @@ class FlexPadded(PaddedKernel, FlexKernel):
     """FlexAttention with a causal-and-real-keys block mask: fully padded tiles are skipped."""
 
     name, family = "flex-padding-mask", "flex"
+    # Compiled with dynamic shapes, flex still recompiles where dynamo specialises a size (a batch of one row,
+    # rows of one 128-token block), and binned batches have such shapes. On an H100, Gemma 2's uncompiled
+    # binned training read flex at 0.62x eager while those recompiles were timed, and on par once the warm-up
+    # ran every shape. (Packs differ in length nearly every batch, so there a warm-up per shape would be a
+    # whole untimed pass; a graph compiled inside a measurement marks the row invalid instead.)
+    compiles_per_shape = True
 
     def build_block_mask(self, batch: Batch, window: int | None) -> BlockMask:
         return masks.padding_causal_block_mask(_device_lengths(batch), batch.input_ids.shape[1], window)
