@@ -147,6 +147,7 @@ def test_the_warm_up_runs_the_first_batches_then_any_others_asked_for_once() -> 
 
     assert warmup_order(5, 3) == [0, 1, 2] and warmup_order(2, 3) == [0, 1, 0]
     assert warmup_order(6, 2, also=[0, 4, 1, 5]) == [0, 1, 4, 5]
+    assert warmup_order(6, 1, also=[3, 5, 3]) == [0, 3, 5]  # each batch once beyond the first `count`
     device = FakeDevice([0.1] * 6)
     result = measure(device.step, 6, MeasurementSpec(warmup_batches=1, min_seconds=0, min_batches=1, repeats=1),
                      device, warmup=[0, 3])

@@ -112,6 +112,14 @@ def first_of_each_shape(batches: Sequence[Batch]) -> list[int]:
     return list(first.values())
 
 
+def extreme_batches(batches: Sequence[Batch]) -> list[int]:
+    """The indices of the batch with the fewest computed tokens and of the one with the most."""
+    if not batches:
+        return []
+    sizes = [batch.computed_tokens for batch in batches]
+    return list(dict.fromkeys([sizes.index(min(sizes)), sizes.index(max(sizes))]))
+
+
 class Strategy(Protocol):
     """Turns the job's sequences into batches. Every strategy sees the same multiset of sequences."""
 

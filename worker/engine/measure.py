@@ -135,8 +135,7 @@ class Measurement:
 def warmup_order(n_batches: int, count: int, also: Sequence[int] = ()) -> list[int]:
     """The warm-up's batches: the first `count` in order (cycling), then those of `also` not among them."""
     ordered = [issued % n_batches for issued in range(count)]
-    seen = set(ordered)
-    return ordered + [index for index in also if index not in seen]
+    return ordered + [index for index in dict.fromkeys(also) if index not in ordered]
 
 
 def run_warmup(step: Callable[[int], None], indices: Sequence[int], clock: BatchClock) -> float:

@@ -133,7 +133,8 @@ class FlexPadded(PaddedKernel, FlexKernel):
     # rows of one 128-token block), and binned batches have such shapes. On an H100, Gemma 2's uncompiled
     # binned training read flex at 0.62x eager while those recompiles were timed, and on par once the warm-up
     # ran every shape. (Packs differ in length nearly every batch, so there a warm-up per shape would be a
-    # whole untimed pass; a graph compiled inside a measurement marks the row invalid instead.)
+    # whole untimed pass: their warm-up covers the smallest and largest pack, and a graph compiled inside a
+    # measurement marks the row invalid.)
     compiles_per_shape = True
 
     def build_block_mask(self, batch: Batch, window: int | None) -> BlockMask:

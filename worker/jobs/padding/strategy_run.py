@@ -19,7 +19,14 @@ from padbench.contract.training import StepSplit
 from padbench.worker.engine import flops
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling
-from padbench.worker.engine.batches import STRATEGIES, Batch, Strategy, first_of_each_shape, longest_attention_span
+from padbench.worker.engine.batches import (
+    STRATEGIES,
+    Batch,
+    Strategy,
+    extreme_batches,
+    first_of_each_shape,
+    longest_attention_span,
+)
 from padbench.worker.engine.correctness import GateResult, check_layout, references_with_noise
 from padbench.worker.engine.expert_load import count_expert_load
 from padbench.worker.engine.experts import ExpertsUnavailable, use_experts
@@ -221,7 +228,12 @@ class StrategyRun:
         # A kernel that compiles per batch shape compiles once for each; all of that must land in the warm-up,
         # never in the measurement, so the warm-up also runs the first batch of every shape.
         per_shape = first_of_each_shape(host_batches) if kernel.compiles_per_shape else []
-        return equal_warmup(self.job.ranks, warmup_order(len(host_batches), settings.warmup_batches, per_shape))
+        # Where a warm-up is asked for, the smallest and largest batches too: dynamo specialises sizes of 1 (a
+        # last pack of one 128-token block), so a kernel compiling its op with dynamic shapes (flex on packs)
+        # recompiles there, and a graph compiled inside the measurement would void the row.
+        extremes = extreme_batches(host_batches) if settings.warmup_batches else []
+        return equal_warmup(self.job.ranks, warmup_order(len(host_batches), settings.warmup_batches,
+                                                         per_shape + extremes))
 
     def _settings(self) -> MeasurementSpec:
         settings = self.job.spec.measurement
