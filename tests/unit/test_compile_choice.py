@@ -204,4 +204,5 @@ def test_a_compiled_row_warms_up_on_every_batch_shape(eager_backend: None, monke
         result = run(spec)
         assert_measured(result.strategies[0], result)
     compiled, eager = warmups
-    assert eager == [0] and len(compiled) > 2 and compiled[0] == 0
+    assert eager[0] == 0 and len(eager) <= 3  # its first batch, the smallest and the largest
+    assert len(compiled) > len(eager) and compiled[0] == 0

@@ -24,7 +24,7 @@ from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch, PerSequence
 from padbench.worker.engine.loss import ChunkedLoss, HeadWeights
 from padbench.worker.engine.steps import next_token_labels
-from padbench.worker.jobs.padding import setup, strategy_run
+from padbench.worker.jobs.padding import setup, strategy_run, warmups
 from padbench.worker.jobs.padding.job import run_padding_job, with_speedups
 from padbench.worker.runtime.device import DeviceUnavailable, resolve_device
 
@@ -254,7 +254,8 @@ def test_a_recompile_inside_the_measurement_invalidates_the_run(monkeypatch: pyt
     # Static shapes, and a warm-up that misses shapes (a compiled row's warm-up runs every shape, so that this
     # does not happen): each new binned width compiles a new graph, here inside the measurement.
     monkeypatch.setattr(steps, "compiled", lambda model: torch.compile(model, backend="eager", dynamic=False))
-    monkeypatch.setattr(strategy_run, "first_of_each_shape", lambda batches: [])
+    monkeypatch.setattr(warmups, "first_of_each_shape", lambda batches: [])
+    monkeypatch.setattr(warmups, "extreme_batches", lambda batches: [])
     row = run(tiny_spec(compile=True, strategies=[{"name": "binned", "n_bins": 2}])).strategies[0]
     assert row.status == "invalid" and row.tokens_per_s is None
     assert row.invalid_reason is not None and "during the measurement" in row.invalid_reason
@@ -267,7 +268,8 @@ def test_a_kernel_compiling_its_own_op_inside_the_measurement_invalidates_an_unc
     kernel = type(resolve_kernel("sdpa", PaddedBatch, torch.device("cpu"), torch.float32))
     compiled_op = torch.compile(kernel.masked_op, backend="eager", dynamic=False)
     monkeypatch.setattr(kernel, "masked_op", staticmethod(lambda *args, **kwargs: compiled_op(*args, **kwargs)))
-    monkeypatch.setattr(strategy_run, "first_of_each_shape", lambda batches: [])
+    monkeypatch.setattr(warmups, "first_of_each_shape", lambda batches: [])
+    monkeypatch.setattr(warmups, "extreme_batches", lambda batches: [])
     torch._dynamo.reset()
     row = run(tiny_spec(strategies=[{"name": "binned", "n_bins": 2, "attention": "sdpa"}])).strategies[0]
     assert row.compilation is None or not row.compilation.compiled
@@ -345,11 +347,11 @@ def test_a_kernel_that_compiles_per_shape_warms_up_once_on_every_shape(monkeypat
     # that ran every batch would cost a whole pass (minutes for an 8B model's 500 equal batches).
     kernel = resolve_kernel("sdpa", PaddedBatch, torch.device("cpu"), torch.float32)
     monkeypatch.setattr(type(kernel), "compiles_per_shape", True)
-    warmups: list[list[int]] = []
+    seen_warmups: list[list[int]] = []
     built: list[list[Batch]] = []
     real_measure, real_build = strategy_run.measure, strategy_run.StrategyRun._build_batches
     monkeypatch.setattr(strategy_run, "measure", lambda *args, **kwargs: (
-        warmups.append(list(kwargs["warmup"])), real_measure(*args, **kwargs))[1])
+        seen_warmups.append(list(kwargs["warmup"])), real_measure(*args, **kwargs))[1])
     monkeypatch.setattr(strategy_run.StrategyRun, "_build_batches", lambda *args: (
         built.append(real_build(*args)), built[-1])[1])
     messages: list[str] = []
@@ -357,6 +359,6 @@ def test_a_kernel_that_compiles_per_shape_warms_up_once_on_every_shape(monkeypat
                              lambda fraction, message: messages.append(message))
     assert "static / sdpa: warm-up (1 batches)" in messages  # six batches of one shape (4 × 64)
     shapes = [batch.shape_key for batch in built[-1]]  # binned, the last strategy
-    assert len(set(shapes)) > 1 and {shapes[index] for index in warmups[-1]} == set(shapes)
-    assert len(warmups[-1]) == len(set(shapes))  # once per shape
+    assert len(set(shapes)) > 1 and {shapes[index] for index in seen_warmups[-1]} == set(shapes)
+    assert len(seen_warmups[-1]) == len(set(shapes))  # once per shape
     assert all(row.status == "ok" for row in result.strategies)

@@ -19,14 +19,7 @@ from padbench.contract.training import StepSplit
 from padbench.worker.engine import flops
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling
-from padbench.worker.engine.batches import (
-    STRATEGIES,
-    Batch,
-    Strategy,
-    extreme_batches,
-    first_of_each_shape,
-    longest_attention_span,
-)
+from padbench.worker.engine.batches import STRATEGIES, Batch, Strategy, longest_attention_span
 from padbench.worker.engine.correctness import GateResult, check_layout, references_with_noise
 from padbench.worker.engine.expert_load import count_expert_load
 from padbench.worker.engine.experts import ExpertsUnavailable, use_experts
@@ -38,7 +31,6 @@ from padbench.worker.engine.measure import (
     invalid_reason,
     measure,
     summarize,
-    warmup_order,
 )
 from padbench.worker.engine.rank_measure import RankRun
 from padbench.worker.engine.sharding import autocast_forward, autocast_if
@@ -59,12 +51,12 @@ from padbench.worker.jobs.padding.rank_steps import (
     agreed_preparation,
     collective_time,
     equal_steps,
-    equal_warmup,
     group_figures,
     rank_device,
 )
 from padbench.worker.jobs.padding.setup import JobSetup
 from padbench.worker.jobs.padding.training_checks import check_training_loss, step_split
+from padbench.worker.jobs.padding.warmups import row_warmup, with_every_shape
 from padbench.worker.runtime.gpu_activity import sample_gpu_activity
 from padbench.worker.runtime.memory import track_peak_memory
 from padbench.worker.runtime.messages import failed_row_line
@@ -123,11 +115,7 @@ class StrategyRun:
         # reset at the block's start to what is allocated then, still count them.
         step = self._step(kernel, host_batches, device_batches, warmup, settings)
         if self.compilation is not None and self.compilation.compiled:
-            # A compiled model recompiles for new shapes until dynamo has made them dynamic (on an H100, binned
-            # training recompiled 4 graphs after a 3-batch warm-up): it sees every shape before the timing too.
-            # Each rank has shapes of its own, so the ranks' warm-ups are made equally long again.
-            warmup = equal_warmup(self.job.ranks, warmup + [index for index in first_of_each_shape(host_batches)
-                                                            if index not in warmup])
+            warmup = with_every_shape(warmup, host_batches, self.job.ranks)
         with track_peak_memory(self.job.device) as memory:
             self.say(0.2, f"warm-up ({len(warmup)} batches)")
             with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
@@ -160,7 +148,7 @@ class StrategyRun:
         self.say(0.1, "building batches")
         host_batches = self._build_batches(plugin, list(self.job.share))
         host_batches, self.batches_left_out = equal_steps(self.job.ranks, host_batches)
-        return kernel, host_batches, self._warmup(kernel, host_batches, self._settings())
+        return kernel, host_batches, row_warmup(kernel, host_batches, self._settings(), self.job.ranks)
 
     def _check_model_features(self, kernel: AttentionKernel) -> None:
         features = AttentionFeatures.of(self.job.model.config)
@@ -223,17 +211,6 @@ class StrategyRun:
 
     def _to_device(self, kernel: AttentionKernel, batch: Batch) -> Batch:
         return kernel.prepare(batch.to(self.job.device), AttentionFeatures.of(self.job.model.config).layer_windows)
-
-    def _warmup(self, kernel: AttentionKernel, host_batches: list[Batch], settings: MeasurementSpec) -> list[int]:
-        # A kernel that compiles per batch shape compiles once for each; all of that must land in the warm-up,
-        # never in the measurement, so the warm-up also runs the first batch of every shape.
-        per_shape = first_of_each_shape(host_batches) if kernel.compiles_per_shape else []
-        # Where a warm-up is asked for, the smallest and largest batches too: dynamo specialises sizes of 1 (a
-        # last pack of one 128-token block), so a kernel compiling its op with dynamic shapes (flex on packs)
-        # recompiles there, and a graph compiled inside the measurement would void the row.
-        extremes = extreme_batches(host_batches) if settings.warmup_batches else []
-        return equal_warmup(self.job.ranks, warmup_order(len(host_batches), settings.warmup_batches,
-                                                         per_shape + extremes))
 
     def _settings(self) -> MeasurementSpec:
         settings = self.job.spec.measurement
