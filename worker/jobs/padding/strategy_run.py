@@ -96,8 +96,7 @@ class StrategyRun:
         except Exception as error:  # OOM, an unavailable kernel: this strategy only, on one process
             if self.job.ranks.spread:  # the other ranks wait in a collective: the whole job ends, naming the rank
                 raise
-            described = failed_row_line(f"{self.strategy.label} / {self.kernel_name}", error, FAILURE_LIMIT)
-            message = str(error) if isinstance(error, StrategyFailed) else described
+            message = failed_row_line(f"{self.strategy.label} / {self.kernel_name}", error, FAILURE_LIMIT)
         finally:  # the next row starts from the eager model, compiling its own kernel if it does; a failed row too
             self.compiler.undo()
         self.job.model.eval()
