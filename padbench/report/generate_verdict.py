@@ -2,9 +2,10 @@
 how much over static batching and over the fastest library reference — or that the top rows are within noise.
 
 The padding verdict's rule, on output tokens/s: a row takes part only when validly measured and not timed
-beside another GPU process (unless the spec allowed it); rows whose 95% intervals overlap the fastest one's
-are within noise of it. Reference rows (transformers' own loops) never win: the verdict states the winner's
-ratio to the fastest of them instead. A job with a context table gets a verdict per context length.
+beside another GPU process (unless the spec allowed it); rows whose repeats do not tell them from the
+fastest one (Welch's t-test) are within noise of it. Reference rows (transformers' own loops) never win: the
+verdict states the winner's ratio to the fastest of them instead. A job with a context table gets a verdict per
+context length.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 
 from padbench.contract.generate import GenerateResult, GenerateRow
 from padbench.report.kind import Verdict
-from padbench.report.verdict import compact_rate, is_excluded, ratio_interval, within_noise
+from padbench.report.verdict import NOISE_REASON, compact_rate, is_excluded, ratio_interval, within_noise
 
 UNIT = "output tokens/s"
 
@@ -75,8 +76,8 @@ def winner(result: GenerateResult) -> GenerateRow | None:
 
 def _ratio(top: GenerateRow, base: GenerateRow, shown: str) -> str:
     """`2.40× static (static / sdpa-kvcache at batch 16), 95% interval 2.32–2.49×`, and whether that is noise."""
-    text = f"{_rate(top) / _rate(base):.2f}× {shown}" + ratio_interval(top, base, row_label(base))
-    return text + (" — within noise: the 95% intervals overlap" if within_noise(top, base) else "")
+    text = f"{_rate(top) / _rate(base):.2f}× {shown}" + ratio_interval(top, base)
+    return text + (" — within noise: the repeats do not tell them apart" if within_noise(top, base) else "")
 
 
 def _headline(ranked_candidates: list[GenerateRow], where: str) -> str:
@@ -85,7 +86,7 @@ def _headline(ranked_candidates: list[GenerateRow], where: str) -> str:
     if tied:
         names = ", ".join(f"{describe(row)} ({compact_rate(_rate(row))})" for row in tied)
         return (f"verdict{where}: within noise — {describe(top)} ({compact_rate(_rate(top))} {UNIT}), {names}: "
-                "their 95% intervals overlap")
+                + NOISE_REASON)
     return f"verdict{where}: winner {describe(top)}: {compact_rate(_rate(top))} {UNIT}"
 
 

@@ -12,12 +12,14 @@ lines, with the rows to highlight and to dim, to the dashboard (`verdict_out`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from padbench.contract.results import GpuActivity, JobResultBase, PaddingResult, Spread, StrategyResult
 from padbench.contract.spec import MeasurementSpec
+from padbench.contract.student_t import Moments, means_differ_95, ratio_interval_95
 from padbench.report.experts import compare_kernel
 from padbench.report.kind import Verdict, report_for
 
@@ -28,6 +30,7 @@ DEFAULT_NOISE_CV = MeasurementSpec().noise_cv
 # A larger batch that gains less than this over a smaller one is not worth its memory: on a quiet GPU the
 # intervals shrink to a few hundredths of a percent, so "within noise" alone would call a 0.2% gain growth.
 PLATEAU_GAIN = 0.02
+NOISE_REASON = "their repeats do not tell them from the fastest (Welch's t-test, 5%)"
 
 
 def compact_rate(rate: float) -> str:
@@ -57,12 +60,16 @@ def interval(row: Vetted) -> tuple[float, float] | None:
     return row.spread.ci95_low_tokens_per_s, row.spread.ci95_high_tokens_per_s
 
 
+def _moments(row: Vetted) -> Moments | None:
+    spread = row.spread
+    return None if spread is None else (spread.mean_tokens_per_s, spread.cv, spread.repeats)
+
+
 def within_noise(a: Vetted, b: Vetted) -> bool:
-    """True when the two rows' 95% intervals overlap; rows without an interval are never within noise."""
-    first, second = interval(a), interval(b)
-    if first is None or second is None:
-        return False
-    return first[0] <= second[1] and second[0] <= first[1]
+    """True when the repeats cannot tell the two rows' mean rates apart (`means_differ_95`, Welch's t-test); rows
+    without an interval are never within noise."""
+    first, second = _moments(a), _moments(b)
+    return first is not None and second is not None and not means_differ_95(first, second)
 
 
 def is_doubtful(row: Vetted) -> bool:
@@ -91,7 +98,7 @@ def winner(result: PaddingResult) -> StrategyResult | None:
 
 
 def tied_with_top(ranked: list[StrategyResult]) -> list[StrategyResult]:
-    """The candidates (fastest first) whose 95% intervals overlap the fastest one's."""
+    """The candidates (fastest first) the repeats cannot tell from the fastest one."""
     return [row for row in ranked[1:] if within_noise(ranked[0], row)]
 
 
@@ -103,22 +110,22 @@ def describe(row: StrategyResult) -> str:
     return f"{row.label} / {compare_kernel(row)} at {size}batch {row.batch_size}"
 
 
-def ratio_interval(top: Vetted, base: Vetted, base_name: str) -> str:
-    """How sure the ratio of two rows' figures is, to follow it: `, 95% interval 4.80–5.20×`."""
-    top_interval, base_interval = interval(top), interval(base)
-    if top_interval is None or base_interval is None:
+def ratio_interval(top: Vetted, base: Vetted) -> str:
+    """How sure the ratio of two rows' figures is, to follow it: `, 95% interval 4.80–5.20×` (Fieller's interval
+    of the ratio of their mean rates, `ratio_interval_95`)."""
+    first, second = _moments(top), _moments(base)
+    bounds = None if first is None or second is None else ratio_interval_95(first, second)
+    if bounds is None:
         return ", no interval with a single repeat"
-    if base_interval[0] <= 0:
-        return f", no upper bound: {base_name}'s 95% interval reaches zero"
-    # Conservative: the ratio's interval spans the worst and best pairings of the two intervals.
-    low, high = top_interval[0] / base_interval[1], top_interval[1] / base_interval[0]
-    return f", 95% interval {low:.2f}–{high:.2f}×"
+    if math.isinf(bounds[1]):
+        return f", 95% interval from {bounds[0]:.2f}×, no upper bound: the base's repeats do not tell its mean from 0"
+    return f", 95% interval {bounds[0]:.2f}–{bounds[1]:.2f}×"
 
 
 def _speedup(top: StrategyResult, static: StrategyResult) -> str:
     assert top.tokens_per_s is not None and static.tokens_per_s is not None
     text = f"{top.tokens_per_s / static.tokens_per_s:.2f}× static ({describe(static)})"
-    return text + ratio_interval(top, static, "static")
+    return text + ratio_interval(top, static)
 
 
 def verdict_lines(result: PaddingResult) -> list[str]:
@@ -138,7 +145,7 @@ def verdict_lines(result: PaddingResult) -> list[str]:
     if tied:
         names = ", ".join(f"{describe(row)} ({compact_rate(row.tokens_per_s or 0.0)})" for row in tied)
         lines.append(f"verdict: within noise — {describe(top)} ({compact_rate(top.tokens_per_s)} tokens/s), "
-                     f"{names}: their 95% intervals overlap")
+                     f"{names}: {NOISE_REASON}")
     else:
         lines.append(f"verdict: winner {describe(top)}: {compact_rate(top.tokens_per_s)} tokens/s")
     statics = [row for row in ranked if row.strategy == "static"]

@@ -62,13 +62,13 @@ def test_the_verdict_states_the_ratio_to_static_and_to_the_fastest_reference() -
     assert render_table(generate_result()).rstrip().endswith(lines[-1])
 
 
-def test_a_faster_reference_never_wins_and_overlapping_intervals_are_within_noise() -> None:
+def test_a_faster_reference_never_wins_and_rows_the_repeats_cannot_tell_apart_are_within_noise() -> None:
     rows = [row("static", [1000.0, 1010.0, 990.0]), row("sorted", [1005.0, 1015.0, 995.0]),
             row("transformers-continuous", [5000.0, 5010.0, 4990.0], reference=True, kernel="transformers-sdpa")]
     result = generate_result(rows, strategies=["static", "sorted"], references=["transformers-continuous"])
     lines = verdict_lines(result)
     assert lines[0].startswith("verdict: within noise — sorted / sdpa-kvcache") and "static / sdpa-kvcache" in lines[0]
-    assert "within noise: the 95% intervals overlap" in lines[1]
+    assert "within noise: the repeats do not tell them apart" in lines[1]
     assert lines[2].startswith("  vs the fastest reference: 0.20× ref: transformers-continuous")
 
 

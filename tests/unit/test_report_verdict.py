@@ -8,9 +8,10 @@ from padbench.contract.api import VerdictOut
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.results import Environment, GpuActivity, PaddingResult, ProbeAttempt, ProbeReport, StrategyResult
 from padbench.contract.spec import PaddingJobSpec
+from padbench.contract.student_t import t_quantile_975
 from padbench.report.padding import WINNER_MARK, csv_rows, render_table, table_rows
 from padbench.report.verdict import curve_lines, verdict_lines, verdict_out
-from padbench.worker.engine.spread import repeat_spread, t_quantile_975
+from padbench.worker.engine.spread import repeat_spread
 from tests.unit.test_report_attention import result as attention_result
 
 ENVIRONMENT = Environment(hostname="box", device="cuda", gpu_name="NVIDIA H100", python="3.12", torch="2.13.0",
@@ -56,7 +57,19 @@ def test_verdict_names_the_winner_its_speedup_interval_and_batch_size() -> None:
 
 def test_identical_rows_are_within_noise() -> None:
     lines = verdict_lines(result(row("static", [100.0, 102.0, 98.0]), row("dynamic", [100.0, 102.0, 98.0])))
-    assert lines[0].startswith("verdict: within noise") and "95% intervals overlap" in lines[0]
+    assert lines[0].startswith("verdict: within noise") and "Welch's t-test" in lines[0]
+
+
+def test_rows_whose_intervals_overlap_still_differ_when_welchs_test_says_so() -> None:
+    """Repeats of two kernels on one H100 (binned Gemma 2 training, 5 each): each row's 95% interval overlaps the
+    other's, yet the difference of the means is significant at 5%, and the verdict names the winner."""
+    flex = row("binned", [10551.0, 10282.0, 11035.0, 10879.0, 10555.0])
+    eager = row("static", [10414.0, 10243.0, 10055.0, 10273.0, 9706.0])
+    assert flex.spread is not None and eager.spread is not None
+    assert flex.spread.ci95_low_tokens_per_s < eager.spread.ci95_high_tokens_per_s
+    lines = verdict_lines(result(eager, flex))
+    assert lines[0].startswith("verdict: winner binned[4]")
+    assert lines[1].startswith("  speed-up: 1.05× static") and lines[1].endswith("95% interval 1.01–1.09×")
 
 
 def test_noisy_row_shows_its_figure_and_cv_instead_of_valid() -> None:
