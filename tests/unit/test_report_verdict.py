@@ -72,6 +72,15 @@ def test_rows_whose_intervals_overlap_still_differ_when_welchs_test_says_so() ->
     assert lines[1].startswith("  speed-up: 1.05× static") and lines[1].endswith("95% interval 1.01–1.09×")
 
 
+def test_a_winner_states_its_margin_over_the_runner_up() -> None:
+    """Two kernels of one layout (six repeats each on an H100): how much faster the winner is, with the interval."""
+    flex = row("binned", [10840.0, 10020.0, 11050.0, 10410.0, 9990.0, 10200.0])
+    eager = row("dynamic", [9030.0, 9760.0, 9420.0, 10150.0, 9500.0, 9800.0])
+    lines = verdict_lines(result(flex, eager))
+    assert lines[0].startswith("verdict: winner binned[4]")
+    assert lines[1].startswith("  margin: 1.08× the runner-up (dynamic / torch-flash at batch 64), 95% interval 1.0")
+
+
 def test_noisy_row_shows_its_figure_and_cv_instead_of_valid() -> None:
     noisy = row("binned", [100.0, 150.0, 60.0])
     cells, _notes = table_rows(result(row("static", [50.0, 50.5, 49.5]), noisy))
