@@ -159,3 +159,14 @@ def test_compiled_flex_with_dynamic_shapes_stays_on_the_main_kernel() -> None:
     assert flex.compiled_kernel_options(True, True, tuning) == {"kernel_options": tuning}
     assert flex.compiled_kernel_options(True, True, None) == {}
     assert flex.compiled_kernel_options(False, False, tuning) == {}
+
+
+def test_heads_of_256_on_hopper_get_the_measured_backward_tiles() -> None:
+    """Only the backward kernel of wide heads on Hopper is tuned (`bwd_` keys, which the forward drops); elsewhere
+    inductor chooses, and a caller's own options (even `{}`, inductor's choice) replace the default."""
+    tuned = flex.default_tuning(256, (9, 0))
+    assert tuned is not None and all(key.startswith("bwd_") for key in tuned)
+    assert flex.default_tuning(128, (9, 0)) is None
+    assert flex.default_tuning(256, (8, 0)) is None
+    assert flex.compiled_kernel_options(True, False, tuned) == {
+        "kernel_options": {**tuned, "FORCE_USE_FLEX_ATTENTION": True}}

@@ -62,20 +62,36 @@ def flex_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bloc
 
     `softcap` caps the logits through a score_mod, inside the fused kernel; `sinks` (heads,) rescale the output
     by the log-sum-exp flex returns (`sink_rescaled`). `static_shapes` compiles for these exact sizes, for calls
-    whose shapes never change. `kernel_options` tune the compiled kernel (FlexAttention's `kernel_options`); the
-    CPU's reference takes none.
+    whose shapes never change. `kernel_options` tune the compiled kernel (FlexAttention's `kernel_options`; None:
+    `default_tuning` for this head size and GPU, `{}`: inductor's own choice); the CPU's reference takes none.
     """
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))
     run = flex_reference if not query.is_cuda else _compiled_flex_static() if static_shapes else _compiled_flex()
     score_mod = softcap_score_mod(softcap, query.device) if softcap else None
+    tuning = kernel_options if kernel_options is not None or not query.is_cuda else default_tuning(
+        query.shape[-1], torch.cuda.get_device_capability(query.device))
     output = run(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=is_gqa(query, key), score_mod=score_mod,
-                 **_lse_request(sinks is not None), **compiled_kernel_options(query.is_cuda, static_shapes,
-                                                                             kernel_options))
+                 **_lse_request(sinks is not None), **compiled_kernel_options(query.is_cuda, static_shapes, tuning))
     if sinks is None:
         return first_tensor(output).transpose(1, 2)
     attended, aux = output
     lse = aux if _AUX_REQUEST is None else aux.lse
     return sink_rescaled(attended, lse, sinks).transpose(1, 2)
+
+
+# FlexAttention's backward for heads of 256 (Gemma 2 and 3) on Hopper GPUs: 32 x 32 tiles, 4 warps, 2 stages,
+# where inductor's default for that head size takes larger tiles. The `bwd_` prefix leaves the forward kernel's
+# choice to inductor. Measured in whole training steps on an H100 (torch 2.11; docs/benchmarks.md, section 11):
+# Gemma 2 2B's uncompiled binned training on flex ran 1.05x and 1.08x eager in two jobs with these tiles (95%
+# intervals of the ratio above 1), 1.00x and 1.05x (intervals holding 1) in two without.
+WIDE_HEAD_BACKWARD = {"bwd_BLOCK_M1": 32, "bwd_BLOCK_N1": 32, "bwd_BLOCK_M2": 32, "bwd_BLOCK_N2": 32,
+                      "bwd_num_warps": 4, "bwd_num_stages": 2}
+HOPPER = (9, 0)
+
+
+def default_tuning(head_dim: int, capability: tuple[int, int]) -> dict[str, Any] | None:
+    """The kernel options a call gets when its caller names none: measured ones where they beat inductor's."""
+    return dict(WIDE_HEAD_BACKWARD) if head_dim >= 256 and capability == HOPPER else None
 
 
 def compiled_kernel_options(compiled: bool, static_shapes: bool,
