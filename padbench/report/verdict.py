@@ -54,12 +54,6 @@ class Vetted(Protocol):
     def gpu_activity(self) -> GpuActivity | None: ...
 
 
-def interval(row: Vetted) -> tuple[float, float] | None:
-    if row.spread is None:
-        return None
-    return row.spread.ci95_low_tokens_per_s, row.spread.ci95_high_tokens_per_s
-
-
 def _moments(row: Vetted) -> Moments | None:
     spread = row.spread
     return None if spread is None else (spread.mean_tokens_per_s, spread.cv, spread.repeats)

@@ -69,7 +69,7 @@ def flex_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bloc
     run = flex_reference if not query.is_cuda else _compiled_flex_static() if static_shapes else _compiled_flex()
     score_mod = softcap_score_mod(softcap, query.device) if softcap else None
     tuning = kernel_options if kernel_options is not None or not query.is_cuda else default_tuning(
-        query.shape[-1], torch.cuda.get_device_capability(query.device))
+        query.shape[-1], _capability(query.device))
     output = run(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=is_gqa(query, key), score_mod=score_mod,
                  **_lse_request(sinks is not None), **compiled_kernel_options(query.is_cuda, static_shapes, tuning))
     if sinks is None:
@@ -87,6 +87,11 @@ def flex_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bloc
 WIDE_HEAD_BACKWARD = {"bwd_BLOCK_M1": 32, "bwd_BLOCK_N1": 32, "bwd_BLOCK_M2": 32, "bwd_BLOCK_N2": 32,
                       "bwd_num_warps": 4, "bwd_num_stages": 2}
 HOPPER = (9, 0)
+
+
+@functools.cache
+def _capability(device: torch.device) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(device)
 
 
 def default_tuning(head_dim: int, capability: tuple[int, int]) -> dict[str, Any] | None:
