@@ -96,6 +96,9 @@ def _context_lines(rows: Sequence[GenerateRow], where: str) -> list[str]:
         return [f"verdict{where}: none — no strategy row was validly measured"]
     top = ranked_candidates[0]
     lines = [_headline(ranked_candidates, where)]
+    runner_up = ranked_candidates[1] if len(ranked_candidates) > 1 else None
+    if runner_up is not None and runner_up.strategy != "static" and not within_noise(top, runner_up):
+        lines.append(f"  margin: {_ratio(top, runner_up, f'the runner-up ({describe(runner_up)})')}")
     statics = [row for row in ranked_candidates if row.strategy == "static"]
     if top.strategy != "static":
         lines.append(f"  vs static: {_ratio(top, statics[0], f'static ({describe(statics[0])})')}" if statics

@@ -57,8 +57,9 @@ def test_figures_that_were_not_measured_print_as_a_dash_and_failures_give_their_
 def test_the_verdict_states_the_ratio_to_static_and_to_the_fastest_reference() -> None:
     lines = verdict_lines(generate_result())
     assert lines[0] == "verdict: winner continuous / sdpa-kvcache at batch 16: 2.4k output tokens/s"
-    assert lines[1].startswith("  vs static: 2.40× static (static / sdpa-kvcache at batch 16), 95% interval")
-    assert lines[2].startswith("  vs the fastest reference: 1.20× ref: transformers-continuous / transformers-sdpa")
+    assert lines[1].startswith("  margin: 1.60× the runner-up (sorted / sdpa-kvcache at batch 16), 95% interval")
+    assert lines[2].startswith("  vs static: 2.40× static (static / sdpa-kvcache at batch 16), 95% interval")
+    assert lines[3].startswith("  vs the fastest reference: 1.20× ref: transformers-continuous / transformers-sdpa")
     assert render_table(generate_result()).rstrip().endswith(lines[-1])
 
 
