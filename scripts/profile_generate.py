@@ -3,10 +3,12 @@ requests (after a warm-up pass that compiles and captures) and prints the top CU
 each kind of step.
 
     python scripts/profile_generate.py examples/gpu-generate-qwen3-1.7b-code-uniform.yaml \
-        [--strategy continuous] [--requests 128] [--rows 30] [--compile-mode max-autotune-no-cudagraphs]
+        [--strategy continuous] [--requests 128] [--rows 30] [--compile-mode max-autotune-no-cudagraphs] \
+        [--fenced-attention]
 
 `--compile-mode` compiles the graphed decode step in that torch.compile mode instead of the default, to see
 what a mode would change before a job uses it: compare its decode steps' mean time with a run without it.
+`--fenced-attention` keeps the attention out of the compiled decode step's graph, as steps with prefills keep it.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=128)
     parser.add_argument("--rows", type=int, default=30)
     parser.add_argument("--compile-mode", choices=["max-autotune-no-cudagraphs"], default=None)
+    parser.add_argument("--fenced-attention", action="store_true")
     args = parser.parse_args()
     document = load_spec_document(args.spec)
     document["data"] = {**document["data"], "num_samples": args.requests}
@@ -52,6 +55,7 @@ def main() -> None:
     with fused_projections(job.model, job.fusable):
         decoder, scheduler = row.engine(kernel, job.requests, row.slots)
         decoder.compile_mode = args.compile_mode
+        decoder.trace_attention = not args.fenced_attention
         run_pass(args.strategy, scheduler, decoder, job.requests, job.device)  # compiles and captures
         decoder.reset()
         # On a GPU, its activity only: tracing the host would slow the host side of every step.

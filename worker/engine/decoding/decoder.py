@@ -60,6 +60,9 @@ class Decoder:
         # here, so a mode must leave graphs to the caller ("max-autotune-no-cudagraphs", which also tunes the
         # step's matmuls and fuses elementwise work into their epilogues).
         self.compile_mode: str | None = None
+        # Whether the compiled decode step traces the attention into its graph (see `DecodeKernel`); off, it
+        # calls the attention behind a fence, as steps with prefills do: for comparing the two.
+        self.trace_attention = True
         self._compiled: Any = None
         self._compiled_dynamic: Any = None
         self.compile_seconds: float | None = None
@@ -104,11 +107,15 @@ class Decoder:
 
     def _forward(self, fields: dict[str, torch.Tensor], max_q: int, host: HostPlan | None,
                  compiled: bool = False) -> torch.Tensor:
-        name = self.kernel.hf_name_compiled if compiled else self.kernel.hf_name
+        decode_step = max_q == 1 and host is None and len(fields["tokens"]) == self.cache.slots
+        if not compiled or (decode_step and self.trace_attention):
+            name = self.kernel.hf_name
+        else:
+            name = self.kernel.hf_name_fenced
         with attention_implementation(self.model, name):
             if not compiled:
                 return self._core(fields, max_q, host)
-            if max_q == 1 and host is None and len(fields["tokens"]) == self.cache.slots:
+            if decode_step:
                 return self._compiled_core()(fields, max_q, None)
             return self._compiled_steps()(fields, max_q, None)
 

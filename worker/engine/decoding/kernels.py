@@ -51,19 +51,24 @@ class DecodeKernel(ABC):
     loops_over_slots: ClassVar[bool] = False
 
     def __init__(self) -> None:
+        # The bare function serves eager steps and the compiled decode step, whose static shapes let inductor
+        # trace the attention: it reinplaces the cache writes into the kernels that produce the keys and values
+        # (no copy of the cache), and the step stays one graph rather than one per layer. On an H100, Qwen3-1.7B's
+        # decode step of 64 sequences on flex-kvcache took 3.12 ms traced against 3.37 ms fenced.
         AttentionInterface.register(self.hf_name, self._transformers_attention)
-        # Inside torch.compile the attention stays out of the graph: the in-place cache write would be
-        # functionalised into a copy of the whole cache. Out of it, the fence is not free (dynamo's frame
-        # hooks cost milliseconds per call), so the eager path registers the bare function.
-        AttentionInterface.register(self.hf_name_compiled, torch.compiler.disable(self._transformers_attention))
+        # Steps with prefills compile with dynamic shapes, and their attention sizes its masks from the step's
+        # token count on the host (a guard, so a recompile at each new count): it stays out of their graphs.
+        # The fence is not free out of torch.compile (dynamo's frame hooks cost milliseconds per call), so it
+        # has a name of its own.
+        AttentionInterface.register(self.hf_name_fenced, torch.compiler.disable(self._transformers_attention))
 
     @property
     def hf_name(self) -> str:
         return HF_NAME_PREFIX + self.name
 
     @property
-    def hf_name_compiled(self) -> str:
-        return self.hf_name + "-compiled"
+    def hf_name_fenced(self) -> str:
+        return self.hf_name + "-fenced"
 
     def unavailable_reason(self, device: torch.device, dtype: torch.dtype) -> str | None:
         if self.half_precision_only and dtype not in HALF_PRECISION:
