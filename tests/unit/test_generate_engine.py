@@ -255,3 +255,24 @@ def test_flex_decode_steps_ask_for_the_tuned_split_kv_kernel(llama: tuple, monke
     decode_calls = [options for queries, options in asked if queries == 1]
     assert decode_calls and all(options == flex_decode.DECODE_KERNEL_OPTIONS for options in decode_calls)
     assert all(options is None for queries, options in asked if queries != 1)
+
+
+def test_flex_mask_bounds_are_made_once_per_cache_for_its_largest_step(llama: tuple,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """CUDA graphs captured with flex's mask bounds keep their addresses, so the bounds are sized once for the
+    most tokens a step can have (one per cache row) and never replaced, whatever the steps' sizes."""
+    model, requests, references = llama
+    made: list[int] = []
+    make = flex_decode._bounds
+
+    def recording(rows: int, *args: Any, **options: Any) -> Any:
+        made.append(rows)
+        return make(rows, *args, **options)
+
+    monkeypatch.setattr(flex_decode, "_bounds", recording)
+    decoder = decode(model, DECODE_KERNELS.get("flex-kvcache"), "continuous", requests,
+                     buckets=TokenBuckets(step=4, limit=8))
+    assert judge(requests, references, decoder.generated, decoder.first_logits, "fp32").passed
+    state = decoder.cache.kernel_state
+    assert sorted(made) == [SLOTS, decoder.cache.rows] and set(state) == {"flex_decode:None", "flex_packed:None"}
+    assert state["flex_packed:None"].first.numel() == decoder.cache.rows

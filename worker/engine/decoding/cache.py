@@ -80,6 +80,11 @@ class KvCache:
         # memory would still be NaN.
         self.keys = [torch.zeros(rows, device=device, dtype=dtype) for _ in range(shape.layers)]
         self.values = [torch.zeros(rows, device=device, dtype=dtype) for _ in range(shape.layers)]
+        # What a kernel keeps for this cache from step to step (FlexAttention's mask bounds), dying with it. A plain
+        # dict on the cache rather than a weak mapping in the kernel: the compiled decode step reads it, and
+        # torch.compile guards a weak mapping's keys by position, which shift whenever an old cache is collected
+        # (torch 2.11's guard then raised StopIteration rather than recompiling).
+        self.kernel_state: dict[str, Any] = {}
 
     @property
     def scratch_start(self) -> int:

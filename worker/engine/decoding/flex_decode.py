@@ -16,12 +16,13 @@ Two paths, both reading the cache in place:
   its own slot's range up to its own position (bottom-right causal), with the window where a layer has one.
 
 A compiled flex recompiles for a new mask function, so each cache keeps one mask function per window, reading
-bounds from buffers that every step overwrites in place.
+bounds from buffers that every step overwrites in place. The buffers are sized once, for the most tokens a step
+can have (one per cache row: every token's key goes to a row of its own), and never replaced: a CUDA graph
+captured with them keeps their addresses, and a replaced buffer would leave it writing into freed memory.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,7 @@ import torch
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask
 
 from padbench.worker.engine.attention import flex
-from padbench.worker.engine.decoding.cache import KvCache, StepInputs
+from padbench.worker.engine.decoding.cache import StepInputs
 from padbench.worker.engine.decoding.kernels import DecodeKernel
 
 BLOCK = 128  # FlexAttention's default block: the unit its block masks list
@@ -69,11 +70,6 @@ class FlexDecode(DecodeKernel):
     family = "flex"
     applies_softcap = applies_sinks = True
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._decode: weakref.WeakKeyDictionary[KvCache, dict[int | None, _Bounds]] = weakref.WeakKeyDictionary()
-        self._packed: weakref.WeakKeyDictionary[KvCache, dict[int | None, _Bounds]] = weakref.WeakKeyDictionary()
-
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, step: StepInputs, scale: float,
                softcap: float | None, window: int | None, sinks: torch.Tensor | None = None) -> torch.Tensor:
         cache = step.cache
@@ -92,10 +88,9 @@ class FlexDecode(DecodeKernel):
         if key in step.extras:  # the step's first layer of this window built it
             return step.extras[key]  # type: ignore[no-any-return]
         cache = step.cache
-        per_window = self._decode.setdefault(cache, {})
-        bounds = per_window.get(window)
+        bounds = cache.kernel_state.get(key)
         if bounds is None:
-            bounds = per_window[window] = _bounds(cache.slots, step.k_used.device, per_batch=True)
+            bounds = cache.kernel_state[key] = _bounds(cache.slots, step.k_used.device, per_batch=True)
         first, last = step.slot_ranges(window)
         bounds.first.copy_(first)
         bounds.last.copy_(last)
@@ -115,11 +110,9 @@ class FlexDecode(DecodeKernel):
         if key in step.extras:
             return step.extras[key]  # type: ignore[no-any-return]
         cache, device = step.cache, step.k_used.device
-        per_window = self._packed.setdefault(cache, {})
-        bounds = per_window.get(window)
-        if bounds is None or bounds.first.numel() < tokens:  # grows rarely: a new mask function recompiles
-            bounds = per_window[window] = _bounds(max(tokens, 2 * (bounds.first.numel() if bounds else 0)),
-                                                  device, per_batch=False)
+        bounds = cache.kernel_state.get(key)
+        if bounds is None:
+            bounds = cache.kernel_state[key] = _bounds(cache.rows, device, per_batch=False)
         position = torch.arange(tokens, device=device, dtype=torch.int32)
         segment = torch.searchsorted(step.cu_q[1:], position, right=True)
         queries = step.cu_q[1:] - step.cu_q[:-1]
