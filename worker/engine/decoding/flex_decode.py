@@ -17,8 +17,9 @@ Two paths, both reading the cache in place:
 
 A compiled flex recompiles for a new mask function, so each cache keeps one mask function per window, reading
 bounds from buffers that every step overwrites in place. The buffers are sized once, for the most tokens a step
-can have (one per cache row: every token's key goes to a row of its own), and never replaced: a CUDA graph
-captured with them keeps their addresses, and a replaced buffer would leave it writing into freed memory.
+can have (one per cache row: every token's key goes to a row of its own; more only in padded steps, whose graphs
+are captured first), and never replaced: a CUDA graph captured with them keeps their addresses, and a replaced
+buffer would leave it writing into freed memory.
 """
 
 from __future__ import annotations
@@ -111,8 +112,11 @@ class FlexDecode(DecodeKernel):
             return step.extras[key]  # type: ignore[no-any-return]
         cache, device = step.cache, step.k_used.device
         bounds = cache.kernel_state.get(key)
-        if bounds is None:
-            bounds = cache.kernel_state[key] = _bounds(cache.rows, device, per_batch=False)
+        if bounds is None:  # a padded step may exceed the rows; its graphs are captured first, the largest first
+            bounds = cache.kernel_state[key] = _bounds(max(cache.rows, tokens), device, per_batch=False)
+        if bounds.first.numel() < tokens:
+            raise ValueError(f"a step of {tokens} tokens exceeds the {bounds.first.numel()} that flex's mask bounds "
+                             "were sized for (a cache row each, or the largest padded step captured first)")
         position = torch.arange(tokens, device=device, dtype=torch.int32)
         segment = torch.searchsorted(step.cu_q[1:], position, right=True)
         queries = step.cu_q[1:] - step.cu_q[:-1]
