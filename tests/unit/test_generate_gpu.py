@@ -13,11 +13,12 @@ from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.decoding.cache import CacheShape, KvCache, TokenBuckets
 from padbench.worker.engine.decoding.decoder import Decoder
+from padbench.worker.engine.decoding.kernels import DecodeKernel
 from padbench.worker.engine.decoding.registry import DECODE_KERNELS
 from padbench.worker.engine.model import build_model, config_of
 from padbench.worker.jobs.generate.gate import judge, reference_runs
 from padbench.worker.jobs.generate.passes import run_pass
-from padbench.worker.jobs.generate.schedule import Scheduler
+from padbench.worker.jobs.generate.schedule import Request, Scheduler
 from tests.unit.test_attention_sinks import TINY_GPT_OSS
 from tests.unit.test_generate_engine import MODELS, PAD_ID, SLOTS, gate_set
 
@@ -52,15 +53,39 @@ def test_graphed_compiled_decoding_passes_the_bf16_gate(kernel_name: str, case: 
         pytest.skip(reason)
     requests = gate_set(int(config.vocab_size))
     references = reference_runs(model, requests, device, "bf16")
-    capacity = max(len(r.prompt) for r in requests) + max(r.output_length for r in requests) + 1
-    longest = max(r.output_length for r in requests)
-    cache = KvCache(CacheShape.of(config), SLOTS, capacity, device, torch.bfloat16, scratch=BUCKETS.step)
-    decoder = Decoder(model, kernel, cache, len(requests), longest, device, cuda_graphs=True, compile_decode=True)
-    decoder.keep_first_logits = True
-    if strategy == "continuous":
+    buckets = BUCKETS if strategy == "continuous" else None
+    decoder, scheduler = graphed_decoder(model, kernel, requests, device, buckets)
+    if buckets is not None:
         capture_buckets(decoder, max(len(r.prompt) for r in requests))
-    scheduler = Scheduler(SLOTS, capacity, PAD_ID, len(requests), longest,
-                          BUCKETS if strategy == "continuous" else None)
     run_pass(strategy, scheduler, decoder, requests, device)  # type: ignore[arg-type]
     outcome = judge(requests, references, decoder.generated, decoder.first_logits, "bf16")
     assert outcome.passed, f"{kernel_name} {case} {strategy}: {outcome.detail}"
+
+
+def graphed_decoder(model: torch.nn.Module, kernel: DecodeKernel, requests: list[Request], device: torch.device,
+                    buckets: TokenBuckets | None) -> tuple[Decoder, Scheduler]:
+    capacity = max(len(r.prompt) for r in requests) + max(r.output_length for r in requests) + 1
+    longest = max(r.output_length for r in requests)
+    cache = KvCache(CacheShape.of(config_of(model)), SLOTS, capacity, device, torch.bfloat16,
+                    scratch=buckets.step if buckets else BUCKETS.step)
+    decoder = Decoder(model, kernel, cache, len(requests), longest, device, cuda_graphs=True, compile_decode=True)
+    decoder.keep_first_logits = True
+    return decoder, Scheduler(SLOTS, capacity, PAD_ID, len(requests), longest, buckets)
+
+
+def test_flex_steps_beyond_the_largest_bucket_keep_the_mask_bounds_the_graphs_captured() -> None:
+    """The first step's prompts (18 tokens) outgrow buckets of at most 8 and run without a graph after the bucket
+    graphs were captured: flex's mask bounds, which those graphs write and read, must stay where they were, and
+    the later bucketed steps still pass the gate."""
+    device = cuda()
+    model = build_model(CASES["qwen3"], torch.bfloat16, device, seed=0)
+    requests = gate_set(int(config_of(model).vocab_size))
+    references = reference_runs(model, requests, device, "bf16")
+    buckets = TokenBuckets(step=4, limit=8)
+    decoder, scheduler = graphed_decoder(model, DECODE_KERNELS.get("flex-kvcache"), requests, device, buckets)
+    decoder.capture_buckets(buckets, max(len(r.prompt) for r in requests))
+    captured = decoder.cache.kernel_state["flex_packed:None"].first.data_ptr()
+    run_pass("continuous", scheduler, decoder, requests, device)
+    assert decoder.cache.kernel_state["flex_packed:None"].first.data_ptr() == captured
+    outcome = judge(requests, references, decoder.generated, decoder.first_logits, "bf16")
+    assert outcome.passed, outcome.detail
