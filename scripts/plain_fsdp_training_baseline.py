@@ -151,6 +151,9 @@ def main() -> None:
         result |= {"matmul_tflops_per_gpu": matmul / world / 1e12, "mfu_vs_matmul": work / seconds / matmul}
     if rank == 0:
         report(result, args.json)
+    # No rank tears its process group down while another still works: on gloo, rank 0 once aborted at exit
+    # ("terminate called without an active exception") after writing its report, its peer already gone.
+    dist.barrier()
     dist.destroy_process_group()
 
 
