@@ -4,19 +4,23 @@ each kind of step.
 
     python scripts/profile_generate.py examples/gpu-generate-qwen3-1.7b-code-uniform.yaml \
         [--strategy continuous] [--requests 128] [--rows 30] [--compile-mode max-autotune-no-cudagraphs] \
-        [--fenced-attention]
+        [--fenced-attention] [--inductor combo_kernels=True] [--name-width 200]
 
 `--compile-mode` compiles the graphed decode step in that torch.compile mode instead of the default, to see
 what a mode would change before a job uses it: compare its decode steps' mean time with a run without it.
 `--fenced-attention` keeps the attention out of the compiled decode step's graph, as steps with prefills keep it.
+`--inductor NAME=VALUE` (repeatable) sets one of `torch._inductor.config`'s settings before anything compiles,
+to try a fusion setting on the step; with `TORCHINDUCTOR_CACHE_DIR` set, the generated kernels land there to read.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 from collections import defaultdict
 
 import numpy as np
+import torch._inductor.config
 from torch.profiler import ProfilerActivity, profile
 
 from padbench.contract.generate import GenerateJobSpec
@@ -37,6 +41,15 @@ def step_kinds(timing: PassTiming) -> dict[str, list[float]]:
     return kinds
 
 
+def set_inductor_options(assignments: list[str]) -> None:
+    """Applies `NAME=VALUE` settings, VALUE a Python literal; an unknown name stops the script."""
+    for assignment in assignments:
+        name, _, value = assignment.partition("=")
+        if not hasattr(torch._inductor.config, name):
+            raise SystemExit(f"--inductor: torch._inductor.config has no setting {name!r}")
+        setattr(torch._inductor.config, name, ast.literal_eval(value))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("spec")
@@ -45,7 +58,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=30)
     parser.add_argument("--compile-mode", choices=["max-autotune-no-cudagraphs"], default=None)
     parser.add_argument("--fenced-attention", action="store_true")
+    parser.add_argument("--inductor", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--name-width", type=int, default=70)
     args = parser.parse_args()
+    set_inductor_options(args.inductor)
     document = load_spec_document(args.spec)
     document["data"] = {**document["data"], "num_samples": args.requests}
     spec = GenerateJobSpec.model_validate({**document, "references": []})
@@ -63,7 +79,7 @@ def main() -> None:
         with profile(activities=[activity]) as profiler:
             timing = run_pass(args.strategy, scheduler, decoder, job.requests, job.device)
     order = "cuda_time_total" if job.device.type == "cuda" else "cpu_time_total"
-    print(profiler.key_averages().table(sort_by=order, row_limit=args.rows, max_name_column_width=70))
+    print(profiler.key_averages().table(sort_by=order, row_limit=args.rows, max_name_column_width=args.name_width))
     print(f"pass: {timing.seconds * 1e3:.1f} ms, {len(timing.step_seconds)} steps")
     for kind, seconds in sorted(step_kinds(timing).items()):
         print(f"{kind:>22}: {len(seconds):5d} steps, mean {np.mean(seconds) * 1e3:7.2f} ms, "
