@@ -8,14 +8,11 @@ import pytest
 import torch
 from torch._dynamo.utils import counters
 
-from padbench.worker.engine.decoding.cache import CacheShape, KvCache
-from padbench.worker.engine.decoding.decoder import Decoder
 from padbench.worker.engine.decoding.registry import DECODE_KERNELS
 from padbench.worker.engine.model import build_model, config_of
 from padbench.worker.jobs.generate.gate import judge, reference_runs
 from padbench.worker.jobs.generate.passes import run_pass
-from padbench.worker.jobs.generate.schedule import Scheduler
-from tests.unit.test_generate_engine import CPU, MODELS, PAD_ID, SLOTS, gate_set
+from tests.unit.test_generate_engine import CPU, MODELS, decoder_and_scheduler, gate_set
 
 pytestmark = pytest.mark.slow  # compiles a model on the CPU
 
@@ -25,19 +22,16 @@ def test_the_compiled_decode_step_is_one_graph_when_its_attention_is_traced(trac
     model = build_model(MODELS["qwen3"], torch.float32, CPU, seed=0)
     requests = gate_set(int(config_of(model).vocab_size))
     references = reference_runs(model, requests, CPU, "fp32")
-    capacity = max(len(r.prompt) for r in requests) + max(r.output_length for r in requests) + 1
-    longest = max(r.output_length for r in requests)
-    cache = KvCache(CacheShape.of(config_of(model)), SLOTS, capacity, CPU, torch.float32)
-    decoder = Decoder(model, DECODE_KERNELS.get("sdpa-kvcache"), cache, len(requests), longest, CPU,
-                      cuda_graphs=False)
+    decoder, scheduler = decoder_and_scheduler(model, DECODE_KERNELS.get("sdpa-kvcache"), requests, CPU,
+                                               torch.float32)
     # What a CUDA graph would replay, compiled on the CPU: decode steps compiled, steps with prefills eager.
-    decoder.compile_decode, decoder.trace_attention, decoder.keep_first_logits = True, traced, True
+    decoder.compile_decode, decoder.trace_attention = True, traced
     torch._dynamo.reset()
     counters.clear()
-    cache_before = [tensor.data_ptr() for tensor in cache.keys]
-    run_pass("continuous", Scheduler(SLOTS, capacity, PAD_ID, len(requests), longest, None), decoder, requests, CPU)
+    cache_before = [tensor.data_ptr() for tensor in decoder.cache.keys]
+    run_pass("continuous", scheduler, decoder, requests, CPU)
     outcome = judge(requests, references, decoder.generated, decoder.first_logits, "fp32")
     assert outcome.passed, outcome.detail
-    assert [tensor.data_ptr() for tensor in cache.keys] == cache_before
+    assert [tensor.data_ptr() for tensor in decoder.cache.keys] == cache_before
     breaks = sum(counters["graph_break"].values())
     assert (breaks == 0) == traced, dict(counters["graph_break"])

@@ -54,16 +54,27 @@ def family(request: pytest.FixtureRequest) -> tuple[str, torch.nn.Module, list[R
     return request.param, model, requests, reference_runs(model, requests, CPU, "fp32")
 
 
-def decode(model: torch.nn.Module, kernel: DecodeKernel, strategy: str, requests: Sequence[Request],
-           slots: int = SLOTS, buckets: TokenBuckets | None = None) -> Decoder:
+def decoder_and_scheduler(model: torch.nn.Module, kernel: DecodeKernel, requests: Sequence[Request],
+                          device: torch.device, dtype: torch.dtype, *, slots: int = SLOTS,
+                          buckets: TokenBuckets | None = None, scratch: int | None = None,
+                          cuda_graphs: bool = False, compile_decode: bool = False) -> tuple[Decoder, Scheduler]:
+    """The cache, decoder and scheduler a generate job builds for `requests`, so every test decodes through them."""
     capacity = max(len(r.prompt) for r in requests) + max(r.output_length for r in requests) + 1
     longest = max(r.output_length for r in requests)
-    cache = KvCache(CacheShape.of(config_of(model)), slots, capacity, CPU, torch.float32,
-                    scratch=buckets.step if buckets else 0)
-    decoder = Decoder(model, kernel, cache, len(requests), longest, CPU, cuda_graphs=False)
+    if scratch is None:
+        scratch = buckets.step if buckets else 0
+    cache = KvCache(CacheShape.of(config_of(model)), slots, capacity, device, dtype, scratch=scratch)
+    decoder = Decoder(model, kernel, cache, len(requests), longest, device, cuda_graphs=cuda_graphs,
+                      compile_decode=compile_decode)
     decoder.keep_first_logits = True
-    run_pass(strategy, Scheduler(slots, capacity, PAD_ID, len(requests), longest, buckets), decoder,  # type: ignore[arg-type]
-             requests, CPU)
+    return decoder, Scheduler(slots, capacity, PAD_ID, len(requests), longest, buckets)
+
+
+def decode(model: torch.nn.Module, kernel: DecodeKernel, strategy: str, requests: Sequence[Request],
+           slots: int = SLOTS, buckets: TokenBuckets | None = None) -> Decoder:
+    decoder, scheduler = decoder_and_scheduler(model, kernel, requests, CPU, torch.float32, slots=slots,
+                                               buckets=buckets)
+    run_pass(strategy, scheduler, decoder, requests, CPU)  # type: ignore[arg-type]
     return decoder
 
 

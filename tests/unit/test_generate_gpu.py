@@ -11,7 +11,7 @@ import torch
 
 from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.attention.features import AttentionFeatures
-from padbench.worker.engine.decoding.cache import CacheShape, KvCache, TokenBuckets
+from padbench.worker.engine.decoding.cache import TokenBuckets
 from padbench.worker.engine.decoding.decoder import Decoder
 from padbench.worker.engine.decoding.kernels import DecodeKernel
 from padbench.worker.engine.decoding.registry import DECODE_KERNELS
@@ -20,7 +20,7 @@ from padbench.worker.jobs.generate.gate import judge, reference_runs
 from padbench.worker.jobs.generate.passes import run_pass
 from padbench.worker.jobs.generate.schedule import Request, Scheduler
 from tests.unit.test_attention_sinks import TINY_GPT_OSS
-from tests.unit.test_generate_engine import MODELS, PAD_ID, SLOTS, gate_set
+from tests.unit.test_generate_engine import MODELS, decoder_and_scheduler, gate_set
 
 pytestmark = pytest.mark.gpu
 BUCKETS = TokenBuckets(step=8, limit=32)
@@ -64,13 +64,9 @@ def test_graphed_compiled_decoding_passes_the_bf16_gate(kernel_name: str, case: 
 
 def graphed_decoder(model: torch.nn.Module, kernel: DecodeKernel, requests: list[Request], device: torch.device,
                     buckets: TokenBuckets | None) -> tuple[Decoder, Scheduler]:
-    capacity = max(len(r.prompt) for r in requests) + max(r.output_length for r in requests) + 1
-    longest = max(r.output_length for r in requests)
-    cache = KvCache(CacheShape.of(config_of(model)), SLOTS, capacity, device, torch.bfloat16,
-                    scratch=buckets.step if buckets else BUCKETS.step)
-    decoder = Decoder(model, kernel, cache, len(requests), longest, device, cuda_graphs=True, compile_decode=True)
-    decoder.keep_first_logits = True
-    return decoder, Scheduler(SLOTS, capacity, PAD_ID, len(requests), longest, buckets)
+    return decoder_and_scheduler(model, kernel, requests, device, torch.bfloat16, buckets=buckets,
+                                 scratch=buckets.step if buckets else BUCKETS.step, cuda_graphs=True,
+                                 compile_decode=True)
 
 
 def test_flex_steps_beyond_the_largest_bucket_keep_the_mask_bounds_the_graphs_captured() -> None:
