@@ -287,3 +287,55 @@ def test_flex_mask_bounds_are_made_once_per_cache_for_its_largest_step(llama: tu
     state = decoder.cache.kernel_state
     assert sorted(made) == [SLOTS, decoder.cache.rows] and set(state) == {"flex_decode:None", "flex_packed:None"}
     assert state["flex_packed:None"].first.numel() == decoder.cache.rows
+
+
+def test_flex_steps_with_prefills_attend_the_decoding_slots_by_slot(llama: tuple,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a step that prefills beside running decodes, each decoding slot's single query goes through the decoding
+    kernel; the packed call's mask gives it no keys, so no block of packed queries lists its slot's cache. The gate
+    passing shows the two calls' outputs merged back in token order."""
+    model, requests, references = llama
+    seen: list[tuple[torch.Tensor, torch.Tensor]] = []  # per step with prefills: single queries, their mask rows
+    packed_mask = flex_decode.FlexDecode._packed_mask
+
+    def recording(self: Any, step: Any, window: int | None, segments: Any) -> Any:
+        mask = packed_mask(self, step, window, segments)
+        rows = torch.arange(segments.position.numel())[:, None]
+        keys = torch.arange(step.cache.rows)[None, :]
+        seen.append((segments.single.clone(), mask.mask_mod(0, 0, rows, keys).any(dim=1)))
+        return mask
+
+    monkeypatch.setattr(flex_decode.FlexDecode, "_packed_mask", recording)
+    outcome = gate(model, DECODE_KERNELS.get("flex-kvcache"), "continuous", requests, references)
+    assert outcome.passed, outcome.detail
+    mixed = [(single, attends) for single, attends in seen if single.any() and not single.all()]
+    assert mixed, "no step prefilled beside running decodes"
+    for single, attends in mixed:
+        assert not attends[single].any() and attends[~single].all()
+
+
+def test_flex_by_slot_masks_list_only_blocks_inside_each_slots_region(llama: tuple,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Steps with prefills leave free slots idle once no request waits. The decoding kernel reads the key blocks
+    its mask lists from each slot's region, with no bounds check on a GPU: an idle slot must list none, and no
+    slot a block before or past its region."""
+    model, requests, references = llama
+    listed: list[tuple[torch.Tensor, torch.Tensor]] = []
+    decode_mask = flex_decode.FlexDecode._decode_mask
+
+    def recording(self: Any, step: Any, window: int | None) -> Any:
+        mask = decode_mask(self, step, window)
+        listed.append((step.k_used[:step.cache.slots].clone(), mask))
+        return mask
+
+    monkeypatch.setattr(flex_decode.FlexDecode, "_decode_mask", recording)
+    # A slot more than there are requests: it sits out the first step, which prefills every request.
+    decoder = decode(model, DECODE_KERNELS.get("flex-kvcache"), "continuous", requests, slots=len(requests) + 1)
+    assert judge(requests, references, decoder.generated, decoder.first_logits, "fp32").passed
+    blocks = -(-decoder.cache.capacity // flex_decode.BLOCK)
+    assert any((used == 0).any() for used, _ in listed), "no step left a slot idle"
+    for used, mask in listed:
+        counts, indices = mask.kv_num_blocks[:, 0, 0], mask.kv_indices[:, 0, 0]
+        assert (counts[used == 0] == 0).all()
+        for slot, count in enumerate(counts.tolist()):
+            assert ((indices[slot, :count] >= 0) & (indices[slot, :count] < blocks)).all()

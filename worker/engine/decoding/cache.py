@@ -155,9 +155,13 @@ class StepInputs:
         return self.max_q == 1 and queries == self.cache.slots == self.k_used.numel()
 
     def slot_ranges(self, window: int | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(slots,) the first and last key each slot's query attends to, as positions in the slot's own region:
-        its used keys, or the last `window` of them."""
-        regions = torch.arange(self.cache.slots, device=self.k_used.device, dtype=torch.int32) * self.cache.capacity
-        begin = self.k_start[:self.cache.slots] - regions
-        last = begin + self.k_used - 1
+        """(slots,) the first and last key each slot's last query attends to, as positions in the slot's own
+        region: its used keys, or the last `window` of them."""
+        slots = self.cache.slots
+        used = self.k_used[:slots]  # a padded step's last segment is the padding's, not a slot's
+        regions = torch.arange(slots, device=used.device, dtype=torch.int32) * self.cache.capacity
+        # An idle slot (no query this step) gets the empty range [0, -1]: its planned start is no row of its region,
+        # and a kernel reading blocks from it would read before or past the region.
+        begin = torch.where(used > 0, self.k_start[:slots] - regions, 0)
+        last = begin + used - 1
         return (begin if window is None else torch.maximum(begin, last - window + 1)), last

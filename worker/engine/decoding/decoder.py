@@ -165,10 +165,13 @@ class Decoder:
         (the slots' and the padding's), one output per slot, and attends at most `longest_prompt` queries per
         segment (a prompt; the padding is shorter than a bucket's step)."""
         started = time.perf_counter()
-        for size in reversed(buckets.sizes()):  # the largest first: later graphs reuse its pool memory
-            plan = self._capture_plan(size)
-            max_q = min(size, max(longest_prompt, buckets.step))
-            self.graphs[StepShape.of(plan)] = self._capture(plan, max_q, compiled=self.compile_steps)
+        # As the passes that replay them run: with autograd recording, the graphs would keep what a backward
+        # needs, and FlexAttention's decoding kernel refuses its block masks (made without query blocks).
+        with torch.inference_mode():
+            for size in reversed(buckets.sizes()):  # the largest first: later graphs reuse its pool memory
+                plan = self._capture_plan(size)
+                max_q = min(size, max(longest_prompt, buckets.step))
+                self.graphs[StepShape.of(plan)] = self._capture(plan, max_q, compiled=self.compile_steps)
         # The capture plans' segments may exceed `max_q`; whatever their uncomputed rows left in the scratch
         # rows goes, so that no NaN sits in the cache.
         self.cache.clear_scratch()

@@ -131,8 +131,7 @@ class StrategyRow:
         rows = max(r.row for r in requests) + 1
         decoder = Decoder(model, kernel, cache, rows, longest_output, self.job.device, spec.cuda_graphs, spec.compile)
         if buckets is not None:
-            with torch.inference_mode():
-                decoder.capture_buckets(buckets, longest_prompt)
+            decoder.capture_buckets(buckets, longest_prompt)
         return decoder, Scheduler(slots, capacity, self.job.pad_id, rows, longest_output, buckets)
 
     def _check(self, kernel: DecodeKernel) -> GateOutcome:
