@@ -35,11 +35,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.nn.attention.flex_attention import BlockMask, create_block_mask
+from torch.nn.attention.flex_attention import BlockMask
 
 from padbench.worker.engine.attention import flex
 from padbench.worker.engine.decoding.cache import StepInputs
 from padbench.worker.engine.decoding.kernels import DecodeKernel
+from padbench.worker.engine.decoding.range_blocks import range_block_mask
 
 BLOCK = 128  # FlexAttention's default block: the unit its block masks list
 # The split-KV decoding kernel's settings for a decode step. Inductor's default splits each (slot, key/value
@@ -166,6 +167,6 @@ class FlexDecode(DecodeKernel):
         bounds.first[:tokens].copy_(start if window is None else torch.maximum(start, last - window + 1))
         # Single queries attend nothing here (the decoding kernel attends them), so their blocks list no keys.
         bounds.last[:tokens].copy_(torch.where(segments.single, -1, last))
-        mask = create_block_mask(bounds.mask_mod, None, None, tokens, cache.rows, device=device, BLOCK_SIZE=BLOCK)
+        mask = range_block_mask(bounds.first[:tokens], bounds.last[:tokens], cache.rows, BLOCK, bounds.mask_mod)
         step.extras[key] = mask
         return mask
