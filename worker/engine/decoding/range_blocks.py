@@ -2,9 +2,9 @@
 
 `create_block_mask` evaluates the mask function on every (query, key) pair before it reduces them to blocks: for
 a step that prefills 16 prompts of 8,192 tokens beside a cache of 16 such slots, that is 131k × 133k pairs, and
-its intermediates asked for 64 GiB on an H100 (130 GiB at 16,384 tokens). Here each query contributes its range
-of key blocks to its query block through a difference array, so the work and memory grow with query blocks ×
-key blocks (1,024 × 1,040 in that step), never with pairs.
+on an H100 its intermediates asked for 64–130 GiB at contexts of 8,192 and 16,384 tokens. Here each query adds
+its range of key blocks to its query block's row of a difference array, so the work and memory grow with query
+blocks × key blocks (1,024 × 1,040 in that step), never with pairs.
 
 A key block is full for a query block when all `block` of its queries attend every key of it (flex then skips
 the mask function there), partial when some query attends some of it, and not listed otherwise.
