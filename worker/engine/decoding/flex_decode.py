@@ -18,7 +18,7 @@ Two paths, both reading the cache in place:
   per slot, and only the prefills' queries through the packed call. A block mask lists key blocks per block
   of 128 queries; single queries of many slots share a query block, which would then list every one of their
   slots' keys, and the packed kernel would read most of the cache once for each such block at every layer
-  (steps with prefills ran ~28 ms against ~3.6 ms for a decode step on an H100, output lengths uniform in
+  (steps with prefills ran ~25 ms against ~3.6 ms for a decode step on an H100, output lengths uniform in
   16–512: continuous batching no faster than static batches).
 
 A compiled flex recompiles for a new mask function, so each cache keeps one mask function per window, reading
