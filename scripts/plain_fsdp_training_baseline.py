@@ -23,6 +23,7 @@ Run it under torchrun, one process per GPU (rank 0 writes the result):
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import time
 
@@ -114,12 +115,8 @@ def main() -> None:
     count = int(total(len(packs), dist.ReduceOp.MIN, device))
     packs = packs[:count]
     steps = [step_inputs(pack, device) for pack in packs]
-
-    def step(index: int) -> None:
-        train_on(model, optimizer, *steps[index % count])
-
     for index in range(args.warmup):
-        step(index)
+        train_on(model, optimizer, *steps[index % count])
     synchronize(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -127,7 +124,7 @@ def main() -> None:
     done, start = 0, time.perf_counter()
     while True:  # whole passes over the packs; every rank stops after the same pass (rank 0's clock decides)
         for _ in range(count):
-            step(done)
+            train_on(model, optimizer, *steps[done % count])
             done += 1
         synchronize(device)
         if total(float(time.perf_counter() - start >= args.min_seconds), dist.ReduceOp.MAX, device):
@@ -151,8 +148,13 @@ def main() -> None:
         result |= {"matmul_tflops_per_gpu": matmul / world / 1e12, "mfu_vs_matmul": work / seconds / matmul}
     if rank == 0:
         report(result, args.json)
-    # No rank tears its process group down while another still works: on gloo, rank 0 once aborted at exit
-    # ("terminate called without an active exception") after writing its report, its peer already gone.
+    # On gloo, rank 0 sometimes aborted at exit after writing its report ("terminate called without an active
+    # exception"). Gloo's worker threads hold the collectives' work objects, and those hold tensors: freed by the
+    # interpreter's own teardown, they take the GIL of a finalising interpreter and abort (the mechanism is
+    # described in pytorch/pytorch#179291). So the sharded model, its optimizer and their work go while the
+    # interpreter is whole, and no rank tears its group down while another still works.
+    del model, optimizer, steps
+    gc.collect()
     dist.barrier()
     dist.destroy_process_group()
 
