@@ -19,9 +19,11 @@ from typing import Any
 import torch
 from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
-BLOCK = 128
+from padbench.worker.engine.decoding.flex_decode import DECODE_BLOCK
+from padbench.worker.runtime.graph_timing import graph_micros
+
+BLOCK = DECODE_BLOCK  # the key blocks flex-kvcache's decode masks list
 LAYERS = 28
-REPLAYS = 20
 # (capacity of a slot's region, fewest and most keys a slot attends)
 CONTEXTS = ((640, 100, 400), (640, 300, 640), (4224, 2048, 4096))
 SETTINGS: dict[str, dict[str, Any] | None] = {
@@ -30,7 +32,8 @@ SETTINGS: dict[str, dict[str, Any] | None] = {
     "SPLIT_KV=4": {"SPLIT_KV": 4},
     "SPLIT_KV=8": {"SPLIT_KV": 8},
     "SPLIT_KV=16": {"SPLIT_KV": 16},
-    "SPLIT_KV=4, BLOCK_N=128": {"SPLIT_KV": 4, "BLOCK_N": 128},
+    "SPLIT_KV=2, BLOCK_N=32": {"SPLIT_KV": 2, "BLOCK_N": 32},
+    "SPLIT_KV=2, BLOCK_N=64, 4 warps, 2 stages": {"SPLIT_KV": 2, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2},
     "SPLIT_KV=4, BLOCK_N=64, 4 warps, 2 stages": {"SPLIT_KV": 4, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2},
 }
 
@@ -69,20 +72,7 @@ def time_setting(tensors: tuple[torch.Tensor, torch.Tensor, torch.Tensor], mask:
     def call() -> torch.Tensor:
         return attend(query, key, value, block_mask=mask, enable_gqa=True, kernel_options=options)  # type: ignore[no-any-return]
 
-    for _ in range(3):  # compile and warm up outside the graph
-        output = call()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(LAYERS):
-            call()
-    graph.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(REPLAYS):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1000 / (REPLAYS * LAYERS), output
+    return graph_micros(lambda _: call(), LAYERS), call()
 
 
 def main() -> None:
