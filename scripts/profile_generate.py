@@ -3,12 +3,14 @@ requests (after a warm-up pass that compiles and captures) and prints the top CU
 each kind of step.
 
     python scripts/profile_generate.py examples/gpu-generate-qwen3-1.7b-code-uniform.yaml \
-        [--strategy continuous] [--requests 128] [--rows 30] [--compile-mode max-autotune-no-cudagraphs] \
-        [--fenced-attention] [--inductor combo_kernels=True] [--name-width 200]
+        [--strategy continuous] [--requests 128] [--attention flex] [--rows 30] \
+        [--compile-mode max-autotune-no-cudagraphs] \
+        [--fenced-attention] [--inductor combo_kernels=True] [--name-width 200] [--cublas-only]
 
 `--compile-mode` compiles the graphed decode step in that torch.compile mode instead of the default, to see
 what a mode would change before a job uses it: compare its decode steps' mean time with a run without it.
 `--fenced-attention` keeps the attention out of the compiled decode step's graph, as steps with prefills keep it.
+`--cublas-only` keeps every product on cuBLAS instead of timing split-K against it (`split_k`), as a job does.
 `--inductor NAME=VALUE` (repeatable) sets one of `torch._inductor.config`'s settings before anything compiles,
 to try a fusion setting on the step; with `TORCHINDUCTOR_CACHE_DIR` set, the generated kernels land there to read.
 """
@@ -55,19 +57,26 @@ def main() -> None:
     parser.add_argument("spec")
     parser.add_argument("--strategy", default="continuous", choices=["static", "sorted", "continuous"])
     parser.add_argument("--requests", type=int, default=128)
+    parser.add_argument("--attention", default=None, help="the spec's attention kernel, replaced")
     parser.add_argument("--rows", type=int, default=30)
     parser.add_argument("--compile-mode", choices=["max-autotune-no-cudagraphs"], default=None)
     parser.add_argument("--fenced-attention", action="store_true")
     parser.add_argument("--inductor", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--name-width", type=int, default=70)
+    parser.add_argument("--cublas-only", action="store_true")
     args = parser.parse_args()
     set_inductor_options(args.inductor)
     document = load_spec_document(args.spec)
     document["data"] = {**document["data"], "num_samples": args.requests}
+    if args.attention is not None:
+        document["attention"] = args.attention
     spec = GenerateJobSpec.model_validate({**document, "references": []})
     job = prepare(spec, lambda fraction, message: print(f"{fraction:.2f} {message}", flush=True))
     row = StrategyRow(job, args.strategy, job.requests, None, lambda *_: None)
     kernel = resolve_decode_kernel(spec.attention, job.device, job.dtype)
+    if not args.cublas_only:
+        row.tune_products(kernel)
+        print("split-K products:", job.fusable.products.choices or "none faster than cuBLAS")
     with fused_projections(job.model, job.fusable):
         decoder, scheduler = row.engine(kernel, job.requests, row.slots)
         decoder.compile_mode = args.compile_mode

@@ -183,6 +183,8 @@ class GenerateRow(ResultModel):
     cuda_graphs: bool | None = None  # whether decode steps were replayed as CUDA graphs
     compiled: bool | None = None  # whether the decode step ran compiled by torch.compile
     fused_layers: Annotated[int, Field(ge=0, le=10**6)] | None = None  # attention layers and MLPs fused
+    # Decode-step product shapes that ran split-K, with the times that chose it over cuBLAS in this job.
+    split_k_products: Annotated[list[Annotated[str, Field(max_length=160)]], Field(max_length=64)] | None = None
     compile_seconds: Annotated[float, Field(ge=0, le=1e6)] | None = None  # in the warm-up, not the measurement
     # Capturing the CUDA graphs of continuous batching's padded steps with prefills (compiling them included),
     # before the warm-up: not in the measurement.

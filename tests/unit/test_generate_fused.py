@@ -41,7 +41,7 @@ def test_the_fused_model_computes_the_stock_logits_on_the_same_memory(name: str)
         torch.testing.assert_close(logits(model, ids), stock, rtol=1e-5, atol=1e-5)
         compiled = torch.compile(model, backend="eager", fullgraph=True)  # no break for the handed-over parts
         torch.testing.assert_close(logits(compiled, ids), stock, rtol=1e-5, atol=1e-5)
-    assert all(type(getattr(attention, n)) is nn.Linear for n in ("q_proj", "k_proj", "v_proj"))
+    assert all(type(getattr(attention, n)) is nn.Linear for n in ("q_proj", "k_proj", "v_proj", "o_proj"))
     assert type(model.model.layers[0].mlp).__name__.endswith("MLP") and hasattr(model.model.layers[0].mlp, "up_proj")
 
 

@@ -13,6 +13,8 @@ unchanged, on the same memory. `fused_projections(model)` swaps fused modules in
 - an attention layer's `q_proj` computes all three projections and hands the key and value parts to
   `k_proj` and `v_proj`, which return them: transformers' attention layers call the three in that order, on
   the same input. One called out of that order fails loudly, never silently reuses a stale part.
+Every product of the fused modules, the attention output projection's included, goes through the model's
+`DecodeProducts`, which run a decode step's products split-K where tuning found that faster (`split_k`).
 Whether the fused model computes what the stock one does is for the correctness gate to say: its reference
 runs the stock model.
 """
@@ -21,11 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+
+from padbench.worker.engine.decoding.split_k import DecodeProducts
 
 QKV = ("q_proj", "k_proj", "v_proj")
 GATE_UP = ("gate_proj", "up_proj")
@@ -68,13 +71,31 @@ def _concatenate(module: nn.Module, names: tuple[str, ...]) -> _Fusion:
 
 @dataclass(frozen=True)
 class SharedWeights:
-    """The concatenated weights of a model's fusable layers (empty when none are)."""
+    """The concatenated weights of a model's fusable layers (empty when none are), and how their products run."""
 
     fusions: tuple[_Fusion, ...]
+    products: DecodeProducts = field(default_factory=DecodeProducts)
 
     @property
     def layers(self) -> int:
         return len(self.fusions)
+
+    def product_weights(self) -> dict[tuple[int, int], list[torch.Tensor]]:
+        """Every weight the fused modules multiply by, grouped by shape: what `DecodeProducts.tune` times."""
+        shapes: dict[tuple[int, int], list[torch.Tensor]] = {}
+        for fusion in self.fusions:
+            output = _output_projection(fusion)
+            for weight in (fusion.weight, *([output.weight] if output is not None else [])):
+                shapes.setdefault((weight.shape[0], weight.shape[1]), []).append(weight)
+        return shapes
+
+
+def _output_projection(fusion: _Fusion) -> nn.Linear | None:
+    """The layer after a fusion's product: an attention layer's `o_proj`, an MLP's `down_proj`."""
+    layer = getattr(fusion.parent, "o_proj" if fusion.names == QKV else "down_proj", None)
+    if isinstance(layer, ProductLinear):  # inside `fused_projections`
+        layer = layer.layer
+    return layer if type(layer) is nn.Linear else None
 
 
 def share_fused_weights(model: nn.Module) -> SharedWeights:
@@ -98,13 +119,26 @@ class _Parts:
 
 
 class FusedQuery(nn.Module):
-    def __init__(self, fusion: _Fusion, parts: _Parts) -> None:
+    def __init__(self, fusion: _Fusion, parts: _Parts, products: DecodeProducts) -> None:
         super().__init__()
         self.weight, self.bias, self.widths, self.parts = fusion.weight, fusion.bias, fusion.widths, parts
+        self.products = products
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        query, self.parts.key, self.parts.value = F.linear(x, self.weight, self.bias).split(self.widths, dim=-1)
+        fused = self.products.linear(x, self.weight, self.bias)
+        query, self.parts.key, self.parts.value = fused.split(self.widths, dim=-1)
         return query
+
+
+class ProductLinear(nn.Module):
+    """A stock linear layer whose product goes through `DecodeProducts` (same weight, same bias)."""
+
+    def __init__(self, layer: nn.Linear, products: DecodeProducts) -> None:
+        super().__init__()
+        self.layer, self.products = layer, products
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.products.linear(x, self.layer.weight, self.layer.bias)
 
 
 class FusedPart(nn.Module):
@@ -121,15 +155,16 @@ class FusedPart(nn.Module):
 
 
 class FusedGatedMLP(nn.Module):
-    def __init__(self, fusion: _Fusion) -> None:
+    def __init__(self, fusion: _Fusion, products: DecodeProducts) -> None:
         super().__init__()
         mlp = fusion.parent
-        self.weight, self.bias, self.widths = fusion.weight, fusion.bias, fusion.widths
-        self.down_proj: nn.Module = mlp.down_proj  # type: ignore[assignment]
+        self.weight, self.bias, self.widths, self.products = fusion.weight, fusion.bias, fusion.widths, products
+        down = _output_projection(fusion)
+        self.down_proj: nn.Module = ProductLinear(down, products) if down is not None else mlp.down_proj  # type: ignore[assignment]
         self.act_fn: Callable[[torch.Tensor], torch.Tensor] = mlp.act_fn  # type: ignore[assignment]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = F.linear(x, self.weight, self.bias).split(self.widths, dim=-1)
+        gate, up = self.products.linear(x, self.weight, self.bias).split(self.widths, dim=-1)
         return self.down_proj(self.act_fn(gate) * up)
 
 
@@ -149,15 +184,19 @@ def fused_projections(model: nn.Module, shared: SharedWeights) -> Iterator[None]
         for fusion in shared.fusions:
             if fusion.names == QKV:
                 parts = _Parts()
-                replacements = {"q_proj": FusedQuery(fusion, parts), "k_proj": FusedPart(parts, "key"),
-                                "v_proj": FusedPart(parts, "value")}
+                replacements: dict[str, nn.Module] = {
+                    "q_proj": FusedQuery(fusion, parts, shared.products), "k_proj": FusedPart(parts, "key"),
+                    "v_proj": FusedPart(parts, "value")}
+                output = _output_projection(fusion)
+                if output is not None:
+                    replacements["o_proj"] = ProductLinear(output, shared.products)
                 for name, module in replacements.items():
                     restore.append((fusion.parent, name, getattr(fusion.parent, name)))
                     setattr(fusion.parent, name, module)
             else:
                 owner, name = _owner(model, fusion.parent)
                 restore.append((owner, name, fusion.parent))
-                setattr(owner, name, FusedGatedMLP(fusion))
+                setattr(owner, name, FusedGatedMLP(fusion, shared.products))
         yield
     finally:
         for owner, name, module in reversed(restore):

@@ -20,6 +20,7 @@ from padbench.worker.engine.decoding.decoder import Decoder
 from padbench.worker.engine.decoding.fused import SharedWeights, fused_projections
 from padbench.worker.engine.decoding.kernels import DecodeKernel
 from padbench.worker.engine.decoding.registry import resolve_decode_kernel
+from padbench.worker.engine.decoding.split_k import BLOCK_M
 from padbench.worker.engine.model import config_of
 from padbench.worker.engine.spread import repeat_spread
 from padbench.worker.jobs.generate.figures import ModelCosts, repeat_rates, row_figures
@@ -95,6 +96,7 @@ class StrategyRow:
         reason = kernel.unsupported_reason(features.softcap, features.sinks)
         if reason is not None:
             raise RowFailed(f"kernel {kernel.name} cannot run this model: {reason}")
+        self.tune_products(kernel)
         self.say(0.0, f"correctness gate on {len(self.job.gate_requests)} requests")
         self.gate = self._check(kernel)
         if not self.gate.passed:
@@ -117,6 +119,15 @@ class StrategyRow:
                     passes.append(run_pass(self.strategy, scheduler, decoder, self.requests, self.job.device))
             del decoder
         return self._measured(passes, warmup_seconds, memory[0], activity[0] if activity else None)
+
+    def tune_products(self, kernel: DecodeKernel) -> None:
+        """Where decode steps run as compiled graphs, times the decode products on cuBLAS and split-K, once per
+        job and before anything compiles: the gate then checks the products the rows are measured with."""
+        spec, products = self.job.spec, self.job.fusable.products
+        if products.tuned or not spec.compile or not Decoder.graphs_possible(kernel, self.job.device, spec.cuda_graphs):
+            return
+        self.say(0.0, "timing the decode step's products on cuBLAS and split-K")
+        products.tune(self.job.fusable.product_weights(), min(self.slots, BLOCK_M))
 
     def engine(self, kernel: DecodeKernel, requests: Sequence[Request], slots: int) -> tuple[Decoder, Scheduler]:
         longest_prompt = max(len(r.prompt) for r in requests)
@@ -151,7 +162,7 @@ class StrategyRow:
             strategy=self.strategy, attention=self.job.spec.attention, kernel=self.kernel_name, context=self.context,
             batch_size=self.slots, cuda_graphs=self.graphs, compiled=self.compiled,
             compile_seconds=self.compile_seconds, capture_seconds=self.capture_seconds,
-            fused_layers=self.job.fusable.layers,
+            fused_layers=self.job.fusable.layers, split_k_products=list(self.job.fusable.products.choices) or None,
             kv_cache_bytes=self.kv_cache_bytes,
             correctness_passed=gate.passed if gate else None,
             gate_requests=len(self.job.gate_requests) if gate else None, gate_detail=gate.detail if gate else None,
