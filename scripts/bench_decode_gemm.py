@@ -5,10 +5,9 @@ layers, so every weight comes from memory rather than from the L2 cache. Prints 
 the weight bytes read per second for cuBLAS (torch's `F.linear`), for each split-K tiling
 (`worker/engine/decoding/split_k.py`; the kernel alone, its fp32 partials not yet summed), and for the best
 tiling and cuBLAS each followed by the compiled consumer a decode step has (sum of the partials, cast, and a
-residual add), which is the comparison that counts. `--tunable` adds cuBLAS under torch's TunableOp, which
-times cuBLASLt's candidate algorithms per shape and keeps the fastest.
+residual add), which is the comparison that counts.
 
-    python scripts/bench_decode_gemm.py [--rows 64] [--tunable]
+    python scripts/bench_decode_gemm.py [--rows 64] [--shapes o down qkv gate_up]
 
 Needs a CUDA GPU with Triton.
 """
@@ -44,7 +43,7 @@ def report(name: str, micros: float, weight_bytes: int, note: str = "") -> None:
     print(f"  {name:34s} {micros:7.2f} µs  {weight_bytes / micros / 1e6:5.2f} TB/s {note}")
 
 
-def bench_shape(label: str, columns: int, inner: int, rows: int, tunable: bool) -> None:
+def bench_shape(label: str, columns: int, inner: int, rows: int) -> None:
     device = torch.device("cuda")
     weights = [torch.randn(columns, inner, device=device, dtype=torch.bfloat16) / inner ** 0.5
                for _ in range(LAYERS)]
@@ -82,16 +81,6 @@ def bench_shape(label: str, columns: int, inner: int, rows: int, tunable: bool) 
            weight_bytes)
     report(f"{best.label()} + sum + add",
            graph_time(lambda layer: sum_add(split_k_partials(x, weights[layer], best), residual)), weight_bytes)
-    if tunable:
-        torch.cuda.tunable.enable(True)
-        torch.cuda.tunable.tuning_enable(True)
-        if hasattr(torch.cuda.tunable, "set_rotating_buffer_size"):
-            torch.cuda.tunable.set_rotating_buffer_size(256)  # MB: tune with weights from memory, not L2
-        for layer in range(2):
-            F.linear(x, weights[layer])
-        torch.cuda.synchronize()
-        report("cuBLAS, TunableOp", graph_time(lambda layer: F.linear(x, weights[layer])), weight_bytes)
-        torch.cuda.tunable.enable(False)
 
 
 def copy_bandwidth() -> float:
@@ -110,14 +99,13 @@ def copy_bandwidth() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=64)
-    parser.add_argument("--tunable", action="store_true")
     parser.add_argument("--shapes", nargs="*", default=list(SHAPES), choices=list(SHAPES))
     args = parser.parse_args()
     torch.manual_seed(0)
     print(torch.cuda.get_device_name(), "torch", torch.__version__, f"copy {copy_bandwidth():.2f} TB/s")
     for label in args.shapes:
         columns, inner = SHAPES[label]
-        bench_shape(label, columns, inner, args.rows, args.tunable)
+        bench_shape(label, columns, inner, args.rows)
 
 
 if __name__ == "__main__":
