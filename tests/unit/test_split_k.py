@@ -39,6 +39,12 @@ def test_products_stay_f_linear_off_cuda_and_for_shapes_tuning_did_not_keep() ->
     torch.testing.assert_close(products.linear(x, other), F.linear(x, other), rtol=0, atol=0)
 
 
+def test_tuning_leaves_cpu_and_fp32_weights_on_f_linear_without_touching_a_gpu() -> None:
+    products = DecodeProducts()
+    products.tune({(32, 512): [torch.randn(32, 512)], (64, 512): [torch.randn(64, 512, dtype=torch.bfloat16)]}, 8)
+    assert products.tuned and products.tilings == {} and products.choices == []
+
+
 def test_tuning_times_every_fused_product_and_each_output_projection_by_shape() -> None:
     model = build_model(ModelSpec(config=WIDE_QWEN3), torch.float32, torch.device("cpu"), seed=0)
     shared = share_fused_weights(model)

@@ -128,6 +128,9 @@ class DecodeProducts:
             return
         self.tuned = True
         for (columns, inner), layers in sorted(weights.items()):
+            # Half-precision CUDA weights only: on fp32, Triton's dot rounds through tf32 where cuBLAS does not.
+            if not layers[0].is_cuda or layers[0].dtype not in (torch.bfloat16, torch.float16):
+                continue
             cublas, best = _time_shape(layers, rows)
             if best is not None and best[0] <= (1 - MARGIN) * cublas:
                 self.keep((columns, inner), best[1], f"{best[0]:.1f} µs, cuBLAS {cublas:.1f} µs")
@@ -147,9 +150,20 @@ def _time_shape(layers: list[torch.Tensor], rows: int) -> tuple[float, tuple[flo
     cublas = graph_micros(lambda layer: F.linear(x, layers[layer]), len(layers))
     timed: list[tuple[float, SplitK]] = []
     for tiling in (SplitK(*candidate) for candidate in CANDIDATES):
-        if tiling.fits(rows, inner):
+        if tiling.fits(rows, inner) and _runs(x, layers[0], tiling):
             timed.append((graph_micros(partial(_split_product, x, layers, tiling), len(layers)), tiling))
     return cublas, min(timed, key=lambda entry: entry[0], default=None)
+
+
+def _runs(x: torch.Tensor, weight: torch.Tensor, tiling: SplitK) -> bool:
+    """Whether this GPU and Triton run the tiling (a GPU without bf16 tensor-core dots, or too little shared
+    memory for its pipeline, fails to compile it): one that does not is no candidate, and cuBLAS stays."""
+    try:
+        split_k_partials(x, weight, tiling)
+    except Exception:  # Triton's compile and resource errors have no common base class
+        return False
+    torch.cuda.synchronize()
+    return True
 
 
 def _split_product(x: torch.Tensor, layers: list[torch.Tensor], tiling: SplitK, layer: int) -> torch.Tensor:
