@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from triton.runtime.errors import OutOfResources
 
+from padbench.worker.engine.copy_rate import measure_copy_bytes_per_s
 from padbench.worker.engine.decoding.split_k import SplitK, split_k_partials
 from padbench.worker.runtime.graph_timing import graph_micros
 
@@ -39,6 +40,15 @@ def graph_time(call: Callable[[int], object]) -> float:
     return graph_micros(call, LAYERS)
 
 
+def time_tiling(x: torch.Tensor, weights: list[torch.Tensor], tiling: SplitK) -> float | None:
+    """Microseconds per split-K product, or None for a tiling whose pipeline needs more shared memory than the
+    GPU has."""
+    try:
+        return graph_time(lambda layer: split_k_partials(x, weights[layer], tiling))
+    except OutOfResources:
+        return None
+
+
 def report(name: str, micros: float, weight_bytes: int, note: str = "") -> None:
     print(f"  {name:34s} {micros:7.2f} µs  {weight_bytes / micros / 1e6:5.2f} TB/s {note}")
 
@@ -54,26 +64,17 @@ def bench_shape(label: str, columns: int, inner: int, rows: int) -> None:
     report("cuBLAS", graph_time(lambda layer: F.linear(x, weights[layer])), weight_bytes)
     reference = F.linear(x, weights[0]).float()
     timed: list[tuple[float, SplitK]] = []
-    for tiling in TILINGS:
-        if not tiling.fits(rows, inner) or tiling.block_n > columns:
-            continue
-        try:
-            micros = graph_time(lambda layer, tiling=tiling: split_k_partials(x, weights[layer], tiling))
-        except OutOfResources:  # a tiling whose pipeline needs more shared memory than the GPU has
-            continue
-        error = float((split_k_partials(x, weights[0], tiling).sum(0) - reference).abs().max())
-        timed.append((micros, tiling))
-        report(tiling.label(), micros, weight_bytes, f"max |Δ| {error:.2g}")
+    for tiling in (t for t in TILINGS if t.fits(rows, inner) and t.block_n <= columns):
+        if (micros := time_tiling(x, weights, tiling)) is not None:
+            error = float((split_k_partials(x, weights[0], tiling).sum(0) - reference).abs().max())
+            timed.append((micros, tiling))
+            report(tiling.label(), micros, weight_bytes, f"max |Δ| {error:.2g}")
     best = min(timed, key=lambda entry: entry[0])[1]
-    variants = [SplitK(best.block_n, best.block_k, best.splits, warps, stages)
-                for warps, stages in ((4, 3), (4, 6), (8, 4))]
-    for tiling in variants:
-        try:
-            micros = graph_time(lambda layer, tiling=tiling: split_k_partials(x, weights[layer], tiling))
-        except OutOfResources:
-            continue
-        timed.append((micros, tiling))
-        report(tiling.label(), micros, weight_bytes)
+    for warps, stages in ((4, 3), (4, 6), (8, 4)):
+        variant = SplitK(best.block_n, best.block_k, best.splits, warps, stages)
+        if (micros := time_tiling(x, weights, variant)) is not None:
+            timed.append((micros, variant))
+            report(variant.label(), micros, weight_bytes)
     best = min(timed, key=lambda entry: entry[0])[1]
     sum_add = torch.compile(lambda partials, r: (partials.sum(0) + r.float()).to(torch.bfloat16))
     add = torch.compile(lambda y, r: y + r)
@@ -83,26 +84,14 @@ def bench_shape(label: str, columns: int, inner: int, rows: int) -> None:
            graph_time(lambda layer: sum_add(split_k_partials(x, weights[layer], best), residual)), weight_bytes)
 
 
-def copy_bandwidth() -> float:
-    source = torch.empty(2 ** 30, dtype=torch.uint8, device="cuda")
-    target = torch.empty_like(source)
-    target.copy_(source)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(10):
-        target.copy_(source)
-    end.record()
-    torch.cuda.synchronize()
-    return 2 * source.numel() * 10 / (start.elapsed_time(end) / 1000) / 1e12
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=64)
     parser.add_argument("--shapes", nargs="*", default=list(SHAPES), choices=list(SHAPES))
     args = parser.parse_args()
     torch.manual_seed(0)
-    print(torch.cuda.get_device_name(), "torch", torch.__version__, f"copy {copy_bandwidth():.2f} TB/s")
+    copy = measure_copy_bytes_per_s(torch.device("cuda"))
+    print(torch.cuda.get_device_name(), "torch", torch.__version__, f"copy {copy / 1e12:.2f} TB/s")
     for label in args.shapes:
         columns, inner = SHAPES[label]
         bench_shape(label, columns, inner, args.rows)
