@@ -91,6 +91,22 @@ def _bounds(rows: int, device: torch.device, per_batch: bool) -> _Bounds:
     return _Bounds(first, last, mask_mod)
 
 
+def slot_range_mask(first: torch.Tensor, last: torch.Tensor, capacity: int, block: int,
+                    mask_mod: Callable[..., Any]) -> BlockMask:
+    """A decode step's block mask: batch entry b (a slot's region of `capacity` keys) attends keys first[b]..last[b]
+    (none where last < first), in `block`-key blocks, all listed as partial. Built from device tensors alone: no
+    host sync, so it can be captured in a CUDA graph. (Listing the blocks inside a range as full, which flex hands
+    to its splits from the last one down, took 25.6 µs a layer against 22.5 on an H200, 64 slots of 100–400 keys.)"""
+    blocks = -(-capacity // block)
+    first_block = first // block
+    count = torch.where(last >= first, torch.div(last, block, rounding_mode="floor") - first_block + 1, 0)
+    indices = (first_block[:, None] + torch.arange(blocks, device=count.device, dtype=torch.int32)).clamp(
+        max=blocks - 1)
+    return BlockMask.from_kv_blocks(count.to(torch.int32)[:, None, None], indices.to(torch.int32)[:, None, None],
+                                    BLOCK_SIZE=block, mask_mod=mask_mod, seq_lengths=(1, capacity),
+                                    compute_q_blocks=False)
+
+
 class FlexDecode(DecodeKernel):
     name = "flex-kvcache"
     family = "flex"
@@ -143,14 +159,7 @@ class FlexDecode(DecodeKernel):
         first, last = step.slot_ranges(window)
         bounds.first.copy_(first)
         bounds.last.copy_(last)
-        blocks = -(-cache.capacity // DECODE_BLOCK)
-        first_block = bounds.first // DECODE_BLOCK
-        count = (torch.div(bounds.last, DECODE_BLOCK, rounding_mode="floor") - first_block + 1).clamp(min=0)
-        indices = (first_block[:, None] + torch.arange(blocks, device=count.device, dtype=torch.int32)).clamp(
-            max=blocks - 1)
-        mask = BlockMask.from_kv_blocks(count.to(torch.int32)[:, None, None], indices.to(torch.int32)[:, None, None],
-                                        BLOCK_SIZE=DECODE_BLOCK, mask_mod=bounds.mask_mod,
-                                        seq_lengths=(1, cache.capacity), compute_q_blocks=False)
+        mask = slot_range_mask(bounds.first, bounds.last, cache.capacity, DECODE_BLOCK, bounds.mask_mod)
         step.extras[key] = mask
         return mask
 
