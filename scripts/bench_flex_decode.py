@@ -1,15 +1,13 @@
-"""Times one decode step's attention as `flex-kvcache` makes it: FlexAttention under several kernel settings, and
-padbench's split-KV kernel (`split_kv`) under several tilings.
+"""Times one decode step's FlexAttention call as `flex-kvcache` makes it, under several kernel settings.
 
 A decode step of a continuous batch hands FlexAttention one query per slot against each slot's cache region
 (a block mask from each slot's attended range), compiled with static shapes, so inductor runs its split-KV
 decoding kernel. This replays 28 such calls (one per layer of a Qwen3-1.7B-sized model) as a CUDA graph and
 prints microseconds per call for inductor's default settings and for the split counts and tiles given here,
-then for the split-KV tilings (its merge compiled, as in a decode step), with each one's largest difference
-from the first one's output.
+with each one's largest difference from the first one's output.
 
     python scripts/bench_flex_decode.py [--slots 64] [--heads 16 8] [--head-dim 128] [--block 64] \
-        [--contexts 0 1 2] [--only "SPLIT_KV=2, BLOCK_N=64, 4 warps, 2 stages" split-KV]
+        [--contexts 0 1 2] [--only "SPLIT_KV=2," "SPLIT_KV=1,"]
 
 `--block` sets the key blocks the masks list (flex-kvcache's is DECODE_BLOCK); settings whose BLOCK_N does not
 divide it are skipped. `--contexts` picks rows of CONTEXTS; `--only` the settings whose names contain one of
@@ -30,14 +28,11 @@ import torch
 from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
 from padbench.worker.engine.decoding.flex_decode import DECODE_BLOCK, slot_range_mask
-from padbench.worker.engine.decoding.split_kv import SplitKv, split_kv_attention
 from padbench.worker.runtime.graph_timing import graph_micros
 
 LAYERS = 28
 # (capacity of a slot's region, fewest and most keys a slot attends)
 CONTEXTS = ((640, 100, 400), (640, 300, 640), (4224, 2048, 4096))
-SPLIT_KV_TILINGS = (SplitKv(64, 64, 4, 1), SplitKv(128, 64, 4, 2), SplitKv(128, 32, 4, 2), SplitKv(256, 64, 4, 2),
-                    SplitKv(128, 64, 2, 2), SplitKv(64, 32, 2, 2), SplitKv(128, 64, 8, 2))
 DEFAULT_BLOCK_N = 64  # at most what inductor's decoding kernel takes by default (it ran on 64-key blocks)
 
 
@@ -100,19 +95,6 @@ def time_flex(case: DecodeCall, options: dict[str, Any] | None) -> tuple[float, 
     return graph_micros(lambda _: call(), LAYERS), call()
 
 
-def time_split_kv(case: DecodeCall, tiling: SplitKv) -> tuple[float, torch.Tensor]:
-    """The same for padbench's split-KV kernel, its merge compiled as a decode step compiles it."""
-    torch._dynamo.reset()
-    scale = case.query.shape[-1] ** -0.5
-    attend: Any = torch.compile(partial(split_kv_attention, scale=scale, softcap=None, sinks=None, tiling=tiling),
-                                dynamic=False)
-
-    def call() -> torch.Tensor:
-        return attend(case.query, case.keys, case.values, case.first, case.last)  # type: ignore[no-any-return]
-
-    return graph_micros(lambda _: call(), LAYERS), call()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slots", type=int, default=64)
@@ -126,9 +108,8 @@ def main() -> None:
     torch.manual_seed(0)
     print(torch.cuda.get_device_name(), "torch", torch.__version__)
     runs: dict[str, Callable[[DecodeCall], tuple[float, torch.Tensor]]] = {
-        f"flex: {name}": partial(time_flex, options=options) for name, options in SETTINGS.items()
+        name: partial(time_flex, options=options) for name, options in SETTINGS.items()
         if args.block % (options or {}).get("BLOCK_N", DEFAULT_BLOCK_N) == 0}
-    runs |= {f"split-KV: {tiling.label()}": partial(time_split_kv, tiling=tiling) for tiling in SPLIT_KV_TILINGS}
     runs = {name: run for name, run in runs.items() if not args.only or any(part in name for part in args.only)}
     for capacity, fewest, most in (CONTEXTS[index] for index in args.contexts):
         case = decode_call(args.slots, (args.heads[0], args.heads[1]), args.head_dim, capacity, fewest, most,
