@@ -26,24 +26,23 @@ from padbench.worker.engine.decoding.kernels import DecodeKernel
 from padbench.worker.engine.decoding.upload import StepShape, stage, upload, views
 
 GRAPH_WARMUP_STEPS = 2  # eager runs on a side stream before capture, as torch.cuda.graph requires
-# A greedy step's argmax runs in two stages over this many chunks of the vocabulary: reduced in one stage, each
-# slot's row is one thread block's work, 64 blocks for a whole GPU. On an H200 inductor's one-stage argmax over
-# 64 rows of Qwen3's 151,936 logits took 35 µs, a quarter of the LM head that produced them. The last chunks may
-# be all padding, which never wins: the first chunk holding the maximum does.
-ARGMAX_CHUNKS = 128
+# A greedy step's argmax runs in two stages over this many chunks of each slot's logits: in one stage, inductor's
+# argmax over 64 rows of Qwen3's 151,936 logits took 37 µs on an H200 (a quarter of the LM head that produced
+# them). Two stages with 8 chunks took 20.6 µs, with 16 22.6 and with 128 36.6 (scripts/bench_greedy.py). The
+# last chunk may be padding, which never wins: the first chunk holding the maximum does.
+ARGMAX_CHUNKS = 8
 
 
-def greedy_tokens(logits: torch.Tensor) -> torch.Tensor:
+def greedy_tokens(logits: torch.Tensor, chunks: int = ARGMAX_CHUNKS) -> torch.Tensor:
     """`logits.argmax(dim=-1)` of a (rows, vocab) table, ties to the first index as argmax's: each chunk's first
     maximum, then the first chunk holding the row's maximum."""
     rows, vocab = logits.shape
-    # Chunks of a multiple of 64 tokens start on 128-byte boundaries, where loads vectorise: chunks of Qwen3's
-    # 151,936 / 128 = 1,187 tokens, unaligned, took 37 µs as well.
-    width = -(-vocab // (ARGMAX_CHUNKS * 64)) * 64
-    if width < ARGMAX_CHUNKS:  # a small vocabulary: one stage has enough work per row
+    # Chunks of a multiple of 64 tokens start on 128-byte boundaries, where loads vectorise.
+    width = -(-vocab // (chunks * 64)) * 64
+    if width < chunks:  # a small vocabulary: one stage has enough work per row
         return logits.argmax(dim=-1)
-    padded = torch.nn.functional.pad(logits, (0, width * ARGMAX_CHUNKS - vocab), value=float("-inf"))
-    best, within = padded.view(rows, ARGMAX_CHUNKS, width).max(dim=-1)
+    padded = torch.nn.functional.pad(logits, (0, width * chunks - vocab), value=float("-inf"))
+    best, within = padded.view(rows, chunks, width).max(dim=-1)
     chunk = best.argmax(dim=-1, keepdim=True)
     return (chunk * width + within.gather(-1, chunk)).squeeze(-1)
 
