@@ -121,7 +121,13 @@ class FlexDecode(DecodeKernel):
         packed = flex.flex_dense(q[None], keys[None], values[None], mask, scale=scale, softcap=softcap,
                                  sinks=sinks)[0]
         by_slot = self._attend_by_slot(q[tokens.last_query], keys, values, step, scale, softcap, window, sinks)
-        return torch.where(tokens.single[:, None, None], by_slot[tokens.slot], packed)
+        # A single query is its slot's last: only those rows change. Rewriting them alone, rather than selecting
+        # over every token, saves a pass over the step's whole output (~100 µs a layer for a prefill of 12k
+        # tokens on an H200). An idle slot's row is another slot's token and gets that token's own value, so
+        # rows written twice are written the same.
+        rows = tokens.last_query
+        return packed.index_put_((rows,), torch.where(tokens.single[rows, None, None], by_slot[tokens.slot[rows]],
+                                                      packed[rows]))
 
     def _attend_by_slot(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, step: StepInputs,
                         scale: float, softcap: float | None, window: int | None,
