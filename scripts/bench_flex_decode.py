@@ -33,7 +33,7 @@ from padbench.worker.runtime.graph_timing import graph_micros
 LAYERS = 28
 # (capacity of a slot's region, fewest and most keys a slot attends)
 CONTEXTS = ((640, 100, 400), (640, 300, 640), (4224, 2048, 4096))
-DEFAULT_BLOCK_N = 64  # at most what inductor's decoding kernel takes by default (it ran on 64-key blocks)
+DEFAULT_BLOCK_N = 64  # inductor's default tile is no wider: its default setting runs on 64-key mask blocks
 
 
 def _setting(splits: int, block_n: int, warps: int, stages: int) -> tuple[str, dict[str, Any]]:
@@ -127,6 +127,7 @@ def main() -> None:
             difference = float((output.float() - first.float()).abs().max())
             print(f"  {name:52s} {micros:7.1f} µs/call  {case.kv_bytes / micros / 1e6:5.2f} TB/s  "
                   f"max difference {difference:.2g}")
+
 
 if __name__ == "__main__":
     main()

@@ -28,7 +28,7 @@ from padbench.worker.engine.decoding.upload import StepShape, stage, upload, vie
 GRAPH_WARMUP_STEPS = 2  # eager runs on a side stream before capture, as torch.cuda.graph requires
 # A greedy step's argmax runs in two stages over this many chunks of each slot's logits: in one stage, inductor's
 # argmax over 64 rows of Qwen3's 151,936 logits took 37 µs on an H200 (a quarter of the LM head that produced
-# them). Two stages with 8 chunks took 20.6 µs, with 16 22.6 and with 128 36.6 (scripts/bench_greedy.py). The
+# them). Two stages took 20.6 µs with 8 chunks, 22.6 with 16 and 36.6 with 128 (scripts/bench_greedy.py). The
 # last chunk may be padding, which never wins: the first chunk holding the maximum does.
 ARGMAX_CHUNKS = 8
 

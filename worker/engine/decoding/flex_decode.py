@@ -47,7 +47,8 @@ BLOCK = 128  # FlexAttention's default block: the unit its block masks list
 # head) range over 2 × SMs ÷ (slots × heads) thread blocks: 1 for 64 slots of 8 heads, so one block walks a
 # whole range. On an H200 (scripts/bench_flex_decode.py, 64-key mask blocks), 64 slots of Qwen3-1.7B's 16/8
 # heads took 28.3 µs a call by default, 30.4 with 4 splits and 22.5 with 2 splits of 64-key tiles (4 warps, 2
-# stages) over 100–400 keys each; 42.4, 44.5 and 38.0 µs over 300–640; 233, 196 and 198 µs over 2k–4k keys.
+# stages) over 100–400 keys each; 42.4, 44.5 and 38.0 µs over 300–640; 233, 196 and 198 µs over 2k–4k keys. A
+# wider sweep (1–4 splits, 32- and 64-key tiles and mask blocks, 2–8 warps, 2–3 stages) found nothing faster.
 DECODE_KERNEL_OPTIONS = {"SPLIT_KV": 2, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2}
 # The key blocks a decode step's mask lists (a multiple of BLOCK_N): a slot's last one is read whole, so a
 # smaller block reads fewer keys past the slot's range. On an H200, 64 slots over ~190–700 keys each: 25.1 µs
