@@ -31,6 +31,7 @@ GRAPH_WARMUP_STEPS = 2  # eager runs on a side stream before capture, as torch.c
 # them). Two stages took 20.6 µs with 8 chunks, 22.6 with 16 and 36.6 with 128 (scripts/bench_greedy.py). The
 # last chunk may be padding, which never wins: the first chunk holding the maximum does.
 ARGMAX_CHUNKS = 8
+MIN_CHUNK = 1024  # tokens a chunk holds at least, or the choice takes one stage
 
 
 def greedy_tokens(logits: torch.Tensor, chunks: int = ARGMAX_CHUNKS) -> torch.Tensor:
@@ -39,7 +40,7 @@ def greedy_tokens(logits: torch.Tensor, chunks: int = ARGMAX_CHUNKS) -> torch.Te
     rows, vocab = logits.shape
     # Chunks of a multiple of 64 tokens start on 128-byte boundaries, where loads vectorise.
     width = -(-vocab // (chunks * 64)) * 64
-    if width < chunks:  # a small vocabulary: one stage has enough work per row
+    if width < MIN_CHUNK:  # a vocabulary too small to split: a row is a few loads for one thread block
         return logits.argmax(dim=-1)
     padded = torch.nn.functional.pad(logits, (0, width * chunks - vocab), value=float("-inf"))
     best, within = padded.view(rows, chunks, width).max(dim=-1)
