@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
+from padbench.contract.attention_sweep import AttentionJobSpec
 from padbench.contract.experts import ExpertLoad
+from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.parallel import ParallelRun, RankShares
-from padbench.contract.spec import AttentionJobSpec, CompileChoice, JobSpecBase, PaddingJobSpec, strategy_label
+from padbench.contract.spec import CompileChoice, JobSpecBase, strategy_label
 from padbench.contract.training import StepSplit, TrainingRun
 
 

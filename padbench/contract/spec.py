@@ -1,7 +1,10 @@
 """Job specs: the one contract that the server validates, the worker runs and the client submits.
 
-Every field a user can write is declared here with its bounds, so a bad spec fails at submission
-(HTTP 422 / CLI error naming the field) rather than minutes later on a GPU.
+This module holds what the kinds' specs share: the base every kind's spec extends (`JobSpecBase`) and the
+sections several kinds take (data, strategies, measurement, the OOM probe, dtypes, attention names). Each kind's
+own spec lives beside it (`padding.py`, `attention_sweep.py`, `generate.py`) and `kinds.py` registers them.
+Every field a user can write is declared with its bounds, so a bad spec fails at submission (HTTP 422 / CLI
+error naming the field) rather than minutes later on a GPU.
 """
 
 from __future__ import annotations
@@ -10,19 +13,13 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
-from padbench.contract.batch_size import BatchSizeChoice, auto_times, sizes_of
+from padbench.contract.batch_size import BatchSizeChoice
 from padbench.contract.bounds import MAX_REPEATS, GpuName, Label, Name, PathName, Seed, WorkerLabels, refusing_urls
 from padbench.contract.experts import (
-    ExpertsChoice,
     ExpertsName,
-    dense_model_experts_problem,
-    experts_of,
-    stated_experts,
 )
 from padbench.contract.model_spec import ModelSpec
-from padbench.contract.parallel import DistributedSpec, GpuCount
-from padbench.contract.training import TrainingSpec
-from padbench.contract.trl import TrlSettings, with_trl_strategy
+from padbench.contract.parallel import GpuCount
 
 # torch's own names are accepted too and stored as the short name, so `dtype: bfloat16` and `dtype: bf16` are
 # the same job (and the same row when results are compared).
@@ -42,16 +39,10 @@ PADDED_STRATEGIES: frozenset[str] = frozenset({"static", "dynamic", "binned"})
 # a kernel and stored as the kernel they run here, so both spellings are the same job and the same row.
 TRANSFORMERS_ATTENTION_NAMES = {"flash_attention_2": "flash-attn", "sdpa": "sdpa", "flex_attention": "flex",
                                 "eager": "eager"}
-# In an attention sweep, transformers' eager attention (scores materialised, softmax, then values) is `naive`.
-TRANSFORMERS_SWEEP_KERNEL_NAMES = {"flash_attention_2": "flash-attn", "flex_attention": "flex", "eager": "naive"}
 
 
 def _attention_alias(value: Any) -> Any:
     return TRANSFORMERS_ATTENTION_NAMES.get(value, value) if isinstance(value, str) else value
-
-
-def _sweep_kernel_alias(value: Any) -> Any:
-    return TRANSFORMERS_SWEEP_KERNEL_NAMES.get(value, value) if isinstance(value, str) else value
 
 
 # `flash` resolves to the best flash implementation present (flash-attn-cute > flash-attn > torch-flash);
@@ -254,139 +245,3 @@ def model_and_probe_problems(model: ModelSpec, probed: bool, device: Device, pro
         problems.append((("batch_size",), "auto on device cpu needs probe.cpu_memory_budget_bytes, the memory "
                                           "the OOM probe may fill in place of a GPU's; or give a number"))
     return problems
-
-
-class PaddingJobSpec(JobSpecBase):
-    kind: Literal["padding"] = "padding"
-    model: ModelSpec = ModelSpec(preset="tiny")
-    data: DataSpec = DataSpec()
-    strategies: Annotated[list[StrategySpec], Field(min_length=1, max_length=32)] = [
-        StrategySpec(name="static"), StrategySpec(name="dynamic"),
-        StrategySpec(name="binned", n_bins=16), StrategySpec(name="packed"),
-    ]
-    attention: AttentionChoice = "flash"
-    # Mixtures of experts only: transformers' implementation of the expert matmuls, or a list (one row each);
-    # unset, the model's default as transformers resolves it, recorded as it ran.
-    experts: ExpertsChoice | None = None
-    batch_size: BatchSizeChoice = 32
-    dtype: Dtype = "bf16"
-    device: Device = "auto"
-    mode: Literal["inference", "training"] = "inference"
-    compile: CompileChoice = "auto"
-    measurement: MeasurementSpec = MeasurementSpec()
-    probe: ProbeSpec = ProbeSpec()
-    training: TrainingSpec = TrainingSpec()
-    distributed: DistributedSpec = DistributedSpec()
-    # TRL's packing settings (SFTConfig's names): they add the layout they mean to `strategies`.
-    trl: TrlSettings | None = None
-    SPANS_GPUS: ClassVar[bool] = True
-
-    @model_validator(mode="before")
-    @classmethod
-    def _trl_layout(cls, document: Any) -> Any:
-        return with_trl_strategy(document)
-
-    @model_validator(mode="after")
-    def _consistent(self) -> PaddingJobSpec:
-        check_tokenizer_named(self.data, self.model)
-        positions = self.model.max_positions()
-        if positions is not None and self.data.max_length > positions:
-            raise ValueError(f"data.max_length ({self.data.max_length}) exceeds the model's positions ({positions})")
-        for strategy in self.strategies:
-            if positions is not None and strategy.widest(self.data.max_length) > positions:
-                raise ValueError(f"{strategy.label}: max_length {self.data.max_length} padded to a multiple of "
-                                 f"{strategy.pad_to_multiple_of} exceeds the model's positions ({positions})")
-            kernel = self.attention_for(strategy)
-            if kernel in FLASH_KERNELS and self.dtype == "fp32":
-                raise ValueError(f"attention {kernel!r} ({strategy.label}) needs dtype bf16 or fp16, not fp32")
-        if self.training.precision == "amp" and self.dtype == "fp32":
-            raise ValueError("training.precision amp computes in a half-precision dtype: set dtype bf16 or fp16")
-        if self.training.precision == "fp8" and self.dtype != "bf16":
-            raise ValueError(f"training.precision fp8 runs the rest of the model in bf16: set dtype bf16, not "
-                             f"{self.dtype}")
-        if self.training.precision == "bf16" and self.dtype != "bf16":
-            raise ValueError(f"training.precision bf16 keeps everything in bf16, but dtype is {self.dtype}: "
-                             "set dtype bf16, or precision auto")
-        labels = [s.label + ":" + self.attention_for(s) + "".join(f":{e}" for e in self.experts_for(s) if e)
-                  for s in self.strategies]
-        if len(set(labels)) != len(labels):
-            raise ValueError(f"strategies repeat a (strategy, attention) pair: {labels}")
-        return self
-
-    def new_job_problems(self) -> list[NewJobProblem]:
-        probed = any(auto_times(size) for strategy in self.strategies for size in self.batch_sizes_for(strategy))
-        problems = model_and_probe_problems(self.model, probed, self.device, self.probe)
-        experts_problem = self._experts_problem()
-        if experts_problem is not None:
-            problems.append((("experts",), experts_problem))
-        return problems
-
-    def _experts_problem(self) -> str | None:
-        """`experts` on a model whose stated fields count no experts (a preset, or a config naming them all)."""
-        named = self.experts is not None or any(s.experts for s in self.strategies)
-        fields = self.model.architecture() if self.model.preset else None
-        if not named or fields is None or stated_experts(fields) is not None:
-            return None
-        return dense_model_experts_problem(self.model.label)
-
-    def attention_for(self, strategy: StrategySpec) -> AttentionName:
-        return strategy.attention or self.attention
-
-    def experts_for(self, strategy: StrategySpec) -> list[ExpertsName | None]:
-        """The experts' implementations a strategy is measured with (`[None]`: the model's default)."""
-        return [strategy.experts] if strategy.experts else experts_of(self.experts)
-
-    def batch_sizes_for(self, strategy: StrategySpec) -> list[int | str]:
-        return sizes_of(strategy.batch_size or self.batch_size)
-
-    def batch_size_for(self, strategy: StrategySpec) -> int | str:
-        """The one size of a strategy; a job with a list of sizes is expanded (one strategy per size) first."""
-        sizes = self.batch_sizes_for(strategy)
-        if len(sizes) != 1:
-            raise ValueError(f"{strategy.label} has several batch sizes {sizes}: expand the job per size first")
-        return sizes[0]
-
-
-# --- attention sweep --------------------------------------------------------------------------------------
-
-SweepKernelName = Literal[
-    "naive", "sdpa-math", "sdpa-efficient", "sdpa-flash", "varlen", "flex", "flash-attn", "flash-attn-cute",
-    "flash-attn-fp8",  # FlashAttention-3's float8 forward (Hopper and later), the "FA3 FP8" column users quote
-]
-SweepKernelChoice = Annotated[SweepKernelName, BeforeValidator(_sweep_kernel_alias)]
-
-
-class VarlenLayout(StrictModel):
-    distribution: Label = "wikitext103-bert"  # lengths per sequence; packed up to each seq_len
-    seed: Seed = 0
-
-
-class AttentionJobSpec(JobSpecBase):
-    kind: Literal["attention"]
-    batch: Annotated[int, Field(ge=1, le=4096)] = 8
-    heads: Annotated[int, Field(ge=1, le=1024)] = 32
-    kv_heads: Annotated[int, Field(ge=1, le=1024)] | None = None  # GQA when fewer than heads
-    head_dim: Annotated[int, Field(ge=1, le=1024)] = 64
-    seq_lens: Annotated[list[SeqLen], Field(min_length=1, max_length=64)] = [512, 1024, 2048, 4096, 8192, 16384]
-    causal: bool = False
-    dtype: Dtype = "bf16"
-    direction: Literal["forward", "forward+backward"] = "forward"
-    layout: Literal["dense", "varlen"] = "dense"
-    varlen: VarlenLayout = VarlenLayout()
-    kernels: Annotated[list[SweepKernelChoice], Field(min_length=1, max_length=16)] = ["naive", "sdpa-flash"]
-    device: Device = "auto"
-    warmup: Annotated[int, Field(ge=0, le=1000)] = 3
-    repeats: Annotated[int, Field(ge=1, le=10_000)] = 20
-    check_error: bool = True
-    cell_timeout_s: TimeoutSeconds = 300.0
-    cpu_memory_budget_bytes: MemoryBudget | None = None
-
-    @model_validator(mode="after")
-    def _consistent(self) -> AttentionJobSpec:
-        kv = self.kv_heads or self.heads
-        if self.heads % kv:
-            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({kv})")
-        if len(set(self.kernels)) != len(self.kernels):
-            raise ValueError("kernels repeat a name")
-        return self
-

@@ -6,7 +6,7 @@ worker need not offer them to claim it.
 
 from __future__ import annotations
 
-from padbench.contract.spec import AttentionJobSpec
+from padbench.contract.attention_sweep import AttentionJobSpec
 from padbench.server.kinds.base import KIND_POLICIES, JobCost, KindPolicy, device_requirements, no_paths
 
 # An attention call is QKᵀ and AV: 2 matmuls of 2·L²·D FLOPs per head; forward+backward is ~3.5 forwards

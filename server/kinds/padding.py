@@ -5,7 +5,8 @@ job would feed through its model, and the data, tokenizer and model names it rea
 from __future__ import annotations
 
 from padbench.contract.model_spec import ModelSpec, weights_upper_bound
-from padbench.contract.spec import DataSpec, PaddingJobSpec
+from padbench.contract.padding import PaddingJobSpec
+from padbench.contract.spec import DataSpec
 from padbench.server.kinds.base import KIND_POLICIES, JobCost, KindPolicy, NamedPath, device_requirements
 
 # Training does a backward pass of about twice the forward's work (the usual 6·N vs 2·N per token).

@@ -8,15 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.results import PaddingResult
-from padbench.contract.spec import (
-    DataSpec,
-    MeasurementSpec,
-    ModelSpec,
-    PaddingJobSpec,
-    ProbeSpec,
-    StrategySpec,
-)
+from padbench.contract.spec import DataSpec, MeasurementSpec, ModelSpec, ProbeSpec, StrategySpec
 from padbench.worker.jobs.padding.probe.cache import ProbeCache
 from padbench.worker.jobs.padding.probe.trials import find_batch_size
 from padbench.worker.jobs.probing.oracle import ProbeFailed

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import torch
 
+from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.results import ProbeReport
-from padbench.contract.spec import DataSpec, PaddingJobSpec, StrategySpec
+from padbench.contract.spec import DataSpec, StrategySpec
 from padbench.worker.engine.batches import STRATEGIES, PaddedBatch
 from padbench.worker.engine.data import load_sequences
 from padbench.worker.engine.strategies.tiers import TieredStrategy, length_tiers

@@ -11,7 +11,7 @@ import transformers
 from padbench.contract.kinds import parse_job_spec
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.model_types import CAUSAL_LM_MODEL_TYPES, TRANSFORMERS_VERSION
-from padbench.contract.spec import PaddingJobSpec
+from padbench.contract.padding import PaddingJobSpec
 from padbench.worker.engine import model as model_module
 from padbench.worker.engine.model import ModelSourceError, model_config
 from padbench.worker.engine.model_support import UnsupportedModel, check_model_type

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from padbench.contract.experts import ExpertLoad
 from padbench.contract.model_spec import ModelSpec
-from padbench.contract.spec import PaddingJobSpec
+from padbench.contract.padding import PaddingJobSpec
 from padbench.report.padding import csv_rows, render_table
 from padbench.worker.engine import experts as experts_module
 from padbench.worker.engine.expert_load import summarize_load

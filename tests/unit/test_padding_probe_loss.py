@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from padbench.contract.spec import PaddingJobSpec
+from padbench.contract.padding import PaddingJobSpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS
 from padbench.worker.engine.batches import PackedBatch
 from padbench.worker.engine.model import build_model

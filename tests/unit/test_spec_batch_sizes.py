@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from padbench.contract.spec import PaddingJobSpec, StrategySpec
+from padbench.contract.padding import PaddingJobSpec
+from padbench.contract.spec import StrategySpec
 from padbench.worker.jobs.padding.auto_batch import expand_axes, needs_probe
 
 

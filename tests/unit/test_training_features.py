@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from padbench.contract.spec import ModelSpec, PaddingJobSpec
+from padbench.contract.padding import PaddingJobSpec
+from padbench.contract.spec import ModelSpec
 from padbench.contract.training import TrainingSpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS
 from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch

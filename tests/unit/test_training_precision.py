@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from padbench.contract.spec import PaddingJobSpec
+from padbench.contract.padding import PaddingJobSpec
 from padbench.worker.engine.attention.base import autocast_inputs
 from padbench.worker.jobs.padding.job import prepare_job, run_padding_job
 

@@ -13,7 +13,8 @@ import torch
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.experts import dense_model_experts_problem
 from padbench.contract.generate import GenerateJobSpec
-from padbench.contract.spec import JobSpecBase, PaddingJobSpec
+from padbench.contract.padding import PaddingJobSpec
+from padbench.contract.spec import JobSpecBase
 from padbench.report.padding import format_bytes
 from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures

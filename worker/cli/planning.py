@@ -13,7 +13,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from padbench.contract.spec import JobSpecBase, PaddingJobSpec
+from padbench.contract.padding import PaddingJobSpec
+from padbench.contract.spec import JobSpecBase
 from padbench.machine import cuda_gpu_present
 from padbench.report.terminal import console_for
 from padbench.worker.engine.memory_plan import (

@@ -16,7 +16,8 @@ import time
 import numpy as np
 
 from padbench.contract.model_spec import weights_upper_bound
-from padbench.contract.spec import JobSpecBase, PaddingJobSpec
+from padbench.contract.padding import PaddingJobSpec
+from padbench.contract.spec import JobSpecBase
 from padbench.machine import cuda_gpu_present
 from padbench.report.progress import format_duration
 from padbench.worker.engine.synthetic import DistributionError, get_distribution

@@ -33,8 +33,9 @@ from typing import Literal
 import torch
 
 from padbench.contract.model_spec import ModelSpec
+from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.parallel import InferenceParallelism, Parallelism
-from padbench.contract.spec import Dtype, PaddingJobSpec
+from padbench.contract.spec import Dtype
 from padbench.contract.training import RunPrecision, TrainingSpec, precision_run
 from padbench.worker.engine.adapters import AdaptersUnsupported, add_adapters, quantizable_linears
 from padbench.worker.engine.experts import inactive_parameters

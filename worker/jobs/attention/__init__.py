@@ -13,8 +13,8 @@ Listing capabilities loads only `kernels`: nothing here imports torch.
 
 from __future__ import annotations
 
+from padbench.contract.attention_sweep import AttentionJobSpec
 from padbench.contract.results import AttentionResult
-from padbench.contract.spec import AttentionJobSpec
 from padbench.worker.jobs import JOB_RUNNERS, PartialFn
 from padbench.worker.runtime.progress import ProgressFn
 

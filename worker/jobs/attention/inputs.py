@@ -19,7 +19,8 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from padbench.contract.spec import AttentionJobSpec, Dtype
+from padbench.contract.attention_sweep import AttentionJobSpec
+from padbench.contract.spec import Dtype
 from padbench.worker.engine.synthetic import get_distribution
 
 TORCH_DTYPES: dict[Dtype, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}

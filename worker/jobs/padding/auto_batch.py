@@ -17,8 +17,9 @@ import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.batch_size import auto_times
+from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.results import BatchTier, ProbeReport, StrategyResult
-from padbench.contract.spec import PaddingJobSpec, StrategySpec
+from padbench.contract.spec import StrategySpec
 from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES
 from padbench.worker.engine.strategies.tiers import TieredStrategy, Tiers, length_tiers

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
+from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.parallel import Parallelism
-from padbench.contract.spec import PaddingJobSpec
 from padbench.contract.training import RunPrecision
 from padbench.worker.engine.data import TokenizedData
 from padbench.worker.engine.loss import TrainingLoss, resolve_loss

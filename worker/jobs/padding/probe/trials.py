@@ -24,8 +24,9 @@ from typing import Literal
 
 import torch
 
+from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.results import ProbeReport
-from padbench.contract.spec import PaddingJobSpec, StrategySpec
+from padbench.contract.spec import StrategySpec
 from padbench.contract.training import RunPrecision, precision_run
 from padbench.worker.engine.attention import ATTENTION_KERNELS
 from padbench.worker.engine.model import model_config
