@@ -17,9 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from padbench.contract.attention_sweep import AttentionResult
 from padbench.contract.generate import GenerateResult, GenerateRow
+from padbench.contract.padding import PaddingResult, StrategyResult
 from padbench.contract.registry import Registry
-from padbench.contract.results import AttentionResult, JobResultBase, PaddingResult, Spread, StrategyResult
+from padbench.contract.results import JobResultBase, Spread
 from padbench.report.experts import compare_kernel
 from padbench.report.generate_verdict import row_label
 from padbench.report.identity import title

@@ -20,9 +20,8 @@ import time
 import typing
 from pathlib import Path
 
-from padbench.contract.attention_sweep import AttentionJobSpec, SweepKernelName
+from padbench.contract.attention_sweep import AttentionJobSpec, AttentionResult, SweepKernelName
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.contract.results import AttentionResult
 from padbench.report.attention import render_table
 from padbench.worker.jobs.attention.job import run_attention_job
 

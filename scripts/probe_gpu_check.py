@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.contract.padding import PaddingJobSpec
-from padbench.contract.results import PaddingResult, ProbeReport
+from padbench.contract.padding import PaddingJobSpec, PaddingResult
+from padbench.contract.results import ProbeReport
 from padbench.contract.spec import ModelSpec, ProbeSpec, StrategySpec
 from padbench.worker.engine.batches import STRATEGIES, PackedBatch
 from padbench.worker.engine.strategies import packed  # noqa: F401  (registers the strategies)

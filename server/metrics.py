@@ -24,7 +24,8 @@ from sqlalchemy.orm import Session
 from padbench.contract.api import JobStatus
 from padbench.contract.generate import GenerateResult
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.contract.results import JobResultBase, PaddingResult
+from padbench.contract.padding import PaddingResult
+from padbench.contract.results import JobResultBase
 from padbench.report.identity import device_name, model_name
 from padbench.server.api.deps import ViewerAuth
 from padbench.server.db.clock import db_now

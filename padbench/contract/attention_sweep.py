@@ -1,5 +1,6 @@
-"""The attention kind's job spec: a sweep of attention kernels over sequence lengths, on random inputs of the
-shape it names (no model), dense or packed into varlen batches of a length distribution's sequences."""
+"""The attention kind's contract: its job spec, a sweep of attention kernels over sequence lengths on random inputs
+of the shape it names (no model), dense or packed into varlen batches of a length distribution's sequences; and its
+result, one `AttentionCell` per (kernel, sequence length)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from padbench.contract.bounds import Label, Seed
+from padbench.contract.results import JobResultBase, PartialResult, ResultModel, check_partial_rows
 from padbench.contract.spec import Device, Dtype, JobSpecBase, MemoryBudget, SeqLen, StrictModel, TimeoutSeconds
 
 # In an attention sweep, transformers' eager attention (scores materialised, softmax, then values) is `naive`.
@@ -60,4 +62,34 @@ class AttentionJobSpec(JobSpecBase):
             raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({kv})")
         if len(set(self.kernels)) != len(self.kernels):
             raise ValueError("kernels repeat a name")
+        return self
+
+
+# --- results -------------------------------------------------------------------------------------------
+
+class AttentionCell(ResultModel):
+    kernel: str
+    seq_len: int
+    status: Literal["ok", "oom", "unsupported", "error"]
+    reason: str | None = None
+    median_ms: float | None = None
+    p10_ms: float | None = None
+    p90_ms: float | None = None
+    tflops: float | None = None
+    fraction_of_matmul: float | None = None
+    peak_memory_bytes: int | None = None  # above the inputs
+    rel_error: float | None = None
+    warmup_ms: float | None = None  # first call, including any JIT compilation
+
+
+class AttentionResult(JobResultBase):
+    kind: Literal["attention"] = "attention"
+    spec: AttentionJobSpec
+    matmul_tflops: float | None = None  # measured in the same run, for context
+    cells: list[AttentionCell]
+    partial: PartialResult | None = None
+
+    @model_validator(mode="after")
+    def _partial_counts_the_rows(self) -> AttentionResult:
+        check_partial_rows(self.partial, len(self.cells))
         return self

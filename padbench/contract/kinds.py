@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeAlias, TypeVar, U
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from padbench.contract.attention_sweep import AttentionJobSpec
+from padbench.contract.attention_sweep import AttentionJobSpec, AttentionResult
 from padbench.contract.generate import GenerateJobSpec, GenerateResult
-from padbench.contract.padding import PaddingJobSpec
+from padbench.contract.padding import PaddingJobSpec, PaddingResult
 from padbench.contract.registry import Registry
-from padbench.contract.results import AttentionResult, JobResultBase, PaddingResult
+from padbench.contract.results import JobResultBase
 from padbench.contract.spec import JobSpecBase
 
 # A spec that names no kind is a padding job: padding was the only kind when the first specs were written.

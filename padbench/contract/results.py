@@ -1,5 +1,8 @@
 """Result schemas: what a job produces, stored by the server, printed and exported by the client.
 
+This module holds what the kinds' results share (the base `JobResultBase`, the environment, spreads, memory,
+GPU activity, probe reports, partial results); each kind's own result lives beside its spec.
+
 A figure that was not measured is `None`, never a placeholder number; a strategy whose run was too
 short or failed its correctness gate says so in `valid` / `invalid_reason`.
 """
@@ -8,14 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from padbench.contract.attention_sweep import AttentionJobSpec
-from padbench.contract.experts import ExpertLoad
-from padbench.contract.padding import PaddingJobSpec
-from padbench.contract.parallel import ParallelRun, RankShares
-from padbench.contract.spec import CompileChoice, JobSpecBase, strategy_label
-from padbench.contract.training import StepSplit, TrainingRun
+from padbench.contract.spec import JobSpecBase
 
 
 class ResultModel(BaseModel):
@@ -156,77 +154,6 @@ class GpuActivity(ResultModel):
     throttled: bool = False
 
 
-class CompileReport(ResultModel):
-    """Whether a row ran compiled by torch.compile, why, and what compiling cost (in no measured second).
-
-    The step times come from a few steps timed before the warm-up, eagerly and then compiled; `auto` keeps the
-    compiled model when the time it saves over the measured run's steps exceeds the compile time.
-    """
-
-    requested: CompileChoice
-    compiled: bool
-    scope: Literal["model", "decoder-layers"] | None = None  # what was compiled: None when nothing was
-    compile_seconds: Annotated[float, Field(ge=0, le=1e6)] | None = None  # first compiled step beyond the others
-    eager_step_s: Annotated[float, Field(ge=0, le=1e6)] | None = None  # median of the eager steps timed
-    compiled_step_s: Annotated[float, Field(ge=0, le=1e6)] | None = None  # median of the compiled steps timed
-    reason: Annotated[str, Field(max_length=1000)]
-
-
-class StrategyResult(ResultModel):
-    strategy: str  # "static", "dynamic", "binned", "packed", "wrapped"
-    n_bins: int | None = None
-    pad_to_multiple_of: int | None = None
-    # True where the layout runs documents together in one attention span (`wrapped`): its tokens see earlier
-    # documents, so it computes another function than the per-sequence layouts and was gated against its own
-    # rows run alone.
-    crosses_documents: bool = False
-    attention: str  # as requested
-    kernel: str  # what actually ran, e.g. "torch-flash-varlen", "flash-attn-cute", "eager-block-mask"
-    # Models with fewer key/value heads than query heads: whether the kernel took them as they are
-    # ("native") or repeated them per query group first ("expanded"); None for models without GQA.
-    gqa: Literal["native", "expanded"] | None = None
-    # Mixtures of experts: transformers' experts implementation that ran (None for dense models), and how the
-    # router spread the row's tokens over the experts.
-    experts: Annotated[str, Field(max_length=64)] | None = None
-    expert_load: ExpertLoad | None = None
-    batch_size: int | None  # None only when `batch_size: auto` could not be probed
-    status: Literal["ok", "invalid", "failed"]
-    invalid_reason: str | None = None
-    error: str | None = None
-    # Headline: Σ real tokens / Σ measured seconds. None unless measured and valid.
-    tokens_per_s: float | None = None
-    speedup_vs_static: float | None = None
-    median_batch_tokens_per_s: float | None = None
-    p90_batch_tokens_per_s: float | None = None
-    repeat_tokens_per_s: Annotated[list[Rate], Field(max_length=100)] | None = None  # each repeat's headline
-    spread: Spread | None = None  # None with a single repeat: one number has no spread
-    gpu_activity: GpuActivity | None = None  # None on CPU or without NVML
-    padding_efficiency: float | None = None  # real tokens / computed tokens
-    real_tokens: int | None = None
-    computed_tokens: int | None = None
-    batches: int | None = None
-    measured_seconds: float | None = None
-    warmup_seconds: float | None = None
-    mfu: float | None = None  # achieved FLOP/s over the datasheet peak
-    mfu_vs_matmul: float | None = None  # achieved FLOP/s over the GEMM rate measured in the same job
-    memory: MemoryStats | None = None
-    max_logit_error: float | None = None
-    logit_tolerance: float | None = None
-    correctness_passed: bool | None = None
-    probe: ProbeReport | None = None
-    # `batch_size: auto:N`: N as asked, and the sizes chosen, shortest sequences first (a layout whose batches
-    # all share one worst case has one tier, `longest` max_length)
-    auto_times: Annotated[int, Field(ge=1, le=16)] | None = None
-    batch_tiers: Annotated[list[BatchTier], Field(max_length=16)] | None = None
-    per_rank: RankShares | None = None  # jobs on several GPUs: each rank's share of this row
-    step_split: StepSplit | None = None  # training: forward, backward and optimizer time per step
-    compilation: CompileReport | None = None  # None when the job's compile is false
-
-    @property
-    def label(self) -> str:
-        return strategy_label(self.strategy, self.n_bins, self.pad_to_multiple_of)
-
-
 # Above the most rows a result can hold: 32 strategies × 16 batch sizes, or 16 kernels × 64 sequence lengths.
 MAX_RESULT_ROWS = 4096
 RowCount = Annotated[int, Field(ge=1, le=MAX_RESULT_ROWS)]
@@ -270,54 +197,3 @@ class JobResultBase(ResultModel):
 
     if TYPE_CHECKING:  # declared for type checkers only: see above
         partial: PartialResult | None
-
-
-class PaddingResult(JobResultBase):
-    kind: Literal["padding"] = "padding"
-    spec: PaddingJobSpec
-    model_parameters: int
-    # Mixtures of experts: the parameters one token goes through (router, its top-k experts, shared ones, the
-    # rest of the model); None for dense models, where every parameter is active.
-    active_parameters: int | None = None
-    flops_per_token: float
-    matmul_tflops: float | None = None  # the device's GEMM rate in the job's dtype, measured in the same job
-    num_sequences: int
-    real_tokens_total: int
-    parallel: ParallelRun | None = None  # jobs on several GPUs (or processes): how they spread the work
-    training: TrainingRun | None = None  # training jobs: how they trained
-    strategies: list[StrategyResult]
-    partial: PartialResult | None = None
-
-    @model_validator(mode="after")
-    def _partial_counts_the_rows(self) -> PaddingResult:
-        check_partial_rows(self.partial, len(self.strategies))
-        return self
-
-
-class AttentionCell(ResultModel):
-    kernel: str
-    seq_len: int
-    status: Literal["ok", "oom", "unsupported", "error"]
-    reason: str | None = None
-    median_ms: float | None = None
-    p10_ms: float | None = None
-    p90_ms: float | None = None
-    tflops: float | None = None
-    fraction_of_matmul: float | None = None
-    peak_memory_bytes: int | None = None  # above the inputs
-    rel_error: float | None = None
-    warmup_ms: float | None = None  # first call, including any JIT compilation
-
-
-class AttentionResult(JobResultBase):
-    kind: Literal["attention"] = "attention"
-    spec: AttentionJobSpec
-    matmul_tflops: float | None = None  # measured in the same run, for context
-    cells: list[AttentionCell]
-    partial: PartialResult | None = None
-
-    @model_validator(mode="after")
-    def _partial_counts_the_rows(self) -> AttentionResult:
-        check_partial_rows(self.partial, len(self.cells))
-        return self
-

@@ -10,9 +10,11 @@ from __future__ import annotations
 import csv
 import io
 
+from padbench.contract.attention_sweep import AttentionResult
 from padbench.contract.generate import GenerateResult
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.contract.results import AttentionResult, JobResultBase, PaddingResult
+from padbench.contract.padding import PaddingResult
+from padbench.contract.results import JobResultBase
 from padbench.report import attention, generate, generate_verdict, padding, terminal, verdict
 from padbench.report.identity import identity
 from padbench.report.kind import REPORTS, KindReport, report_for

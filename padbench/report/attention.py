@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from padbench.contract.results import AttentionCell, AttentionResult
+from padbench.contract.attention_sweep import AttentionCell, AttentionResult
 from padbench.report.columns import align
 from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.padding import MISSING, format_bytes

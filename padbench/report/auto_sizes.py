@@ -3,7 +3,7 @@ the probe chose for which sequences."""
 
 from __future__ import annotations
 
-from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.contract.padding import PaddingResult, StrategyResult
 
 
 def batch_cell(row: StrategyResult) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from padbench.contract.results import CompileReport, PaddingResult, StrategyResult
+from padbench.contract.padding import CompileReport, PaddingResult, StrategyResult
 from padbench.report.experts import kernel_cell
 
 

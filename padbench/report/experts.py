@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from padbench.contract.experts import ExpertLoad
-from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.contract.padding import PaddingResult, StrategyResult
 
 
 def kernel_cell(row: StrategyResult) -> str:

@@ -10,15 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from padbench.contract.results import (
-    Environment,
-    GpuActivity,
-    MemoryStats,
-    PaddingResult,
-    ProbeReport,
-    Spread,
-    StrategyResult,
-)
+from padbench.contract.padding import PaddingResult, StrategyResult
+from padbench.contract.results import Environment, GpuActivity, MemoryStats, ProbeReport, Spread
 from padbench.report.auto_sizes import batch_cell, tier_lines, tiers_field
 from padbench.report.columns import align
 from padbench.report.compilation import compile_fields, compile_lines, compiled_rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.contract.padding import PaddingResult, StrategyResult
 from padbench.report.experts import compare_kernel
 
 

@@ -14,7 +14,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from padbench.contract.results import JobResultBase, PaddingResult
+from padbench.contract.padding import PaddingResult
+from padbench.contract.results import JobResultBase
 from padbench.report import padding
 from padbench.report.columns import PLAIN_WIDTH
 from padbench.report.experts import load_lines

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from padbench.contract.results import GpuActivity, JobResultBase, PaddingResult, Spread, StrategyResult
+from padbench.contract.padding import PaddingResult, StrategyResult
+from padbench.contract.results import GpuActivity, JobResultBase, Spread
 from padbench.contract.spec import MeasurementSpec
 from padbench.contract.student_t import Moments, means_differ_95, ratio_interval_95
 from padbench.report.experts import compare_kernel

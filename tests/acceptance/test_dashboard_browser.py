@@ -21,7 +21,7 @@ import pytest
 
 from padbench.contract.api import Capabilities
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.contract.results import PaddingResult
+from padbench.contract.padding import PaddingResult
 from padbench.report.verdict import verdict_lines
 from padbench.worker.supervisor.api import WorkerApi
 from tests.acceptance.conftest import LiveServer, running_worker

@@ -11,7 +11,7 @@ import yaml
 
 from padbench.contract.api import JobStatus
 from padbench.contract.generate import GenerateResult
-from padbench.contract.results import PaddingResult
+from padbench.contract.padding import PaddingResult
 from tests.acceptance.conftest import LiveServer, Worker, process_gone, read_proc, running_worker
 from tests.acceptance.specs import FAILING, GENERATE, LONG, MISSING_MODEL, QUICK
 

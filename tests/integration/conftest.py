@@ -27,9 +27,10 @@ from sqlalchemy import create_engine, text, update
 from sqlalchemy.engine import make_url
 
 from padbench.contract.api import Capabilities
-from padbench.contract.attention_sweep import AttentionJobSpec
+from padbench.contract.attention_sweep import AttentionJobSpec, AttentionResult
 from padbench.contract.kinds import JOB_RESULT_ADAPTER, JOB_SPEC_ADAPTER, parse_job_spec
-from padbench.contract.results import AttentionResult, Environment, PaddingResult
+from padbench.contract.padding import PaddingResult
+from padbench.contract.results import Environment
 from padbench.server import queue
 from padbench.server.core.config import Settings
 from padbench.server.core.security import Role, token_file_line

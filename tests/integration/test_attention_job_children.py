@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from padbench.contract.attention_sweep import AttentionJobSpec
-from padbench.contract.results import AttentionResult
+from padbench.contract.attention_sweep import AttentionJobSpec, AttentionResult
 from padbench.report.attention import render_table
 from padbench.worker.jobs.attention import cells as cells_module
 from padbench.worker.jobs.attention.cells import run_cells

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from padbench.contract.results import PaddingResult
+from padbench.contract.padding import PaddingResult
 from padbench.report.padding import csv_rows, render_table
 from padbench.worker.runtime.launcher import launch_job
 

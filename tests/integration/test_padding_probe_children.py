@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from padbench.contract.padding import PaddingJobSpec
-from padbench.contract.results import PaddingResult
+from padbench.contract.padding import PaddingJobSpec, PaddingResult
 from padbench.contract.spec import DataSpec, MeasurementSpec, ModelSpec, ProbeSpec, StrategySpec
 from padbench.worker.jobs.padding.probe.cache import ProbeCache
 from padbench.worker.jobs.padding.probe.trials import find_batch_size

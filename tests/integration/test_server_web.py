@@ -11,7 +11,7 @@ import pytest
 
 from padbench.contract.api import Capabilities, VerdictOut
 from padbench.contract.kinds import JOB_RESULT_ADAPTER, parse_job_spec
-from padbench.contract.results import PaddingResult, StrategyResult
+from padbench.contract.padding import PaddingResult, StrategyResult
 from padbench.report.generate_verdict import verdict_lines as generate_verdict_lines
 from padbench.report.verdict import verdict_lines, verdict_out
 from padbench.worker.engine.spread import repeat_spread

@@ -14,7 +14,8 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.ticker import EngFormatter
 
 from padbench.client.plot import draw, rate_formatter, save_plot
-from padbench.contract.results import PaddingResult, Spread
+from padbench.contract.padding import PaddingResult
+from padbench.contract.results import Spread
 from tests.generate_result import context_result, generate_result, row, rows_at
 from tests.unit.test_report_padding import sample_result
 

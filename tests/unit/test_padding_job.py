@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import torch
 
-from padbench.contract.padding import PaddingJobSpec
+from padbench.contract.padding import PaddingJobSpec, PaddingResult, StrategyResult
 from padbench.contract.registry import Registry
-from padbench.contract.results import GpuActivity, PaddingResult, StrategyResult
+from padbench.contract.results import GpuActivity
 from padbench.contract.spec import StrategySpec
 from padbench.report.padding import render_table
 from padbench.worker.engine import steps

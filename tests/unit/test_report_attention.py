@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from padbench.contract.attention_sweep import AttentionJobSpec
-from padbench.contract.results import AttentionCell, AttentionResult, Environment, PartialResult
+from padbench.contract.attention_sweep import AttentionCell, AttentionJobSpec, AttentionResult
+from padbench.contract.results import Environment, PartialResult
 from padbench.report import render_csv
 from padbench.report.attention import METRICS, csv_rows, render_table
 

@@ -6,8 +6,8 @@ import csv
 import io
 
 from padbench.contract.experts import ExpertLoad, LayerLoad
-from padbench.contract.padding import PaddingJobSpec
-from padbench.contract.results import Environment, MemoryStats, PaddingResult, PartialResult, StrategyResult
+from padbench.contract.padding import PaddingJobSpec, PaddingResult, StrategyResult
+from padbench.contract.results import Environment, MemoryStats, PartialResult
 from padbench.report import render, render_csv
 from padbench.report.padding import COLUMNS, WINNER_MARK, comparison_figures, csv_rows, format_bytes, render_table
 from padbench.report.verdict import summary

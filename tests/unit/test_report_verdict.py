@@ -6,8 +6,8 @@ from typing import Any
 
 from padbench.contract.api import VerdictOut
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.contract.padding import PaddingJobSpec
-from padbench.contract.results import Environment, GpuActivity, PaddingResult, ProbeAttempt, ProbeReport, StrategyResult
+from padbench.contract.padding import PaddingJobSpec, PaddingResult, StrategyResult
+from padbench.contract.results import Environment, GpuActivity, ProbeAttempt, ProbeReport
 from padbench.contract.student_t import t_quantile_975
 from padbench.report.padding import WINNER_MARK, csv_rows, render_table, table_rows
 from padbench.report.verdict import curve_lines, verdict_lines, verdict_out

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from padbench.contract.padding import PaddingJobSpec
-from padbench.contract.results import Environment, PaddingResult
+from padbench.contract.padding import PaddingJobSpec, PaddingResult
+from padbench.contract.results import Environment
 from padbench.report.padding import render_table
 
 MAPPED: list[tuple[dict[str, Any], str]] = [

@@ -13,8 +13,7 @@ Listing capabilities loads only `kernels`: nothing here imports torch.
 
 from __future__ import annotations
 
-from padbench.contract.attention_sweep import AttentionJobSpec
-from padbench.contract.results import AttentionResult
+from padbench.contract.attention_sweep import AttentionJobSpec, AttentionResult
 from padbench.worker.jobs import JOB_RUNNERS, PartialFn
 from padbench.worker.runtime.progress import ProgressFn
 

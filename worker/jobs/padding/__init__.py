@@ -8,8 +8,7 @@
 
 from __future__ import annotations
 
-from padbench.contract.padding import PaddingJobSpec
-from padbench.contract.results import PaddingResult
+from padbench.contract.padding import PaddingJobSpec, PaddingResult
 from padbench.worker.jobs import JOB_RUNNERS, PartialFn
 from padbench.worker.runtime.progress import ProgressFn
 

@@ -17,8 +17,8 @@ import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.batch_size import auto_times
-from padbench.contract.padding import PaddingJobSpec
-from padbench.contract.results import BatchTier, ProbeReport, StrategyResult
+from padbench.contract.padding import PaddingJobSpec, StrategyResult
+from padbench.contract.results import BatchTier, ProbeReport
 from padbench.contract.spec import StrategySpec
 from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
 from padbench.worker.engine.batches import STRATEGIES

@@ -22,7 +22,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from padbench.contract.results import CompileReport
+from padbench.contract.padding import CompileReport
 from padbench.contract.spec import CompileChoice, MeasurementSpec
 from padbench.worker.engine import steps
 from padbench.worker.engine.compilation import compile_layers, uncompile_layers

@@ -16,9 +16,9 @@ import torch
 from transformers import PreTrainedModel
 
 from padbench.contract.experts import dense_model_experts_problem
-from padbench.contract.padding import PaddingJobSpec
+from padbench.contract.padding import PaddingJobSpec, PaddingResult, StrategyResult
 from padbench.contract.parallel import Parallelism, ParallelRun
-from padbench.contract.results import Environment, PaddingResult, PartialResult, StrategyResult
+from padbench.contract.results import Environment, PartialResult
 from padbench.contract.spec import DataSpec
 from padbench.contract.training import RunPrecision, TrainingRun, precision_run
 from padbench.worker.engine import flops

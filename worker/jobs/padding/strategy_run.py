@@ -13,7 +13,8 @@ import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.experts import ExpertLoad
-from padbench.contract.results import CompileReport, GpuActivity, MemoryStats, StrategyResult
+from padbench.contract.padding import CompileReport, StrategyResult
+from padbench.contract.results import GpuActivity, MemoryStats
 from padbench.contract.spec import MeasurementSpec, StrategySpec
 from padbench.contract.training import StepSplit
 from padbench.worker.engine import flops
