@@ -15,9 +15,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 
 from padbench.contract.batch_size import BatchSizeChoice
 from padbench.contract.bounds import MAX_REPEATS, GpuName, Label, Name, PathName, Seed, WorkerLabels, refusing_urls
-from padbench.contract.experts import (
-    ExpertsName,
-)
+from padbench.contract.experts import ExpertsName
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import GpuCount
 
