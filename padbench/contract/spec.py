@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic_core import PydanticCustomError
 
 from padbench.contract.batch_size import BatchSizeChoice
 from padbench.contract.bounds import MAX_REPEATS, GpuName, Label, Name, PathName, Seed, WorkerLabels, refusing_urls
 from padbench.contract.experts import ExpertsName
+from padbench.contract.hub_dataset import is_hub_dataset, parse_hub_dataset
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import GpuCount
 
@@ -68,8 +70,19 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+def _hub_dataset_form(source: str) -> str:
+    # An `hf:` source is never checked against the worker's roots, so it must not be able to name a local path.
+    if is_hub_dataset(source):
+        try:
+            parse_hub_dataset(source)
+        except ValueError as error:
+            raise PydanticCustomError("hub_dataset", "{reason}", {"reason": str(error)}) from None
+    return source
+
+
 DataSource = Annotated[PathName, refusing_urls(
-    "name a local file (relative to the worker's data root), an hf: data set (hf:NAME[:CONFIG[:SPLIT]]) or synthetic")]
+    "name a local file (relative to the worker's data root), an hf: data set (hf:NAME[:CONFIG[:SPLIT]]) or synthetic"),
+    AfterValidator(_hub_dataset_form)]
 TokenizerName = Annotated[PathName, refusing_urls(
     "name a local directory (relative to the worker's model or data root) or a tokenizer on the Hugging Face hub "
     "(e.g. google-bert/bert-base-uncased)")]

@@ -4,6 +4,7 @@ job would feed through its model, and the data, tokenizer and model names it rea
 
 from __future__ import annotations
 
+from padbench.contract.hub_dataset import is_hub_dataset
 from padbench.contract.model_spec import ModelSpec, weights_upper_bound
 from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.spec import DataSpec
@@ -11,9 +12,9 @@ from padbench.server.kinds.base import KIND_POLICIES, JobCost, KindPolicy, Named
 
 # Training does a backward pass of about twice the forward's work (the usual 6·N vs 2·N per token).
 TRAINING_FACTOR = 3
-# Data sources that are not files: generated, or read from the Hugging Face hub.
+# A data source that is not a file: generated. Hub data sets (`hf:`) are not files either; the contract
+# admits only names of the Hub's form for them.
 NOT_FILES = ("synthetic",)
-HUB_PREFIX = "hf:"
 
 
 def padding_requirements(spec: PaddingJobSpec) -> set[str]:
@@ -37,7 +38,7 @@ def padding_cost(spec: PaddingJobSpec) -> JobCost:
 def model_and_data_paths(data: DataSpec, model: ModelSpec) -> list[NamedPath]:
     """The file names of the specs of kinds that read data and build a model: the source, tokenizer, model."""
     found: list[NamedPath] = []
-    if data.source not in NOT_FILES and not data.source.startswith(HUB_PREFIX):
+    if data.source not in NOT_FILES and not is_hub_dataset(data.source):
         found.append((["spec", "data", "source"], data.source))
     if data.tokenizer is not None:
         found.append((["spec", "data", "tokenizer"], data.tokenizer))

@@ -143,6 +143,20 @@ def test_file_names_leaving_the_worker_roots_are_422_naming_the_field(live_serve
         assert fine.status_code == 201
 
 
+@pytest.mark.parametrize("source", ["hf:/etc", "hf:../..", "hf:~", "hf:../../etc/passwd", "hf:/tmp:default:train",
+                                    "hf:org/../../etc", "hf:json", "hf:name:../x"])
+def test_a_hub_data_source_that_could_read_local_files_is_422_naming_the_field(any_live_server: LiveServer,
+                                                                              source: str) -> None:
+    # `hf:` sources skip the roots check, so only the Hub's own names are let through.
+    data = {"source": source, "tokenizer": "bert-base-uncased"}
+    with any_live_server.client("submitter") as user:
+        response = user.post("/v1/jobs", json={"spec": {**SPEC, "data": data}})
+        assert response.status_code == 422 and locations(response) == {"spec.data.source"}
+        assert user.get("/v1/jobs").json()["total"] == 0
+        hub = user.post("/v1/jobs", json={"spec": {**SPEC, "data": {**data, "source": "hf:Salesforce/wikitext"}}})
+        assert hub.status_code == 201
+
+
 def test_a_model_written_as_a_url_is_422_naming_the_field(live_server: LiveServer) -> None:
     with live_server.client("submitter") as user:
         response = user.post("/v1/jobs", json={"spec": {**SPEC, "model": "file:///etc"}})

@@ -152,7 +152,6 @@ def test_synthetic_sequences_avoid_special_ids(tokenizer_dir: Path) -> None:
     ({"source": "/nonexistent/corpus.txt"}, "data.source", "no file matches"),
     ({"source": "corpus.xml"}, "data.source", "unknown file type"),
     ({"source": "hf:wikitext:no-such-config-here:train"}, "data.source", "offline"),
-    ({"source": "hf:"}, "data.source", "hf:NAME"),
     ({"text_field": "body"}, "data.text_field", "no field 'body'"),
     ({"num_samples": 6, "with_replacement": False}, "data.num_samples", "only 5 non-empty lines"),
     ({"tokenizer": "/nonexistent/tokenizer"}, "data.tokenizer", "cannot load"),

@@ -292,3 +292,12 @@ def test_a_spec_naming_a_file_outside_the_roots_fails_without_running_the_child(
     run_one(server, "run_until_killed", escaping, data_roots=(tmp_path,))
     assert server.last("fail")["error"].startswith("error: data.source: '/etc/passwd' must be relative")
     assert not pid_file.exists()
+
+
+def test_a_hub_data_source_naming_a_local_path_fails_without_running_the_child(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    server = FakeServer()
+    escaping = {"pid_file": str(pid_file), "data": {"source": "hf:../..", "tokenizer": "bert-base-uncased"}}
+    run_one(server, "run_until_killed", escaping)
+    assert server.last("fail")["error"].startswith("error: data.source: '../..' is not a Hub data set id")
+    assert not pid_file.exists()

@@ -20,8 +20,10 @@ from typing import Any
 import datasets
 import numpy as np
 from datasets.exceptions import DatasetsError
+from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
+from padbench.contract.hub_dataset import PACKAGED_BUILDERS, HubDataset, is_hub_dataset, parse_hub_dataset
 from padbench.contract.spec import DataSpec
 from padbench.worker.engine.synthetic import DistributionError, get_distribution
 from padbench.worker.runtime.isolation import SpecProblem
@@ -29,7 +31,6 @@ from padbench.worker.runtime.progress import ProgressFn
 from padbench.worker.runtime.settings import WorkerSettings
 
 SYNTHETIC = "synthetic"
-HUB_PREFIX = "hf:"
 # Local files by suffix → the `datasets` packaged builder that reads them.
 FILE_BUILDERS: dict[str, str] = {
     ".txt": "text", ".raw": "text", ".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv",
@@ -157,7 +158,7 @@ def tokenize_corpus(data: DataSpec, tokenizer: PreTrainedTokenizerBase, cache_di
 
 
 def read_source(source: str, cache_dir: Path) -> tuple[datasets.Dataset, str]:
-    if source.startswith(HUB_PREFIX):
+    if is_hub_dataset(source):
         return read_hub_dataset(source)
     suffix = Path(source).suffix.lower()
     builder = FILE_BUILDERS.get(suffix)
@@ -177,17 +178,27 @@ def read_source(source: str, cache_dir: Path) -> tuple[datasets.Dataset, str]:
 
 def read_hub_dataset(source: str) -> tuple[datasets.Dataset, str]:
     """`hf:NAME[:CONFIG[:SPLIT]]`, split defaulting to train. Hub data stays in the Hugging Face cache."""
-    parts = source[len(HUB_PREFIX):].split(":")
-    if not parts[0] or len(parts) > 3:
-        raise DataError(f"data.source: {source!r} is not of the form hf:NAME[:CONFIG[:SPLIT]]")
-    name, config, split = [*parts, None, None][:3]
-    split = split or "train"
+    hub = hub_dataset(source)
     try:
-        raw = datasets.load_dataset(name, config or None, split=split)
+        raw = datasets.load_dataset(hub.name, hub.config, split=hub.split)
     except (OSError, ValueError, DatasetsError) as error:
         offline = " (the hub is offline: only datasets already in the local cache load)" if _hub_offline() else ""
         raise DataError(f"data.source: cannot load Hugging Face dataset {source!r}{offline}: {error}") from error
     return raw, f"{source} (Hugging Face dataset)"
+
+
+def hub_dataset(source: str) -> HubDataset:
+    """The Hub data set `source` names, refused when `datasets` would read it from the local file system instead:
+    a name outside the Hub's form, one of the builders this `datasets` packages, or a name that exists as a path
+    in the working directory (which `load_dataset` prefers to the Hub)."""
+    try:
+        hub = parse_hub_dataset(source, PACKAGED_BUILDERS | frozenset(_PACKAGED_DATASETS_MODULES))
+    except ValueError as error:
+        raise DataError(f"data.source: {error}") from None
+    if os.path.lexists(hub.name):
+        raise DataError(f"data.source: {hub.name!r} is also a path in the working directory, which datasets would "
+                        "read instead of the Hub; write the path without hf: to read the local copy")
+    return hub
 
 
 def _hub_offline() -> bool:

@@ -6,7 +6,9 @@ name is resolved with `realpath`, symlinks included, and must land inside the re
 job runs then holds that real path, so nothing later opens a path that could change meaning. A name that
 escapes a root, is missing or cannot be read gets one and the same answer, so a job cannot tell which,
 and nothing is opened to find out. With no roots set only `synthetic`, `hf:` sources and hub model and
-tokenizer names run. `padbench run` on one's own machine never comes through here: it reads any local path.
+tokenizer names run. An `hf:` source is checked for the Hub's form again here (the contract's rule), so a
+spec stored before that check, or sent by another server, cannot hand `datasets` a local path. `padbench run`
+on one's own machine never comes through here: it reads any local path.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from padbench.contract.hub_dataset import is_hub_dataset, parse_hub_dataset
+
 NOT_FILES = ("synthetic",)
-HUB_PREFIX = "hf:"
 # `name` or `org/name` on the Hugging Face hub.
 HUB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
 
@@ -49,12 +52,21 @@ def resolve(name: str, roots: Sequence[Path], field: str, variables: str, hub_al
     raise PathRefused(f"{field}: {name!r} is not a readable file or directory under this worker's roots ({variables})")
 
 
+def check_hub_dataset(source: str) -> None:
+    try:
+        parse_hub_dataset(source)
+    except ValueError as error:
+        raise PathRefused(f"data.source: {error}") from None
+
+
 def confine_spec_paths(spec: dict[str, Any], data_roots: Sequence[Path], model_roots: Sequence[Path]) -> dict[str, Any]:
     """A copy of the spec document with every file name replaced by its real path inside the roots."""
     confined = copy.deepcopy(spec)
     data, model = confined.get("data") or {}, confined.get("model") or {}
     source = data.get("source")
-    if isinstance(source, str) and source not in NOT_FILES and not source.startswith(HUB_PREFIX):
+    if isinstance(source, str) and is_hub_dataset(source):
+        check_hub_dataset(source)
+    elif isinstance(source, str) and source not in NOT_FILES:
         data["source"] = resolve(source, data_roots, "data.source", "PADBENCH_DATA_ROOTS", hub_allowed=False)
     if isinstance(data.get("tokenizer"), str):
         data["tokenizer"] = resolve(data["tokenizer"], [*model_roots, *data_roots], "data.tokenizer",
