@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 from triton.runtime.errors import OutOfResources
 
-from padbench.worker.engine.copy_rate import measure_copy_bytes_per_s
 from padbench.worker.engine.decoding.split_k import SplitK, split_k_partials
+from padbench.worker.engine.measure.copy_rate import measure_copy_bytes_per_s
 from padbench.worker.runtime.graph_timing import graph_micros
 
 LAYERS = 28

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from padbench.worker.engine.attention import flex, masks, ops
-from padbench.worker.engine.measure import mean_call_milliseconds
+from padbench.worker.engine.measure.timing import mean_call_milliseconds
 
 HEADS, KV_HEADS, HEAD_DIM, SOFTCAP = 8, 4, 256, 50.0
 SHAPES = ((8, 439), (4, 1005), (16, 191))  # (rows, width): a middle bin, the longest bin, a short bin

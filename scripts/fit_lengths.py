@@ -6,7 +6,7 @@
 Tokenizes every non-empty line of the corpus (special tokens included, no truncation) through the same
 loader the engine uses, prints the summary figures (lines, tokens, mean, median, p90, p99, static padding
 efficiency at 640 and dynamic padding efficiency with random batches of 32), the quantile table in the form
-`worker/engine/synthetic.py` keeps it, and whether that table still matches the one in the code.
+`worker/engine/data/synthetic.py` keeps it, and whether that table still matches the one in the code.
 `--write-lengths` also writes every line's length as `length count` pairs: the tests' copy of the corpus
 figures (tests/fixtures/wikitext2-bert-lengths.txt), so they check the table without the corpus.
 """
@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from padbench.contract.spec import DataSpec
-from padbench.worker.engine.data import load_tokenizer, tokenize_corpus
-from padbench.worker.engine.synthetic import WIKITEXT103_BERT_QUANTILES, fit_quantile_table
+from padbench.worker.engine.data.sources import load_tokenizer, tokenize_corpus
+from padbench.worker.engine.data.synthetic import WIKITEXT103_BERT_QUANTILES, fit_quantile_table
 
 PADDED_WIDTH = 640
 DYNAMIC_BATCH = 32
@@ -84,7 +84,7 @@ def main() -> int:
     table = fit_quantile_table(lengths.tolist(), args.points)
     print_table(table)
     matches = table == WIKITEXT103_BERT_QUANTILES
-    print("matches worker/engine/synthetic.py" if matches else "DIFFERS from worker/engine/synthetic.py")
+    print("matches worker/engine/data/synthetic.py" if matches else "DIFFERS from worker/engine/data/synthetic.py")
     return 0 if matches else 1
 
 

@@ -25,12 +25,12 @@ import torch
 from padbench.contract.spec import ModelSpec, StrategySpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel
 from padbench.worker.engine.attention.features import AttentionFeatures
-from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch
-from padbench.worker.engine.correctness import compare, gate_sample, logits_by_sequence, reference_logits
-from padbench.worker.engine.flops import ModelShape, batch_flops
-from padbench.worker.engine.model import build_model
+from padbench.worker.engine.data.batches import STRATEGIES, Batch, PackedBatch
+from padbench.worker.engine.data.synthetic import get_distribution
+from padbench.worker.engine.measure.correctness import compare, gate_sample, logits_by_sequence, reference_logits
+from padbench.worker.engine.model.build import build_model
+from padbench.worker.engine.model.flops import ModelShape, batch_flops
 from padbench.worker.engine.strategies import dynamic, packed  # noqa: F401  (registers the strategies)
-from padbench.worker.engine.synthetic import get_distribution
 from padbench.worker.runtime.device import torch_dtype
 from padbench.worker.runtime.messages import first_line
 

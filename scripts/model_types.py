@@ -18,7 +18,7 @@ from pathlib import Path
 import transformers
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-from padbench.worker.engine.model_support import UnsupportedModel, check_model_type
+from padbench.worker.engine.model.support import UnsupportedModel, check_model_type
 
 TARGET = Path(__file__).resolve().parents[1] / "padbench" / "contract" / "model_types.py"
 HEADER = '''"""The transformers model types padbench measures, as data: the contract checks `model.config.model_type`

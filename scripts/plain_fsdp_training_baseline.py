@@ -34,11 +34,11 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.spec import DataSpec, StrategySpec
-from padbench.worker.engine import flops
-from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch
-from padbench.worker.engine.data import load_sequences
-from padbench.worker.engine.matmul_rate import measure_matmul_tflops
-from padbench.worker.engine.sharding import decoder_layers
+from padbench.worker.engine.data.batches import STRATEGIES, Batch, PackedBatch
+from padbench.worker.engine.data.sources import load_sequences
+from padbench.worker.engine.measure.matmul_rate import measure_matmul_tflops
+from padbench.worker.engine.model import flops
+from padbench.worker.engine.parallel.sharding import decoder_layers
 
 try:  # run as `python3 scripts/…` (the script's folder is on the path) or as a module
     from plain_packed_baseline import PLAIN_VARLEN, plain_model, report

@@ -28,7 +28,7 @@ from transformers import AutoModelForCausalLM
 
 from padbench.contract.generate import GenerateJobSpec
 from padbench.specfile import load_spec
-from padbench.worker.engine.model import model_config
+from padbench.worker.engine.model.build import model_config
 from padbench.worker.jobs.generate.requests import load_requests
 from padbench.worker.runtime.device import torch_dtype
 

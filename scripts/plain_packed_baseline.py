@@ -33,12 +33,12 @@ from transformers import AttentionInterface, AutoModelForCausalLM
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.spec import DataSpec, StrategySpec
-from padbench.worker.engine import flops
 from padbench.worker.engine.attention.ops import torch_varlen
-from padbench.worker.engine.batches import STRATEGIES, PackedBatch
-from padbench.worker.engine.data import load_sequences
-from padbench.worker.engine.matmul_rate import measure_matmul_tflops
-from padbench.worker.engine.model import model_config
+from padbench.worker.engine.data.batches import STRATEGIES, PackedBatch
+from padbench.worker.engine.data.sources import load_sequences
+from padbench.worker.engine.measure.matmul_rate import measure_matmul_tflops
+from padbench.worker.engine.model import flops
+from padbench.worker.engine.model.build import model_config
 
 PLAIN_VARLEN = "plain-varlen"
 # What --attention takes: this script's varlen function, or transformers' own implementations: flex_attention and

@@ -27,11 +27,11 @@ import torch.nn.functional as F
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.spec import DataSpec, StrategySpec
-from padbench.worker.engine import flops
-from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch
-from padbench.worker.engine.data import load_sequences
-from padbench.worker.engine.matmul_rate import measure_matmul_tflops
-from padbench.worker.engine.steps import next_token_labels
+from padbench.worker.engine.data.batches import STRATEGIES, Batch, PackedBatch
+from padbench.worker.engine.data.sources import load_sequences
+from padbench.worker.engine.measure.matmul_rate import measure_matmul_tflops
+from padbench.worker.engine.model import flops
+from padbench.worker.engine.training.steps import next_token_labels
 
 try:  # run as `python3 scripts/…` (the script's folder is on the path) or as a module
     from plain_packed_baseline import PLAIN_VARLEN, add_attention_argument, plain_model, report, same_packs

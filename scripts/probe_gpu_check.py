@@ -27,7 +27,7 @@ from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.padding import PaddingJobSpec, PaddingResult
 from padbench.contract.results import ProbeReport
 from padbench.contract.spec import ModelSpec, ProbeSpec, StrategySpec
-from padbench.worker.engine.batches import STRATEGIES, PackedBatch
+from padbench.worker.engine.data.batches import STRATEGIES, PackedBatch
 from padbench.worker.engine.strategies import packed  # noqa: F401  (registers the strategies)
 from padbench.worker.jobs.padding.probe.cache import ProbeCache
 from padbench.worker.jobs.padding.probe.trials import PROBE_TARGET, find_batch_size, probe_request

@@ -13,8 +13,8 @@ from torch.profiler import ProfilerActivity, profile
 from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.attention import resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures
-from padbench.worker.engine.batches import PackedBatch
-from padbench.worker.engine.model import build_model
+from padbench.worker.engine.data.batches import PackedBatch
+from padbench.worker.engine.model.build import build_model
 
 
 def packed_batch(tokens: int, vocab: int, seed: int = 0) -> PackedBatch:

@@ -18,9 +18,9 @@ from torch.profiler import ProfilerActivity, profile
 from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures
-from padbench.worker.engine.batches import PaddedBatch
-from padbench.worker.engine.measure import mean_call_milliseconds
-from padbench.worker.engine.model import build_model
+from padbench.worker.engine.data.batches import PaddedBatch
+from padbench.worker.engine.measure.timing import mean_call_milliseconds
+from padbench.worker.engine.model.build import build_model
 
 # (rows, shortest, longest) of each batch: short binned rows, a long bin's rows, many short rows.
 SHAPES = ((8, 100, 300), (8, 200, 500), (4, 700, 1024), (16, 50, 200))

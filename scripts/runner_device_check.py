@@ -23,7 +23,7 @@ import torch
 
 from padbench.contract.padding import PaddingJobSpec
 from padbench.report import render_table
-from padbench.worker.engine.measure import clock_for
+from padbench.worker.engine.measure.timing import clock_for
 from padbench.worker.jobs.padding.job import run_padding_job
 from padbench.worker.runtime.device import resolve_device
 from padbench.worker.runtime.environment import collect_environment

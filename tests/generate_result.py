@@ -10,7 +10,7 @@ from typing import Any
 
 from padbench.contract.generate import GenerateJobSpec, GenerateResult, GenerateRow, Latency
 from padbench.contract.results import Environment, MemoryStats
-from padbench.worker.engine.spread import repeat_spread
+from padbench.worker.engine.measure.spread import repeat_spread
 
 ENVIRONMENT = Environment(hostname="gpu-box", device="cuda", gpu_name="NVIDIA H100", python="3.12", torch="2.13.0",
                           transformers="5.17.0", dataset_digest="0123456789abcdef",

@@ -106,7 +106,7 @@ class DataSpec(StrictModel):
     seed: Seed = 0
     # Sequences are drawn with replacement from the non-empty lines, so any num_samples works.
     with_replacement: bool = True
-    # Named length distribution for `synthetic` (see padbench.worker.engine.synthetic for the fitted figures).
+    # Named length distribution for `synthetic` (see padbench.worker.engine.data.synthetic for the fitted figures).
     distribution: Label = "wikitext103-bert"
 
 

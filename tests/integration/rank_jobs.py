@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from padbench.contract.padding import PaddingJobSpec
-from padbench.worker.engine.ranks import Ranks
+from padbench.worker.engine.parallel.ranks import Ranks
 from padbench.worker.jobs.padding.job import prepare_job
 from padbench.worker.runtime.device import resolve_device
 from padbench.worker.runtime.isolation import ChildContext
@@ -33,7 +33,7 @@ def sharded_from_shapes(ctx: ChildContext, preset: str, tokens: list[list[int]])
     """A model built sharded from its shapes on every rank (as one too large for a GPU is): its weights are
     initialised (no NaN, the head included) and its first loss is that of random weights."""
     from padbench.contract.model_spec import ModelSpec
-    from padbench.worker.engine.sharding import build_sharded
+    from padbench.worker.engine.parallel.sharding import build_sharded
 
     ranks = Ranks.of_environment()
     device = torch.device("cpu")
@@ -52,9 +52,9 @@ def fused_against_full(ctx: ChildContext, spec_document: dict[str, Any], tokens:
     from torch.distributed.tensor import DTensor
 
     from padbench.worker.engine.attention import resolve_kernel
-    from padbench.worker.engine.batches import PaddedBatch
-    from padbench.worker.engine.loss import ChunkedLoss, FullLogitsLoss, TrainingLoss
-    from padbench.worker.engine.steps import next_token_labels
+    from padbench.worker.engine.data.batches import PaddedBatch
+    from padbench.worker.engine.training.loss import ChunkedLoss, FullLogitsLoss, TrainingLoss
+    from padbench.worker.engine.training.steps import next_token_labels
 
     spec = PaddingJobSpec.model_validate(spec_document)
     ranks = Ranks.of_environment()
@@ -87,8 +87,8 @@ def compiled_against_eager(ctx: ChildContext, spec_document: dict[str, Any], tok
     generation), on the model as the job sets it up (sharded with FSDP2 on several ranks): how far apart."""
     from torch.distributed.tensor import DTensor
 
-    from padbench.worker.engine import steps
-    from padbench.worker.engine.compilation import compile_layers
+    from padbench.worker.engine.training import steps
+    from padbench.worker.engine.training.compilation import compile_layers
 
     spec = PaddingJobSpec.model_validate(spec_document)
     ranks = Ranks.of_environment()
@@ -116,7 +116,7 @@ def compiled_against_eager(ctx: ChildContext, spec_document: dict[str, Any], tok
 
 def run_job_compiling_with(ctx: ChildContext, spec_document: dict[str, Any], backend: str) -> dict[str, Any]:
     """The job as `run_job` runs it, its compiled rows built with dynamo's `backend` instead of inductor."""
-    from padbench.worker.engine import steps
+    from padbench.worker.engine.training import steps
     from padbench.worker.jobs import run_job
 
     steps.COMPILE_BACKEND = backend

@@ -15,7 +15,7 @@ LOAD_IN_A_FRESH_PROCESS = """
 import sys
 from pathlib import Path
 from padbench.contract.spec import DataSpec
-from padbench.worker.engine.data import load_sequences
+from padbench.worker.engine.data.sources import load_sequences
 spec = DataSpec(source=sys.argv[1], tokenizer=sys.argv[2], num_samples=500)
 loaded = load_sequences(spec, 30522, cache_dir=Path(sys.argv[3]), progress=lambda f, m: print(m))
 print("digest", loaded.digest)

@@ -51,6 +51,9 @@ def test_two_ranks_return_rank_zeros_value_and_forward_only_its_progress(tmp_pat
     assert report.value == {"rank": 0, "world": 2, "sum": 3.0}
     assert progress == ["rank 0 halfway"] and pieces == [{"rank": 0}]
     assert_all_gone(rank_pids(tmp_path))
+    # The elastic agent's log files went to a directory of their own, gone with the ranks.
+    assert not (tmp_path / "ranks").exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["rank0.pid", "rank1.pid"]
 
 
 @pytest.mark.parametrize(("error", "outcome", "words"), [

@@ -14,7 +14,7 @@ import pytest
 
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.spec import DataSpec
-from padbench.worker.engine.model import model_config
+from padbench.worker.engine.model.build import model_config
 from scripts.plain_fsdp_training_baseline import rank_batches
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from padbench.contract.kinds import JOB_RESULT_ADAPTER, parse_job_spec
 from padbench.contract.padding import PaddingResult, StrategyResult
 from padbench.report.generate_verdict import verdict_lines as generate_verdict_lines
 from padbench.report.verdict import verdict_lines, verdict_out
-from padbench.worker.engine.spread import repeat_spread
+from padbench.worker.engine.measure.spread import repeat_spread
 from tests.generate_result import generate_result
 from tests.integration.conftest import LiveServer, result_document
 from tests.integration.test_server_jobs import SPEC, claim, register, submit

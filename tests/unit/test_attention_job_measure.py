@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from padbench.contract.attention_sweep import AttentionJobSpec
-from padbench.worker.engine.matmul_rate import measure_matmul_tflops
+from padbench.worker.engine.measure.matmul_rate import measure_matmul_tflops
 from padbench.worker.jobs.attention import cells as cells_module
 from padbench.worker.jobs.attention.cells import _one_cell, failed_cell
 from padbench.worker.jobs.attention.inputs import Problem, make_input_sets

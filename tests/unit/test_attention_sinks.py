@@ -18,13 +18,13 @@ from padbench.contract.model_spec import ModelSpec
 from padbench.contract.spec import StrategySpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, flex, masks, ops
 from padbench.worker.engine.attention.features import AttentionFeatures
-from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch
-from padbench.worker.engine.correctness import reference_logits
+from padbench.worker.engine.data.batches import STRATEGIES, Batch, PackedBatch
 from padbench.worker.engine.decoding.cache import StepInputs
 from padbench.worker.engine.decoding.flex_decode import FlexDecode
 from padbench.worker.engine.decoding.registry import DECODE_KERNELS
-from padbench.worker.engine.model import build_model, model_config
-from padbench.worker.engine.model_support import UnsupportedModel
+from padbench.worker.engine.measure.correctness import reference_logits
+from padbench.worker.engine.model.build import build_model, model_config
+from padbench.worker.engine.model.support import UnsupportedModel
 from padbench.worker.jobs.generate.gate import judge, reference_runs
 from tests.unit.test_engine_attention_kernels import packed_batch, padded_batch, sequences
 from tests.unit.test_generate_engine import decode, gate_set

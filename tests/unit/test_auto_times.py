@@ -12,8 +12,8 @@ import torch
 from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.results import ProbeReport
 from padbench.contract.spec import DataSpec, StrategySpec
-from padbench.worker.engine.batches import STRATEGIES, PaddedBatch
-from padbench.worker.engine.data import load_sequences
+from padbench.worker.engine.data.batches import STRATEGIES, PaddedBatch
+from padbench.worker.engine.data.sources import load_sequences
 from padbench.worker.engine.strategies.tiers import TieredStrategy, length_tiers
 from padbench.worker.jobs.padding import auto_batch
 

@@ -41,7 +41,7 @@ def test_with_a_cuda_gpu_init_writes_the_gpu_starter(tmp_path: Path, monkeypatch
 
 def test_the_cpu_starters_special_ids_lie_inside_its_vocabulary(tmp_path: Path) -> None:
     """GPT-2's config class defaults bos/eos to 50256, outside a 2,048 vocabulary: transformers warns."""
-    from padbench.worker.engine.model import model_config
+    from padbench.worker.engine.model.build import model_config
 
     config = model_config(write_starter(tmp_path, "--cpu").model)
     for name in ("bos_token_id", "eos_token_id", "pad_token_id"):

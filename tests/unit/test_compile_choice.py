@@ -17,10 +17,10 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from padbench.contract.spec import MeasurementSpec
 from padbench.report.padding import csv_rows, render_table
-from padbench.worker.engine import steps
-from padbench.worker.engine.checkpointing import checkpoint_layers, decoder_layers, is_checkpoint_wrapper
-from padbench.worker.engine.compilation import compile_layers, is_compiled, uncompile_layers
-from padbench.worker.engine.ranks import Ranks
+from padbench.worker.engine.parallel.ranks import Ranks
+from padbench.worker.engine.training import steps
+from padbench.worker.engine.training.checkpointing import checkpoint_layers, decoder_layers, is_checkpoint_wrapper
+from padbench.worker.engine.training.compilation import compile_layers, is_compiled, uncompile_layers
 from padbench.worker.jobs.padding import compiling, strategy_run
 from padbench.worker.jobs.padding.compiling import RowCompiler, choose_compiled_step, pays_back, planned_steps
 from tests.unit.test_padding_job import assert_measured, run, tiny_spec

@@ -14,8 +14,8 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.spec import StrategySpec
-from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
-from padbench.worker.engine.correctness import (
+from padbench.worker.engine.data.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
+from padbench.worker.engine.measure.correctness import (
     RELATIVE_TOLERANCE,
     check_layout,
     gate_sample,

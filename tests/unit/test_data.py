@@ -13,8 +13,8 @@ import datasets
 import pytest
 
 from padbench.contract.spec import DataSpec
-from padbench.worker.engine import data as data_module
-from padbench.worker.engine.data import DataError, TokenizedData, load_sequences
+from padbench.worker.engine.data import sources as data_module
+from padbench.worker.engine.data.sources import DataError, TokenizedData, load_sequences
 from tests.conftest import CLS_ID, PAD_ID, SEP_ID, SPECIAL_TOKENS
 
 VOCAB = 30522

@@ -9,7 +9,7 @@ import torch
 from torch._dynamo.utils import counters
 
 from padbench.worker.engine.decoding.registry import DECODE_KERNELS
-from padbench.worker.engine.model import build_model, config_of
+from padbench.worker.engine.model.build import build_model, config_of
 from padbench.worker.jobs.generate.gate import judge, reference_runs
 from padbench.worker.jobs.generate.passes import run_pass
 from tests.unit.test_generate_engine import CPU, MODELS, decoder_and_scheduler, gate_set

@@ -11,8 +11,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from padbench.contract.spec import ModelSpec
 from padbench.worker.engine import attention
 from padbench.worker.engine.attention import ATTENTION_KERNELS, KernelUnavailable, available_kernels, resolve_kernel
-from padbench.worker.engine.batches import PackedBatch, PaddedBatch
-from padbench.worker.engine.model import DEFAULT_ATTENTION, build_model
+from padbench.worker.engine.data.batches import PackedBatch, PaddedBatch
+from padbench.worker.engine.model.build import DEFAULT_ATTENTION, build_model
 
 CPU = torch.device("cpu")
 LENGTHS = (7, 3, 12, 1, 9)

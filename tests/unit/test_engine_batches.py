@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from padbench.worker.engine.batches import PaddedBatch, extreme_batches
+from padbench.worker.engine.data.batches import PaddedBatch, extreme_batches
 
 
 def _padded(rows: int, width: int) -> PaddedBatch:

@@ -1,8 +1,8 @@
 import torch
 
 from padbench.contract.model_spec import ModelSpec
-from padbench.worker.engine.lm_head import ALIGNMENT, AlignedLMHead
-from padbench.worker.engine.model import build_model
+from padbench.worker.engine.model.build import build_model
+from padbench.worker.engine.model.lm_head import ALIGNMENT, AlignedLMHead
 
 
 def small_gpt2(vocab_size: int) -> dict[str, object]:

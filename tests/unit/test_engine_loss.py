@@ -13,10 +13,16 @@ from torch import nn
 
 from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.attention import resolve_kernel
-from padbench.worker.engine.batches import Batch, PaddedBatch
-from padbench.worker.engine.chunked_loss import IGNORE_INDEX, LossShape, chunk_tokens, chunked_linear_cross_entropy
-from padbench.worker.engine.lm_head import AlignedLMHead, align_lm_head
-from padbench.worker.engine.loss import (
+from padbench.worker.engine.data.batches import Batch, PaddedBatch
+from padbench.worker.engine.model.build import build_model
+from padbench.worker.engine.model.lm_head import AlignedLMHead, align_lm_head
+from padbench.worker.engine.training.chunked_loss import (
+    IGNORE_INDEX,
+    LossShape,
+    chunk_tokens,
+    chunked_linear_cross_entropy,
+)
+from padbench.worker.engine.training.loss import (
     LIGER_CHUNK_LOGITS_BYTES,
     ChunkedLoss,
     FullLogitsLoss,
@@ -29,10 +35,9 @@ from padbench.worker.engine.loss import (
     passthrough_head,
     resolve_loss,
 )
-from padbench.worker.engine.loss_check import check_fused_loss
-from padbench.worker.engine.model import build_model
-from padbench.worker.engine.step_split import time_step_phases
-from padbench.worker.engine.steps import make_optimizer, next_token_labels, training_step
+from padbench.worker.engine.training.loss_check import check_fused_loss
+from padbench.worker.engine.training.step_split import time_step_phases
+from padbench.worker.engine.training.steps import make_optimizer, next_token_labels, training_step
 
 VOCAB, HIDDEN, TOKENS = 517, 24, 300  # a vocabulary no chunk size divides
 

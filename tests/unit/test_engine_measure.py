@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from padbench.contract.spec import MeasurementSpec
-from padbench.worker.engine.batches import PackedBatch, PaddedBatch
-from padbench.worker.engine.measure import (
+from padbench.worker.engine.data.batches import PackedBatch, PaddedBatch
+from padbench.worker.engine.measure.timing import (
     Measurement,
     PerfCounterClock,
     RepeatTiming,
@@ -143,7 +143,7 @@ def test_sanity_check_counts_a_pack_by_its_sequences() -> None:
 
 
 def test_the_warm_up_runs_the_first_batches_then_any_others_asked_for_once() -> None:
-    from padbench.worker.engine.measure import warmup_order
+    from padbench.worker.engine.measure.timing import warmup_order
 
     assert warmup_order(5, 3) == [0, 1, 2] and warmup_order(2, 3) == [0, 1, 0]
     assert warmup_order(6, 2, also=[0, 4, 1, 5]) == [0, 1, 4, 5]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from padbench.worker.engine.float8 import FLOAT8_ALIGNMENT, _token_aligned
+from padbench.worker.engine.model.float8 import FLOAT8_ALIGNMENT, _token_aligned
 
 
 class Float8Linear(nn.Linear):

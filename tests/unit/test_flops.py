@@ -9,11 +9,11 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.presets import MODEL_PRESETS
-from padbench.worker.engine.batches import PackedBatch, PaddedBatch
-from padbench.worker.engine.experts import routed_macs_per_token, router_macs_per_token
-from padbench.worker.engine.flops import ModelShape, batch_flops
-from padbench.worker.engine.model import build_model, build_on_meta
-from padbench.worker.engine.parameter_count import active_parameter_count, parameter_count
+from padbench.worker.engine.data.batches import PackedBatch, PaddedBatch
+from padbench.worker.engine.model.build import build_model, build_on_meta
+from padbench.worker.engine.model.experts import routed_macs_per_token, router_macs_per_token
+from padbench.worker.engine.model.flops import ModelShape, batch_flops
+from padbench.worker.engine.model.parameter_count import active_parameter_count, parameter_count
 from padbench.worker.runtime.peaks import peak_flops, peak_flops_for_name
 
 # tiny: 2 layers, width 64, MLP 256, vocab 30,522. MACs per token: per layer 3·64² + 64² + 2·64·256 = 49,152,

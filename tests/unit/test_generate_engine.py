@@ -21,7 +21,7 @@ from padbench.worker.engine.decoding.cache import CacheShape, HostPlan, KvCache,
 from padbench.worker.engine.decoding.decoder import Decoder
 from padbench.worker.engine.decoding.kernels import DecodeKernel
 from padbench.worker.engine.decoding.registry import DECODE_KERNELS, resolve_decode_kernel
-from padbench.worker.engine.model import build_model, config_of
+from padbench.worker.engine.model.build import build_model, config_of
 from padbench.worker.jobs.generate import schedule
 from padbench.worker.jobs.generate.gate import GateOutcome, ReferenceRun, judge, reference_runs
 from padbench.worker.jobs.generate.passes import run_pass

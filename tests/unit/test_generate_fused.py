@@ -9,7 +9,7 @@ from torch import nn
 
 from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.decoding.fused import FusedPart, fused_projections, share_fused_weights
-from padbench.worker.engine.model import build_model
+from padbench.worker.engine.model.build import build_model
 
 CPU = torch.device("cpu")
 QWEN3 = {"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,

@@ -15,7 +15,7 @@ from padbench.worker.engine.decoding.cache import TokenBuckets
 from padbench.worker.engine.decoding.decoder import Decoder
 from padbench.worker.engine.decoding.kernels import DecodeKernel
 from padbench.worker.engine.decoding.registry import DECODE_KERNELS
-from padbench.worker.engine.model import build_model, config_of
+from padbench.worker.engine.model.build import build_model, config_of
 from padbench.worker.jobs.generate.gate import judge, reference_runs
 from padbench.worker.jobs.generate.passes import run_pass
 from padbench.worker.jobs.generate.schedule import Request, Scheduler

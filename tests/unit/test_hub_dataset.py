@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from padbench.contract.hub_dataset import HubDataset, parse_hub_dataset
 from padbench.contract.spec import DataSpec
-from padbench.worker.engine.data import DataError, hub_dataset
+from padbench.worker.engine.data.sources import DataError, hub_dataset
 from padbench.worker.supervisor.confine import PathRefused, confine_spec_paths
 
 # Each one a way `datasets.load_dataset` could be led to a local path or a local-file builder.

@@ -11,8 +11,8 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 from padbench.contract.model_spec import ModelSpec
-from padbench.worker.engine.model import ModelSourceError, build_model, model_config, model_max_positions
-from padbench.worker.engine.model_support import UnsupportedModel
+from padbench.worker.engine.model.build import ModelSourceError, build_model, model_config, model_max_positions
+from padbench.worker.engine.model.support import UnsupportedModel
 from padbench.worker.runtime.device import torch_dtype
 
 CPU = torch.device("cpu")
@@ -104,7 +104,7 @@ def test_directory_of_any_causal_lm_builds_that_model(tmp_path: Path) -> None:
 def test_model_types_that_cannot_run_are_refused_naming_field_type_and_why(
         config: dict[str, object], reason: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # Refused before any weight exists: constructing a model here would fail the test.
-    monkeypatch.setattr("padbench.worker.engine.model._instantiate", lambda *args: pytest.fail("built a model"))
+    monkeypatch.setattr("padbench.worker.engine.model.build._instantiate", lambda *args: pytest.fail("built a model"))
     with pytest.raises(UnsupportedModel, match=rf"model\.config: .*{config['model_type']}.*{reason}"):
         build_model(ModelSpec(config=config), torch.float32, CPU, seed=0)
 

@@ -20,9 +20,9 @@ from padbench.contract.model_spec import ModelSpec
 from padbench.contract.spec import StrategySpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable
 from padbench.worker.engine.attention.features import AttentionFeatures
-from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch
-from padbench.worker.engine.correctness import check_layout, reference_logits
-from padbench.worker.engine.model import build_model
+from padbench.worker.engine.data.batches import STRATEGIES, Batch, PackedBatch
+from padbench.worker.engine.measure.correctness import check_layout, reference_logits
+from padbench.worker.engine.model.build import build_model
 
 CPU = torch.device("cpu")
 MIXTURES = ["tiny-mixtral", "tiny-qwen3-moe", "tiny-olmoe"]  # mixtures of experts, run with transformers' default

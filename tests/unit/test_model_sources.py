@@ -12,9 +12,9 @@ from padbench.contract.kinds import parse_job_spec
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.model_types import CAUSAL_LM_MODEL_TYPES, TRANSFORMERS_VERSION
 from padbench.contract.padding import PaddingJobSpec
-from padbench.worker.engine import model as model_module
-from padbench.worker.engine.model import ModelSourceError, model_config
-from padbench.worker.engine.model_support import UnsupportedModel, check_model_type
+from padbench.worker.engine.model import build as model_module
+from padbench.worker.engine.model.build import ModelSourceError, model_config
+from padbench.worker.engine.model.support import UnsupportedModel, check_model_type
 from padbench.worker.jobs.padding.job import data_with_tokenizer
 from padbench.worker.runtime.isolation import describe_exception
 from scripts.model_types import runnable_model_types

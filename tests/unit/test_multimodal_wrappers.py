@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from padbench.contract.model_spec import ModelSpec
-from padbench.worker.engine.model import ModelSourceError, build_model, model_config, text_model_config
+from padbench.worker.engine.model.build import ModelSourceError, build_model, model_config, text_model_config
 
 CPU = torch.device("cpu")
 TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,

@@ -20,11 +20,11 @@ from padbench.contract.registry import Registry
 from padbench.contract.results import GpuActivity
 from padbench.contract.spec import StrategySpec
 from padbench.report.padding import render_table
-from padbench.worker.engine import steps
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
-from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch, PerSequence
-from padbench.worker.engine.loss import ChunkedLoss, HeadWeights
-from padbench.worker.engine.steps import next_token_labels
+from padbench.worker.engine.data.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch, PerSequence
+from padbench.worker.engine.training import steps
+from padbench.worker.engine.training.loss import ChunkedLoss, HeadWeights
+from padbench.worker.engine.training.steps import next_token_labels
 from padbench.worker.jobs.padding import setup, strategy_run, warmups
 from padbench.worker.jobs.padding.job import run_padding_job, with_speedups
 from padbench.worker.runtime.device import DeviceUnavailable, resolve_device

@@ -15,10 +15,10 @@ from padbench.contract.experts import ExpertLoad
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.padding import PaddingJobSpec
 from padbench.report.padding import csv_rows, render_table
-from padbench.worker.engine import experts as experts_module
-from padbench.worker.engine.expert_load import summarize_load
-from padbench.worker.engine.experts import ExpertsUnavailable, use_experts
-from padbench.worker.engine.model import build_model
+from padbench.worker.engine.model import experts as experts_module
+from padbench.worker.engine.model.build import build_model
+from padbench.worker.engine.model.expert_load import summarize_load
+from padbench.worker.engine.model.experts import ExpertsUnavailable, use_experts
 from padbench.worker.jobs.padding.job import run_padding_job
 from padbench.worker.runtime.isolation import SpecProblem
 from padbench.worker.supervisor.capabilities import runnable_experts

@@ -8,10 +8,10 @@ import torch
 
 from padbench.contract.padding import PaddingJobSpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS
-from padbench.worker.engine.batches import PackedBatch
-from padbench.worker.engine.model import build_model
-from padbench.worker.engine.steps import TrainingStep
+from padbench.worker.engine.data.batches import PackedBatch
+from padbench.worker.engine.model.build import build_model
 from padbench.worker.engine.strategies.worst_case import worst_case_batch
+from padbench.worker.engine.training.steps import TrainingStep
 from padbench.worker.jobs.padding.probe import child
 from padbench.worker.jobs.padding.probe.trials import probe_key, probe_request
 from padbench.worker.jobs.probing.protocol import DeviceFacts

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from padbench.contract.spec import DataSpec
-from padbench.worker.engine.steps import IGNORE_INDEX
+from padbench.worker.engine.training.steps import IGNORE_INDEX
 from scripts.plain_packed_baseline import plain_model
 from scripts.plain_training_baseline import same_binned_batches, step_inputs
 

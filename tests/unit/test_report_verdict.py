@@ -11,7 +11,7 @@ from padbench.contract.results import Environment, GpuActivity, ProbeAttempt, Pr
 from padbench.contract.student_t import t_quantile_975
 from padbench.report.padding import WINNER_MARK, csv_rows, render_table, table_rows
 from padbench.report.verdict import curve_lines, verdict_lines, verdict_out
-from padbench.worker.engine.spread import repeat_spread
+from padbench.worker.engine.measure.spread import repeat_spread
 from tests.unit.test_report_attention import result as attention_result
 
 ENVIRONMENT = Environment(hostname="box", device="cuda", gpu_name="NVIDIA H100", python="3.12", torch="2.13.0",

@@ -19,9 +19,9 @@ from padbench.contract.presets import MODEL_PRESETS
 from padbench.contract.spec import StrategySpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, masks, ops
 from padbench.worker.engine.attention.features import AttentionFeatures
-from padbench.worker.engine.batches import STRATEGIES, Batch, longest_attention_span
-from padbench.worker.engine.correctness import check_layout, reference_logits
-from padbench.worker.engine.model import build_model
+from padbench.worker.engine.data.batches import STRATEGIES, Batch, longest_attention_span
+from padbench.worker.engine.measure.correctness import check_layout, reference_logits
+from padbench.worker.engine.model.build import build_model
 from tests.unit.test_engine_attention_kernels import ReferenceVarlen
 
 CPU = torch.device("cpu")

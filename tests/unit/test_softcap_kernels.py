@@ -18,8 +18,8 @@ from torch.nn.attention.flex_attention import create_block_mask
 from padbench.contract.spec import StrategySpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS, KernelUnavailable, flex, ops
 from padbench.worker.engine.attention.features import AttentionFeatures
-from padbench.worker.engine.batches import STRATEGIES
-from padbench.worker.engine.correctness import reference_logits
+from padbench.worker.engine.data.batches import STRATEGIES
+from padbench.worker.engine.measure.correctness import reference_logits
 from tests.unit.test_sliding_windows import LAYOUTS, WINDOW, gate, sample, windowed
 
 CPU = torch.device("cpu")

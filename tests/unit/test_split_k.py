@@ -12,7 +12,7 @@ from padbench.contract.model_spec import ModelSpec
 from padbench.worker.engine.decoding.fused import ProductLinear, fused_projections, share_fused_weights
 from padbench.worker.engine.decoding.registry import DECODE_KERNELS
 from padbench.worker.engine.decoding.split_k import BLOCK_M, DecodeProducts, SplitK, split_k_partials
-from padbench.worker.engine.model import build_model, config_of
+from padbench.worker.engine.model.build import build_model, config_of
 from padbench.worker.jobs.generate.gate import judge, reference_runs
 from padbench.worker.jobs.generate.passes import run_pass
 from tests.unit.test_generate_engine import decoder_and_scheduler, gate_set

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from padbench.contract.spec import DataSpec, StrategySpec
-from padbench.worker.engine.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
-from padbench.worker.engine.data import load_sequences
-from padbench.worker.engine.flops import ModelShape, batch_flops
+from padbench.worker.engine.data.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch
+from padbench.worker.engine.data.sources import load_sequences
+from padbench.worker.engine.model.flops import ModelShape, batch_flops
 from padbench.worker.engine.strategies import worst_case_packed, worst_case_padded
 from padbench.worker.engine.strategies.worst_case import worst_case_batch
 

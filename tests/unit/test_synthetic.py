@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from padbench.worker.engine.synthetic import (
+from padbench.worker.engine.data.synthetic import (
     WIKITEXT103_BERT_QUANTILES,
     DistributionError,
     fit_quantile_table,

@@ -17,17 +17,17 @@ from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.spec import ModelSpec
 from padbench.contract.training import TrainingSpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS
-from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
-from padbench.worker.engine.loss import resolve_loss
-from padbench.worker.engine.model import build_model
-from padbench.worker.engine.sharding import decoder_layers
-from padbench.worker.engine.steps import make_optimizer, next_token_labels, training_step
-from padbench.worker.engine.training_features import (
+from padbench.worker.engine.data.batches import Batch, PackedBatch, PaddedBatch
+from padbench.worker.engine.model.build import build_model
+from padbench.worker.engine.parallel.sharding import decoder_layers
+from padbench.worker.engine.training.features import (
     AppliedTraining,
     TrainingUnsupported,
     apply_training,
     training_refusal,
 )
+from padbench.worker.engine.training.loss import resolve_loss
+from padbench.worker.engine.training.steps import make_optimizer, next_token_labels, training_step
 from padbench.worker.jobs.padding.job import run_padding_job
 from padbench.worker.jobs.padding.probe.child import probed_model
 from padbench.worker.jobs.padding.probe.trials import probe_request

@@ -18,12 +18,12 @@ from padbench.contract.spec import JobSpecBase
 from padbench.report.padding import format_bytes
 from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures
-from padbench.worker.engine.batches import STRATEGIES
-from padbench.worker.engine.data import load_tokenizer
+from padbench.worker.engine.data.batches import STRATEGIES
+from padbench.worker.engine.data.sources import load_tokenizer
 from padbench.worker.engine.decoding.registry import resolve_decode_kernel
-from padbench.worker.engine.experts import EXPERTS_IMPLEMENTATIONS, expert_field, experts_implementation, top_k
-from padbench.worker.engine.model import build_on_meta, config_of
-from padbench.worker.engine.parameter_count import active_parameter_count
+from padbench.worker.engine.model.build import build_on_meta, config_of
+from padbench.worker.engine.model.experts import EXPERTS_IMPLEMENTATIONS, expert_field, experts_implementation, top_k
+from padbench.worker.engine.model.parameter_count import active_parameter_count
 from padbench.worker.runtime.device import resolve_device, torch_dtype
 from padbench.worker.runtime.messages import first_line
 

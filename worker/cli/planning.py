@@ -17,7 +17,7 @@ from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.spec import JobSpecBase
 from padbench.machine import cuda_gpu_present
 from padbench.report.terminal import console_for
-from padbench.worker.engine.memory_plan import (
+from padbench.worker.engine.model.memory_plan import (
     GATHERED_DECODER_LAYERS,
     MemoryPlan,
     ModelFootprint,

@@ -20,7 +20,7 @@ from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.spec import JobSpecBase
 from padbench.machine import cuda_gpu_present
 from padbench.report.progress import format_duration
-from padbench.worker.engine.synthetic import DistributionError, get_distribution
+from padbench.worker.engine.data.synthetic import DistributionError, get_distribution
 
 CPU_SHARE_OF_MATMUL = {"fp32": 0.5, "bf16": 0.03, "fp16": 0.03}
 # Training does a backward pass of about twice the forward's work.

@@ -18,9 +18,9 @@ import contextlib
 import multiprocessing
 import os
 import queue
+import tempfile
 import threading
 import uuid
-from pathlib import Path
 from typing import Any
 
 from padbench.worker.runtime.isolation import (
@@ -145,12 +145,11 @@ def _forward(messages: Any, ctx: ChildContext, errors: RankErrors, done: threadi
             errors.add(payload)
 
 
-def _launch_config(ranks: int) -> Any:
+def _launch_config(ranks: int, log_dir: str) -> Any:
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
     from torch.distributed.launcher.api import LaunchConfig
 
-    # The ranks' log files go to the job's private working directory, which the supervisor removes after.
-    logs = DefaultLogsSpecs(log_dir=str(Path.cwd() / "ranks"))
+    logs = DefaultLogsSpecs(log_dir=log_dir)
     return LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=ranks, run_id=f"padbench-{uuid.uuid4().hex}",
                         rdzv_backend="c10d", rdzv_endpoint="127.0.0.1:0",
                         rdzv_configs={"timeout": RENDEZVOUS_TIMEOUT_S}, max_restarts=0,
@@ -168,8 +167,11 @@ def run_ranks(ctx: ChildContext, target: str, ranks: int, args: tuple[Any, ...])
     errors, done = RankErrors(), threading.Event()
     forwarder = threading.Thread(target=_forward, args=(messages, ctx, errors, done), daemon=True)
     forwarder.start()
+    # The elastic agent's per-rank log files go to a private directory removed when the ranks end, never to
+    # the caller's working directory (`padbench run` starts here from wherever the user stands).
     try:
-        returned = elastic_launch(_launch_config(ranks), rank_main)(messages, target, args)
+        with tempfile.TemporaryDirectory(prefix="padbench-ranks-") as log_dir:
+            returned = elastic_launch(_launch_config(ranks, log_dir), rank_main)(messages, target, args)
     except ChildFailedError as failure:
         done.set()
         forwarder.join(timeout=5)

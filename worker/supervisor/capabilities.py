@@ -67,7 +67,7 @@ def runnable_experts(device: str) -> list[str]:
     """The experts implementations of mixtures of experts that run here: the server matches a job's names."""
     import torch
 
-    from padbench.worker.engine.experts import EXPERTS_IMPLEMENTATIONS
+    from padbench.worker.engine.model.experts import EXPERTS_IMPLEMENTATIONS
 
     return sorted(name for name, implementation in EXPERTS_IMPLEMENTATIONS.items()
                   if implementation.unavailable_reason(torch.device(device)) is None)

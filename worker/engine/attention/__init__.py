@@ -14,7 +14,7 @@ from padbench.contract.spec import AttentionName
 from padbench.worker.engine.attention import packed, padded  # noqa: F401  (importing registers the kernels)
 from padbench.worker.engine.attention.base import ATTENTION_KERNELS, AttentionKernel
 from padbench.worker.engine.attention.ops import KernelUnavailable
-from padbench.worker.engine.batches import PackedBatch, PaddedBatch
+from padbench.worker.engine.data.batches import PackedBatch, PaddedBatch
 
 __all__ = ["ATTENTION_KERNELS", "AttentionKernel", "KernelUnavailable", "available_kernels", "resolve_kernel"]
 

@@ -30,9 +30,9 @@ from padbench.worker.engine.attention.features import (
     window_reason,
 )
 from padbench.worker.engine.attention.ops import KernelUnavailable
-from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
-from padbench.worker.engine.checkpointing import replayed_in_recompute
-from padbench.worker.engine.model import config_of
+from padbench.worker.engine.data.batches import Batch, PackedBatch, PaddedBatch
+from padbench.worker.engine.model.build import config_of
+from padbench.worker.engine.training.checkpointing import replayed_in_recompute
 from padbench.worker.runtime.messages import first_line
 
 HALF_PRECISION = (torch.float16, torch.bfloat16)

@@ -16,7 +16,7 @@ from torch.nn.attention.flex_attention import BlockMask
 from padbench.worker.engine.attention import flex, masks, ops
 from padbench.worker.engine.attention.base import AttentionKernel, feature_inputs, longest_sequence
 from padbench.worker.engine.attention.features import batch_windows, mask_for
-from padbench.worker.engine.batches import Batch
+from padbench.worker.engine.data.batches import Batch
 
 
 class FlashLibraryKernel(AttentionKernel):

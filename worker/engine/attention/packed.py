@@ -18,7 +18,7 @@ from padbench.worker.engine.attention import masks, ops
 from padbench.worker.engine.attention.base import AttentionKernel, feature_inputs, register_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling, window_bites
 from padbench.worker.engine.attention.kernel_kinds import FlashLibraryKernel, FlexKernel, MaskedKernel
-from padbench.worker.engine.batches import Batch, PackedBatch
+from padbench.worker.engine.data.batches import Batch, PackedBatch
 
 
 class PackedKernel(AttentionKernel):

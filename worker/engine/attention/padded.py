@@ -19,7 +19,7 @@ from padbench.worker.engine.attention import masks, ops
 from padbench.worker.engine.attention.base import AttentionKernel, feature_inputs, register_kernel
 from padbench.worker.engine.attention.features import GqaHandling
 from padbench.worker.engine.attention.kernel_kinds import FlashLibraryKernel, FlexKernel, MaskedKernel
-from padbench.worker.engine.batches import Batch, PaddedBatch
+from padbench.worker.engine.data.batches import Batch, PaddedBatch
 
 
 class PaddedKernel(AttentionKernel):

@@ -20,7 +20,7 @@ from itertools import pairwise
 import numpy as np
 
 from padbench.contract.spec import StrategySpec
-from padbench.worker.engine.batches import STRATEGIES, PaddedBatch, PerSequence
+from padbench.worker.engine.data.batches import STRATEGIES, PaddedBatch, PerSequence
 from padbench.worker.engine.strategies.collate import (
     check_sequences,
     in_batches,

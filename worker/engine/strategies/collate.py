@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import torch
 
-from padbench.worker.engine.batches import PackedBatch, PaddedBatch
+from padbench.worker.engine.data.batches import PackedBatch, PaddedBatch
 
 
 def check_sequences(sequences: Sequence[Sequence[int]], max_length: int) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from padbench.contract.spec import StrategySpec
-from padbench.worker.engine.batches import STRATEGIES, PaddedBatch, PerSequence
+from padbench.worker.engine.data.batches import STRATEGIES, PaddedBatch, PerSequence
 from padbench.worker.engine.strategies.collate import (
     check_sequences,
     in_batches,

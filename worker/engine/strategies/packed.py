@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from padbench.contract.spec import StrategySpec
-from padbench.worker.engine.batches import STRATEGIES, PackedBatch, PerSequence
+from padbench.worker.engine.data.batches import STRATEGIES, PackedBatch, PerSequence
 from padbench.worker.engine.strategies.collate import check_sequences, packed_batch, shuffled_order
 from padbench.worker.engine.strategies.packing import windowed_ffd
 

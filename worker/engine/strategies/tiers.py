@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from padbench.contract.spec import StrategySpec
-from padbench.worker.engine.batches import Batch
+from padbench.worker.engine.data.batches import Batch
 
 # (longest sequence of the tier in tokens, batch size), shortest tier first
 Tiers = Sequence[tuple[int, int]]

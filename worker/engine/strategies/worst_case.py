@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from padbench.worker.engine.batches import Batch, PackedBatch, PaddedBatch
+from padbench.worker.engine.data.batches import Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.strategies.collate import segment_layout
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from padbench.contract.spec import StrategySpec
-from padbench.worker.engine.batches import STRATEGIES, PaddedBatch
+from padbench.worker.engine.data.batches import STRATEGIES, PaddedBatch
 from padbench.worker.engine.strategies.collate import check_sequences, in_batches, padded_batch, shuffled_order
 
 

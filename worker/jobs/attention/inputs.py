@@ -21,7 +21,7 @@ import torch
 
 from padbench.contract.attention_sweep import AttentionJobSpec
 from padbench.contract.spec import Dtype
-from padbench.worker.engine.synthetic import get_distribution
+from padbench.worker.engine.data.synthetic import get_distribution
 
 TORCH_DTYPES: dict[Dtype, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 # Forward + backward costs 2.5× the forward: the backward does five N² matmuls to the forward's two.

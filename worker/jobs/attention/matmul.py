@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from padbench.contract.spec import Dtype
-from padbench.worker.engine.matmul_rate import measure_matmul_tflops
+from padbench.worker.engine.measure.matmul_rate import measure_matmul_tflops
 from padbench.worker.runtime.device import TORCH_DTYPES
 from padbench.worker.runtime.environment import collect_environment
 from padbench.worker.runtime.isolation import ChildContext

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from padbench.contract.attention_sweep import AttentionCell
-from padbench.worker.engine.measure import time_calls
+from padbench.worker.engine.measure.timing import time_calls
 from padbench.worker.jobs.attention.inputs import InputSet, Problem, make_input_sets
 from padbench.worker.jobs.attention.kernels import KernelCall, SweepKernel
 from padbench.worker.runtime import procfs

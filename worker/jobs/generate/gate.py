@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from padbench.worker.engine.correctness import RELATIVE_TOLERANCE, gate_sample, plain_attention
+from padbench.worker.engine.measure.correctness import RELATIVE_TOLERANCE, gate_sample, plain_attention
 from padbench.worker.jobs.generate.schedule import Request
 
 # Two logits within the tolerance of their references can swap order when they are this many tolerances apart.

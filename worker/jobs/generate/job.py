@@ -14,12 +14,12 @@ import torch
 
 from padbench.contract.generate import GenerateJobSpec, GenerateResult, GenerateRow
 from padbench.contract.results import Environment, PartialResult
-from padbench.worker.engine import flops
-from padbench.worker.engine.copy_rate import measure_copy_bytes_per_s
 from padbench.worker.engine.decoding.cache import CacheShape
 from padbench.worker.engine.decoding.fused import SharedWeights, share_fused_weights
-from padbench.worker.engine.matmul_rate import measure_matmul_tflops
-from padbench.worker.engine.model import build_model, config_of
+from padbench.worker.engine.measure.copy_rate import measure_copy_bytes_per_s
+from padbench.worker.engine.measure.matmul_rate import measure_matmul_tflops
+from padbench.worker.engine.model import flops
+from padbench.worker.engine.model.build import build_model, config_of
 from padbench.worker.jobs.generate.figures import ModelCosts
 from padbench.worker.jobs.generate.gate import gate_requests, reference_runs
 from padbench.worker.jobs.generate.references import reference_row

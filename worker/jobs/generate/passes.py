@@ -14,7 +14,7 @@ import torch
 from padbench.contract.generate import GenerateStrategyName
 from padbench.worker.engine.decoding.cache import HostPlan
 from padbench.worker.engine.decoding.decoder import Decoder
-from padbench.worker.engine.measure import clock_for
+from padbench.worker.engine.measure.timing import clock_for
 from padbench.worker.jobs.generate.schedule import Request, Scheduler, StepRecord, sorted_order, static_batches
 
 

@@ -22,10 +22,10 @@ import torch
 from transformers import GenerationConfig
 
 from padbench.contract.generate import GenerateRow, ReferenceName
-from padbench.worker.engine.correctness import has_sdpa_path
-from padbench.worker.engine.measure import clock_for
-from padbench.worker.engine.model import config_of
-from padbench.worker.engine.spread import repeat_spread
+from padbench.worker.engine.measure.correctness import has_sdpa_path
+from padbench.worker.engine.measure.spread import repeat_spread
+from padbench.worker.engine.measure.timing import clock_for
+from padbench.worker.engine.model.build import config_of
 from padbench.worker.jobs.generate.schedule import Request, static_batches
 from padbench.worker.runtime.memory import track_peak_memory
 from padbench.worker.runtime.messages import first_line

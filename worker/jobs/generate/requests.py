@@ -9,7 +9,7 @@ import numpy as np
 
 from padbench.contract.generate import GenerateJobSpec, LengthsFromField, UniformLengths
 from padbench.contract.spec import DataSpec
-from padbench.worker.engine.data import load_sequences
+from padbench.worker.engine.data.sources import load_sequences
 from padbench.worker.jobs.generate.schedule import Request
 from padbench.worker.runtime.progress import ProgressFn
 

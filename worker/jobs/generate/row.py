@@ -21,8 +21,8 @@ from padbench.worker.engine.decoding.fused import SharedWeights, fused_projectio
 from padbench.worker.engine.decoding.kernels import DecodeKernel
 from padbench.worker.engine.decoding.registry import resolve_decode_kernel
 from padbench.worker.engine.decoding.split_k import BLOCK_M
-from padbench.worker.engine.model import config_of
-from padbench.worker.engine.spread import repeat_spread
+from padbench.worker.engine.measure.spread import repeat_spread
+from padbench.worker.engine.model.build import config_of
 from padbench.worker.jobs.generate.figures import ModelCosts, repeat_rates, row_figures
 from padbench.worker.jobs.generate.gate import GateOutcome, ReferenceRun, judge
 from padbench.worker.jobs.generate.passes import PassTiming, run_pass

@@ -21,7 +21,7 @@ from padbench.contract.padding import PaddingJobSpec, StrategyResult
 from padbench.contract.results import BatchTier, ProbeReport
 from padbench.contract.spec import StrategySpec
 from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
-from padbench.worker.engine.batches import STRATEGIES
+from padbench.worker.engine.data.batches import STRATEGIES
 from padbench.worker.engine.strategies.tiers import TieredStrategy, Tiers, length_tiers
 from padbench.worker.jobs.padding.probe.trials import RankProbing, SharedProbes, find_batch_size
 from padbench.worker.jobs.probing.oracle import ProbeFailed

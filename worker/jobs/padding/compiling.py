@@ -1,6 +1,6 @@
 """Whether a row runs compiled: `compile: true`, `false`, or `auto` — compiled where compiling pays for itself.
 
-A few steps are timed eagerly, then the model is compiled (`worker/engine/compilation.py`) and the same steps
+A few steps are timed eagerly, then the model is compiled (`worker/engine/training/compilation.py`) and the same steps
 are timed again, the first of them on its own: its time beyond a compiled step's is the compile time. `auto`
 keeps the compiled model when the time it saves over the measured run's planned steps is more than the compile
 cost, and goes back to the eager model otherwise. A run too short for any compile to pay back is not compiled at
@@ -24,10 +24,10 @@ from torch import nn
 
 from padbench.contract.padding import CompileReport
 from padbench.contract.spec import CompileChoice, MeasurementSpec
-from padbench.worker.engine import steps
-from padbench.worker.engine.compilation import compile_layers, uncompile_layers
-from padbench.worker.engine.ranks import Ranks
-from padbench.worker.engine.steps import StepFn
+from padbench.worker.engine.parallel.ranks import Ranks
+from padbench.worker.engine.training import steps
+from padbench.worker.engine.training.compilation import compile_layers, uncompile_layers
+from padbench.worker.engine.training.steps import StepFn
 
 # Steps timed each way: enough for a median, few enough to cost little next to the warm-up.
 TIMED_STEPS = 3

@@ -12,7 +12,7 @@ import torch
 
 from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.parallel import Parallelism
-from padbench.worker.engine.memory_plan import MemoryPlan, gib, job_plan, model_footprint, resolve_inference
+from padbench.worker.engine.model.memory_plan import MemoryPlan, gib, job_plan, model_footprint, resolve_inference
 from padbench.worker.runtime.memory import device_free_bytes
 
 

@@ -1,9 +1,9 @@
 """A padding job from spec to result: data and model once, then each strategy gated, measured and reported.
 
 Every strategy sees the same drawn sequences (same seed, same truncation), the same model weights and the
-same measurement rules (padbench.worker.engine.measure). A strategy that cannot run — its kernel is unavailable, its
-layout fails the correctness gate, a batch fails the sanity check, or it runs out of memory — is reported
-as failed with the reason, and the job goes on with the next one.
+same measurement rules (padbench.worker.engine.measure.timing). A strategy that cannot run — its kernel is
+unavailable, its layout fails the correctness gate, a batch fails the sanity check, or it runs out of memory —
+is reported as failed with the reason, and the job goes on with the next one.
 """
 
 from __future__ import annotations
@@ -21,17 +21,17 @@ from padbench.contract.parallel import Parallelism, ParallelRun
 from padbench.contract.results import Environment, PartialResult
 from padbench.contract.spec import DataSpec
 from padbench.contract.training import RunPrecision, TrainingRun, precision_run
-from padbench.worker.engine import flops
-from padbench.worker.engine.correctness import gate_sample, references_with_noise
-from padbench.worker.engine.data import SYNTHETIC, load_sequences
-from padbench.worker.engine.experts import experts_implementation, is_mixture_of_experts
-from padbench.worker.engine.matmul_rate import measure_matmul_tflops
-from padbench.worker.engine.model import build_model, model_config
-from padbench.worker.engine.parameter_count import active_parameter_count, parameter_count
-from padbench.worker.engine.ranks import ONE_RANK, Backend, Ranks, share_of
-from padbench.worker.engine.sharding import autocast_if, build_sharded, shard_model, snapshot_weights
-from padbench.worker.engine.sharding import restore_weights as restore_model_weights
-from padbench.worker.engine.training_features import AppliedTraining, apply_training, check_training
+from padbench.worker.engine.data.sources import SYNTHETIC, load_sequences
+from padbench.worker.engine.measure.correctness import gate_sample, references_with_noise
+from padbench.worker.engine.measure.matmul_rate import measure_matmul_tflops
+from padbench.worker.engine.model import flops
+from padbench.worker.engine.model.build import build_model, model_config
+from padbench.worker.engine.model.experts import experts_implementation, is_mixture_of_experts
+from padbench.worker.engine.model.parameter_count import active_parameter_count, parameter_count
+from padbench.worker.engine.parallel.ranks import ONE_RANK, Backend, Ranks, share_of
+from padbench.worker.engine.parallel.sharding import autocast_if, build_sharded, shard_model, snapshot_weights
+from padbench.worker.engine.parallel.sharding import restore_weights as restore_model_weights
+from padbench.worker.engine.training.features import AppliedTraining, apply_training, check_training
 from padbench.worker.jobs.padding.auto_batch import (
     AutoSizes,
     attach_probe_reports,

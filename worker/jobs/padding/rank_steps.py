@@ -14,10 +14,10 @@ from typing import TypeVar
 import torch
 
 from padbench.contract.parallel import RankFigures, RankShares
-from padbench.worker.engine.measure import Measurement, Throughput
-from padbench.worker.engine.rank_measure import RankRun, collective_seconds_per_step, group_measurement
-from padbench.worker.engine.ranks import Ranks
-from padbench.worker.engine.steps import StepFn
+from padbench.worker.engine.measure.timing import Measurement, Throughput
+from padbench.worker.engine.parallel.rank_measure import RankRun, collective_seconds_per_step, group_measurement
+from padbench.worker.engine.parallel.ranks import Ranks
+from padbench.worker.engine.training.steps import StepFn
 
 T = TypeVar("T")
 

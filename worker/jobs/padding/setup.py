@@ -11,10 +11,10 @@ import torch
 from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.parallel import Parallelism
 from padbench.contract.training import RunPrecision
-from padbench.worker.engine.data import TokenizedData
-from padbench.worker.engine.loss import TrainingLoss, resolve_loss
-from padbench.worker.engine.ranks import ONE_RANK, Ranks
-from padbench.worker.engine.training_features import AppliedTraining
+from padbench.worker.engine.data.sources import TokenizedData
+from padbench.worker.engine.parallel.ranks import ONE_RANK, Ranks
+from padbench.worker.engine.training.features import AppliedTraining
+from padbench.worker.engine.training.loss import TrainingLoss, resolve_loss
 
 # A training step's backward costs twice its forward (gradients of activations and of weights); with adapters on
 # a frozen base, once (gradients of activations only: the base weights get none, and the adapters' own FLOPs

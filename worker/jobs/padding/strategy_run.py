@@ -17,14 +17,12 @@ from padbench.contract.padding import CompileReport, StrategyResult
 from padbench.contract.results import GpuActivity, MemoryStats
 from padbench.contract.spec import MeasurementSpec, StrategySpec
 from padbench.contract.training import StepSplit
-from padbench.worker.engine import flops
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling
-from padbench.worker.engine.batches import STRATEGIES, Batch, Strategy, longest_attention_span
-from padbench.worker.engine.correctness import GateResult, check_layout, references_with_noise
-from padbench.worker.engine.expert_load import count_expert_load
-from padbench.worker.engine.experts import ExpertsUnavailable, use_experts
-from padbench.worker.engine.measure import (
+from padbench.worker.engine.data.batches import STRATEGIES, Batch, Strategy, longest_attention_span
+from padbench.worker.engine.measure.correctness import GateResult, check_layout, references_with_noise
+from padbench.worker.engine.measure.spread import repeat_spread
+from padbench.worker.engine.measure.timing import (
     Measurement,
     Throughput,
     batch_sanity_error,
@@ -33,10 +31,13 @@ from padbench.worker.engine.measure import (
     measure,
     summarize,
 )
-from padbench.worker.engine.rank_measure import RankRun
-from padbench.worker.engine.sharding import autocast_forward, autocast_if
-from padbench.worker.engine.spread import repeat_spread
-from padbench.worker.engine.steps import (
+from padbench.worker.engine.model import flops
+from padbench.worker.engine.model.expert_load import count_expert_load
+from padbench.worker.engine.model.experts import ExpertsUnavailable, use_experts
+from padbench.worker.engine.parallel.rank_measure import RankRun
+from padbench.worker.engine.parallel.sharding import autocast_forward, autocast_if
+from padbench.worker.engine.strategies.tiers import TieredStrategy, Tiers
+from padbench.worker.engine.training.steps import (
     KernelForwardFn,
     StepFn,
     compiled_graph_count,
@@ -45,7 +46,6 @@ from padbench.worker.engine.steps import (
     next_token_labels,
     training_step,
 )
-from padbench.worker.engine.strategies.tiers import TieredStrategy, Tiers
 from padbench.worker.jobs.padding.compiling import RowCompiler, choose_compiled_step
 from padbench.worker.jobs.padding.rank_steps import (
     StrategyFailed,

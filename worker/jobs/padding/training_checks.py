@@ -2,18 +2,18 @@
 
 The gate runs before anything is timed, on the first of the layout gate's sample batches: a fused loss that
 does not match the full logits fails the strategy with the reason (every rank alike). The split is timed
-after the measurement, never inside it (padbench.worker.engine.step_split).
+after the measurement, never inside it (padbench.worker.engine.training.step_split).
 """
 
 from __future__ import annotations
 
 from padbench.contract.training import StepSplit
-from padbench.worker.engine.batches import Batch
-from padbench.worker.engine.loss import FusedLoss
-from padbench.worker.engine.loss_check import check_fused_loss
-from padbench.worker.engine.sharding import autocast_if
-from padbench.worker.engine.step_split import SPLIT_STEPS, mean_split, time_step_phases
-from padbench.worker.engine.steps import KernelForwardFn, StepFn, TrainingStep, next_token_labels
+from padbench.worker.engine.data.batches import Batch
+from padbench.worker.engine.parallel.sharding import autocast_if
+from padbench.worker.engine.training.loss import FusedLoss
+from padbench.worker.engine.training.loss_check import check_fused_loss
+from padbench.worker.engine.training.step_split import SPLIT_STEPS, mean_split, time_step_phases
+from padbench.worker.engine.training.steps import KernelForwardFn, StepFn, TrainingStep, next_token_labels
 from padbench.worker.jobs.padding.rank_steps import StrategyFailed
 from padbench.worker.jobs.padding.setup import JobSetup
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 from padbench.contract.spec import MeasurementSpec
 from padbench.worker.engine.attention import AttentionKernel
-from padbench.worker.engine.batches import Batch, extreme_batches, first_of_each_shape
-from padbench.worker.engine.measure import warmup_order
-from padbench.worker.engine.ranks import Ranks
+from padbench.worker.engine.data.batches import Batch, extreme_batches, first_of_each_shape
+from padbench.worker.engine.measure.timing import warmup_order
+from padbench.worker.engine.parallel.ranks import Ranks
 from padbench.worker.jobs.padding.rank_steps import equal_warmup
 
 

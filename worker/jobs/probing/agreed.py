@@ -18,7 +18,7 @@ from typing import Any
 
 import torch.distributed as dist
 
-from padbench.worker.engine.ranks import Ranks
+from padbench.worker.engine.parallel.ranks import Ranks
 from padbench.worker.jobs.probing.oracle import ChildOracle, ProbeFailed, reading_of
 from padbench.worker.jobs.probing.search import Reading
 from padbench.worker.runtime.isolation import ChildReport

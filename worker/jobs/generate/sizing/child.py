@@ -27,7 +27,7 @@ from padbench.worker.engine.decoding.cache import CacheShape, KvCache
 from padbench.worker.engine.decoding.decoder import Decoder
 from padbench.worker.engine.decoding.kernels import DecodeKernel
 from padbench.worker.engine.decoding.registry import resolve_decode_kernel
-from padbench.worker.engine.model import build_model, config_of
+from padbench.worker.engine.model.build import build_model, config_of
 from padbench.worker.jobs.generate.schedule import Request, Scheduler
 from padbench.worker.jobs.generate.sizing.protocol import SlotsRequest
 from padbench.worker.jobs.probing.child import BuiltModel, ModelKeeper, peak, size_frame, synchronize

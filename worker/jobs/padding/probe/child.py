@@ -35,21 +35,21 @@ import torch.distributed as dist
 from padbench.contract.spec import AttentionName, Dtype, StrategyName
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures
-from padbench.worker.engine.batches import STRATEGIES, Batch
-from padbench.worker.engine.experts import use_experts
-from padbench.worker.engine.loss import resolve_loss
-from padbench.worker.engine.model import build_model, config_of
-from padbench.worker.engine.ranks import Ranks
-from padbench.worker.engine.sharding import autocast_forward, build_sharded
-from padbench.worker.engine.steps import (
+from padbench.worker.engine.data.batches import STRATEGIES, Batch
+from padbench.worker.engine.model.build import build_model, config_of
+from padbench.worker.engine.model.experts import use_experts
+from padbench.worker.engine.parallel.ranks import Ranks
+from padbench.worker.engine.parallel.sharding import autocast_forward, build_sharded
+from padbench.worker.engine.strategies.worst_case import worst_case_batch
+from padbench.worker.engine.training.features import apply_training
+from padbench.worker.engine.training.loss import resolve_loss
+from padbench.worker.engine.training.steps import (
     StepFn,
     inference_step,
     make_optimizer,
     next_token_labels,
     training_step,
 )
-from padbench.worker.engine.strategies.worst_case import worst_case_batch
-from padbench.worker.engine.training_features import apply_training
 from padbench.worker.jobs.padding.compiling import RowCompiler
 from padbench.worker.jobs.padding.probe.protocol import ProbeGroup, ProbeRequest
 from padbench.worker.jobs.probing.child import BuiltModel, ModelKeeper, peak, size_frame, synchronize

@@ -29,8 +29,8 @@ from padbench.contract.results import ProbeReport
 from padbench.contract.spec import StrategySpec
 from padbench.contract.training import RunPrecision, precision_run
 from padbench.worker.engine.attention import ATTENTION_KERNELS
-from padbench.worker.engine.model import model_config
-from padbench.worker.engine.ranks import Ranks
+from padbench.worker.engine.model.build import model_config
+from padbench.worker.engine.parallel.ranks import Ranks
 from padbench.worker.jobs.padding.probe.cache import CachedLimit, ProbeCache, ProbeKey
 from padbench.worker.jobs.padding.probe.protocol import ProbeGroup, ProbeRequest
 from padbench.worker.jobs.probing import oracle

@@ -24,8 +24,8 @@ from huggingface_hub.errors import EntryNotFoundError
 from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, PreTrainedModel
 
 from padbench.contract.model_spec import ModelSpec
-from padbench.worker.engine.lm_head import align_lm_head
-from padbench.worker.engine.model_support import check_config_fields, check_experts_supported, check_model_type
+from padbench.worker.engine.model.lm_head import align_lm_head
+from padbench.worker.engine.model.support import check_config_fields, check_experts_supported, check_model_type
 from padbench.worker.runtime.isolation import SpecProblem
 from padbench.worker.runtime.messages import first_line
 

@@ -20,9 +20,9 @@ import torch
 from transformers import PretrainedConfig
 
 from padbench.contract.experts import ExpertLoad, LayerLoad
-from padbench.worker.engine.batches import Batch
-from padbench.worker.engine.experts import experts_modules, top_k
-from padbench.worker.engine.ranks import ONE_RANK, Ranks
+from padbench.worker.engine.data.batches import Batch
+from padbench.worker.engine.model.experts import experts_modules, top_k
+from padbench.worker.engine.parallel.ranks import ONE_RANK, Ranks
 
 ForwardFn = Callable[[torch.nn.Module, Batch], Any]
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from padbench.worker.engine import steps
-from padbench.worker.engine.checkpointing import decoder_layers, is_checkpoint_wrapper, replay_kernel_context
+from padbench.worker.engine.training import steps
+from padbench.worker.engine.training.checkpointing import decoder_layers, is_checkpoint_wrapper, replay_kernel_context
 
 
 class NothingToCompile(ValueError):

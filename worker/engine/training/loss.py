@@ -3,7 +3,7 @@
 `full` is the textbook path: the LM head's logits for every token, then `F.cross_entropy`. Its fp32 logits
 (and their gradient) dominate a large-vocabulary model's training peak, which is why fine-tuning loops use
 a fused linear cross-entropy instead (`fused`, the default): Liger Kernel's Triton kernel where it is
-installed and the device is a GPU, else the chunked PyTorch version (padbench.worker.engine.chunked_loss).
+installed and the device is a GPU, else the chunked PyTorch version (padbench.worker.engine.training.chunked_loss).
 
 For a fused loss the model must hand over its final hidden states and its head instead of logits. The
 attention kernels call the whole model (`model(...).logits`), and that call has to stay: on a model sharded
@@ -31,10 +31,10 @@ from torch import nn
 
 from padbench.contract.registry import Registry
 from padbench.contract.training import LossChoice
-from padbench.worker.engine.batches import Batch
-from padbench.worker.engine.chunked_loss import IGNORE_INDEX, LossShape, chunked_linear_cross_entropy
-from padbench.worker.engine.lm_head import AlignedLMHead
-from padbench.worker.engine.model import config_of
+from padbench.worker.engine.data.batches import Batch
+from padbench.worker.engine.model.build import config_of
+from padbench.worker.engine.model.lm_head import AlignedLMHead
+from padbench.worker.engine.training.chunked_loss import IGNORE_INDEX, LossShape, chunked_linear_cross_entropy
 
 ForwardFn = Callable[[nn.Module, Batch], torch.Tensor]  # an attention kernel's forward: what `.logits` holds
 SOFTCAP_FIELD = "final_logit_softcapping"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from padbench.worker.engine.measure import Measurement, RepeatTiming
+from padbench.worker.engine.measure.timing import Measurement, RepeatTiming
 
 PROFILED_STEPS = 3  # enough to average over a layer's all-gathers and the reduce-scatters of one step
 

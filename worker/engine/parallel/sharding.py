@@ -23,10 +23,10 @@ from torch.distributed.tensor import DTensor
 from transformers import PreTrainedModel
 
 from padbench.contract.model_spec import ModelSpec
-from padbench.worker.engine.checkpointing import decoder_layers as checkpointed_or_plain_layers
-from padbench.worker.engine.lm_head import AlignedLMHead
-from padbench.worker.engine.model import build_on_meta, config_of
-from padbench.worker.engine.ranks import Ranks
+from padbench.worker.engine.model.build import build_on_meta, config_of
+from padbench.worker.engine.model.lm_head import AlignedLMHead
+from padbench.worker.engine.parallel.ranks import Ranks
+from padbench.worker.engine.training.checkpointing import decoder_layers as checkpointed_or_plain_layers
 
 
 class CannotShard(ValueError):

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from padbench.worker.engine.experts import inactive_parameters
+from padbench.worker.engine.model.experts import inactive_parameters
 
 
 def logical_numel(parameter: torch.Tensor) -> int:

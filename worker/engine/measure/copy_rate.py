@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from padbench.worker.engine.measure import time_calls
+from padbench.worker.engine.measure.timing import time_calls
 
 COPY_BYTES = {"cuda": 1 << 30, "cpu": 1 << 26}  # far above any GPU's L2, and a quick pass on a CPU
 COPY_WARMUP, COPY_REPEATS = 2, 10

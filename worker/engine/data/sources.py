@@ -25,7 +25,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from padbench.contract.hub_dataset import PACKAGED_BUILDERS, HubDataset, is_hub_dataset, parse_hub_dataset
 from padbench.contract.spec import DataSpec
-from padbench.worker.engine.synthetic import DistributionError, get_distribution
+from padbench.worker.engine.data.synthetic import DistributionError, get_distribution
 from padbench.worker.runtime.isolation import SpecProblem
 from padbench.worker.runtime.progress import ProgressFn
 from padbench.worker.runtime.settings import WorkerSettings

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import torch
 from torch.distributed.fsdp import FSDPModule
 
-from padbench.worker.engine.batches import Batch, PackedBatch
-from padbench.worker.engine.chunked_loss import IGNORE_INDEX
-from padbench.worker.engine.loss import TrainingLoss
+from padbench.worker.engine.data.batches import Batch, PackedBatch
+from padbench.worker.engine.training.chunked_loss import IGNORE_INDEX
+from padbench.worker.engine.training.loss import TrainingLoss
 
 KernelForwardFn = Callable[[torch.nn.Module, Batch], torch.Tensor]  # an attention kernel's forward: logits
 StepFn = Callable[[int], None]  # issue the step for prepared batch number i
@@ -75,7 +75,7 @@ def inference_step(model: torch.nn.Module, forward: KernelForwardFn, batches: Se
 @dataclass(frozen=True)
 class TrainingStep:
     """Forward and loss over the real next-token positions, backward, AdamW step: as one timed step, or
-    phase by phase (padbench.worker.engine.step_split times each phase apart from the measurement)."""
+    phase by phase (padbench.worker.engine.training.step_split times each phase apart from the measurement)."""
 
     model: torch.nn.Module
     forward: KernelForwardFn

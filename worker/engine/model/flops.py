@@ -24,9 +24,9 @@ import torch
 from transformers import PretrainedConfig
 from transformers.pytorch_utils import Conv1D
 
-from padbench.worker.engine.batches import Batch, PackedBatch
-from padbench.worker.engine.experts import routed_macs_per_token, router_macs_per_token
-from padbench.worker.engine.parameter_count import logical_numel
+from padbench.worker.engine.data.batches import Batch, PackedBatch
+from padbench.worker.engine.model.experts import routed_macs_per_token, router_macs_per_token
+from padbench.worker.engine.model.parameter_count import logical_numel
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,9 @@ from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.parallel import InferenceParallelism, Parallelism
 from padbench.contract.spec import Dtype
 from padbench.contract.training import RunPrecision, TrainingSpec, precision_run
-from padbench.worker.engine.adapters import AdaptersUnsupported, add_adapters, quantizable_linears
-from padbench.worker.engine.experts import inactive_parameters
-from padbench.worker.engine.model import build_on_meta
+from padbench.worker.engine.model.adapters import AdaptersUnsupported, add_adapters, quantizable_linears
+from padbench.worker.engine.model.build import build_on_meta
+from padbench.worker.engine.model.experts import inactive_parameters
 
 DTYPE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp32": 4}
 # A 4-bit NF4 weight: half a byte, and its block's 8-bit scale shared by 64 weights (the second level of double

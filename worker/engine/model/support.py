@@ -25,7 +25,7 @@ from transformers.models.auto.modeling_auto import (
     MODEL_FOR_MASKED_LM_MAPPING_NAMES,
 )
 
-from padbench.worker.engine.experts import expert_field, uses_experts_interface
+from padbench.worker.engine.model.experts import expert_field, uses_experts_interface
 from padbench.worker.runtime.isolation import SpecProblem
 
 

@@ -12,7 +12,7 @@ import functools
 import numpy as np
 import torch
 
-from padbench.worker.engine.measure import time_calls
+from padbench.worker.engine.measure.timing import time_calls
 
 # Large enough to saturate the tensor cores of an H100/H200 (2·8192³ ≈ 1.1 TFLOP per call); the CPU
 # size keeps the measurement to about a second on a laptop.

@@ -2,7 +2,7 @@
 
 Before anything is timed, one sample batch goes through the model twice without autograd: once as usual
 (its logits and their cross-entropy: the loss the model defines, whatever it does to its head's output),
-and once with the head passed through (padbench.worker.engine.loss), giving the final hidden states and the
+and once with the head passed through (padbench.worker.engine.training.loss), giving the final hidden states and the
 head as the forward saw it. On those, detached, the full path (the head's logits, then `F.cross_entropy`)
 and the fused loss each give a loss and its gradients w.r.t. the hidden states and the head's weight. The
 fused loss passes when its loss matches the full path's, the full path's matches the model's own, and both
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from padbench.worker.engine.batches import Batch
-from padbench.worker.engine.chunked_loss import IGNORE_INDEX
-from padbench.worker.engine.loss import ForwardFn, FusedLoss, HeadWeights, passthrough_head
-from padbench.worker.engine.sharding import reshard
+from padbench.worker.engine.data.batches import Batch
+from padbench.worker.engine.parallel.sharding import reshard
+from padbench.worker.engine.training.chunked_loss import IGNORE_INDEX
+from padbench.worker.engine.training.loss import ForwardFn, FusedLoss, HeadWeights, passthrough_head
 
 # Relative tolerances (loss, gradients) by the dtype the head computes in. Half precision: the full path's
 # logits are rounded to it before the fp32 softmax, the fused loss's are not (Liger, chunked); the weight's

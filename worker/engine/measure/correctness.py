@@ -38,10 +38,10 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from padbench.contract.spec import Dtype
-from padbench.worker.engine.batches import Batch, PackedBatch
-from padbench.worker.engine.experts import experts_as, experts_implementation
-from padbench.worker.engine.model import config_of
-from padbench.worker.engine.steps import without_autograd
+from padbench.worker.engine.data.batches import Batch, PackedBatch
+from padbench.worker.engine.model.build import config_of
+from padbench.worker.engine.model.experts import experts_as, experts_implementation
+from padbench.worker.engine.training.steps import without_autograd
 
 RELATIVE_TOLERANCE: dict[str, float] = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 4e-2}
 NOISE_MARGIN = 2.0  # the tolerance is at least this multiple of the reference's own noise floor

@@ -15,10 +15,10 @@ import torch
 from torch import nn
 
 from padbench.contract.training import Checkpointing, Method, RunPrecision, TrainingRun, TrainingSpec
-from padbench.worker.engine.adapters import add_adapters, missing_library_reason
-from padbench.worker.engine.checkpointing import checkpoint_layers, checkpointed_layers
-from padbench.worker.engine.float8 import convert_linears_to_float8, float8_unavailable_reason
-from padbench.worker.engine.parameter_count import parameter_count
+from padbench.worker.engine.model.adapters import add_adapters, missing_library_reason
+from padbench.worker.engine.model.float8 import convert_linears_to_float8, float8_unavailable_reason
+from padbench.worker.engine.model.parameter_count import parameter_count
+from padbench.worker.engine.training.checkpointing import checkpoint_layers, checkpointed_layers
 from padbench.worker.runtime.isolation import SpecProblem
 
 FLOAT8_LAYER_CLASS = "Float8Linear"  # torchao's float8 linear layer, told by name: torchao may be absent

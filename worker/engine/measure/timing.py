@@ -26,7 +26,7 @@ from typing import Protocol
 import torch
 
 from padbench.contract.spec import MeasurementSpec
-from padbench.worker.engine.batches import Batch
+from padbench.worker.engine.data.batches import Batch
 
 
 class BatchClock(Protocol):

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import torch
 
 from padbench.contract.training import StepSplit
-from padbench.worker.engine.steps import TrainingStep
+from padbench.worker.engine.training.steps import TrainingStep
 
 SPLIT_STEPS = 3  # steps timed phase by phase after the measurement
 
