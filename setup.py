@@ -8,8 +8,11 @@ example specs (`examples/`) ship as package data through the links `padbench/mig
 Everything else (metadata, dependencies, extras, entry points) lives in pyproject.toml.
 """
 
+from pathlib import Path
+
 from setuptools import find_namespace_packages, find_packages, setup
 
+KINDS = Path(__file__).resolve().parent / "padbench" / "kinds"
 # Folder in the repository -> import name once installed.
 MAPPED_FOLDERS = {
     "server": "padbench.server",
@@ -36,7 +39,8 @@ setup(
         "padbench.migrations.versions": ["*.py"],
         "padbench.examples": ["*.yaml"],
         # The dashboard's templates, scripts, styles and vendored libraries (Chart.js, Swagger UI, ReDoc).
-        "padbench.server.web": ["templates/*.html", "static/*.js", "static/kinds/*.js", "static/*.css",
-                               "static/vendor/*/*"],
+        "padbench.server.web": ["templates/*.html", "static/*.js", "static/*.css", "static/vendor/*/*"],
+        # Each job kind's dashboard view, in the kind's folder.
+        **{f"padbench.kinds.{view.parent.name}": ["*.js"] for view in KINDS.glob("*/*.js")},
     },
 )

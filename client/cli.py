@@ -31,6 +31,7 @@ from padbench.report import render
 from padbench.report.terminal import write_table
 from padbench.spec_overrides import add_override_options, load_points
 from padbench.specfile import SpecError
+from padbench.terminal_text import literal
 
 FORMATS = ("table", "json", "csv")
 
@@ -234,7 +235,7 @@ def wait_with_progress(client: PadbenchClient, job_id: int, timeout_s: float | N
 def _final_exit(job: JobOut) -> int:
     if job.status is JobStatus.succeeded:
         return 0
-    reason = f": {job.error}" if job.error else ""
+    reason = f": {literal(job.error)}" if job.error else ""
     print(f"job {job.id} {job.status.value}{reason}", file=sys.stderr)
     return EXIT_FAILED
 

@@ -32,6 +32,7 @@ from padbench.contract.api import JobOut, JobStatus, WorkerOut
 from padbench.http import ApiError
 from padbench.report.terminal import write_table
 from padbench.specfile import SpecError, load_spec
+from padbench.terminal_text import literal
 from padbench.tokens import random_token, token_digest
 
 # The example specs ship inside the package (padbench.examples), so the demo runs from any install.
@@ -157,7 +158,7 @@ def wait_for_worker(client: PadbenchClient, worker: subprocess.Popen[bytes], log
 def choose_example(worker: WorkerOut) -> str:
     """The GPU-sized example on a worker that found a GPU, the CPU-sized one otherwise."""
     if worker.capabilities.device == "cuda":
-        print(f"GPU found ({worker.capabilities.gpu_name}): running {GPU_EXAMPLE}", file=sys.stderr)
+        print(f"GPU found ({literal(str(worker.capabilities.gpu_name))}): running {GPU_EXAMPLE}", file=sys.stderr)
         return GPU_EXAMPLE
     print(f"no GPU visible: running the CPU-sized {CPU_EXAMPLE}", file=sys.stderr)
     return CPU_EXAMPLE

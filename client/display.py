@@ -1,5 +1,10 @@
 """Views for the client CLI: one job's status, a page of jobs and the workers, as tables (plain text, or drawn
-with rich on a terminal)."""
+with rich on a terminal).
+
+Every cell is passed through `literal`, since names, errors and labels are written by submitters and
+workers: a control character shows as its escape instead of acting on the reader's terminal. Rich tables get
+the cells as `Text`, which rich never parses as markup, so a `[link=…]` in a name is shown, not drawn.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,11 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from rich.table import Table
+from rich.text import Text
 
 from padbench.contract.api import JobOut, JobPage, JobStatus, JobSummary, WorkerOut
 from padbench.report.columns import align
+from padbench.terminal_text import literal
 
 STATUS_STYLES = {"succeeded": "green", "failed": "red", "running": "yellow", "cancelled": "dim", "queued": ""}
 
@@ -48,15 +55,24 @@ def format_status(job: JobOut) -> str:
         lines.append(("waits", job.waiting_reason))
     if job.error:
         lines.append(("error", job.error))
-    return "\n".join(f"{label:<10} {value}" for label, value in lines)
+    return "\n".join(f"{label:<10} {literal(value)}" for label, value in lines)
 
 
 LIST_COLUMNS = ("ID", "STATUS", "KIND", "NAME", "PROGRESS", "WORKER", "CREATED")
 
 
+def _literal_cells(*cells: str) -> tuple[str, ...]:
+    return tuple(literal(cell) for cell in cells)
+
+
+def _rich_cells(cells: tuple[str, ...]) -> list[Text]:
+    """Cells as rich `Text`: shown as written, where a plain string would be parsed as markup."""
+    return [Text(cell) for cell in cells]
+
+
 def _list_row(job: JobSummary) -> tuple[str, ...]:
-    return (str(job.id), job.status.value, job.kind, job.name or "-", _progress(job), job.worker or "-",
-            _when(job.created_at))
+    return _literal_cells(str(job.id), job.status.value, job.kind, job.name or "-", _progress(job),
+                          job.worker or "-", _when(job.created_at))
 
 
 def _shown(page: JobPage) -> str:
@@ -67,7 +83,7 @@ def _shown(page: JobPage) -> str:
 def page_table(page: JobPage) -> Table:
     table = Table(*LIST_COLUMNS, show_edge=False, header_style="bold", pad_edge=False, caption=_shown(page))
     for job in page.items:
-        table.add_row(*_list_row(job), style=STATUS_STYLES.get(job.status.value) or None)
+        table.add_row(*_rich_cells(_list_row(job)), style=STATUS_STYLES.get(job.status.value) or None)
     return table
 
 
@@ -122,15 +138,17 @@ def _running(worker: WorkerOut) -> str:
 
 
 def _worker_row(worker: WorkerOut, now: datetime) -> tuple[str, ...]:
-    return (worker.name, worker.capabilities.device, _gpu(worker), _busy(worker),
-            ", ".join(worker.capabilities.labels) or "-", format_age(worker.last_contact_at, now), _running(worker))
+    return _literal_cells(worker.name, worker.capabilities.device, _gpu(worker), _busy(worker),
+                          ", ".join(worker.capabilities.labels) or "-", format_age(worker.last_contact_at, now),
+                          _running(worker))
 
 
 def workers_table(workers: list[WorkerOut], now: datetime) -> Table:
     table = Table(*WORKER_COLUMNS, show_edge=False, header_style="bold", pad_edge=False,
                   caption=f"({len(workers)} registered)")
     for worker in workers:
-        table.add_row(*_worker_row(worker, now), style="yellow" if worker.running_job_id is not None else None)
+        table.add_row(*_rich_cells(_worker_row(worker, now)),
+                      style="yellow" if worker.running_job_id is not None else None)
     return table
 
 

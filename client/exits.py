@@ -1,4 +1,8 @@
-"""How a client command ends: its exit status, and one line on stderr naming the command and the reason."""
+"""How a client command ends: its exit status, and one line on stderr naming the command and the reason.
+
+The reason is often the server's, quoting what a submitter or worker sent: it is printed through `literal`,
+so it stays one line and a control character in it shows as an escape.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import sys
 from collections.abc import Callable
 
 from padbench.http import ApiError
+from padbench.terminal_text import literal
 
 EXIT_FAILED = 1  # the server or the job said no
 EXIT_USAGE = 2  # the command line, a spec or a file was wrong
@@ -16,8 +21,8 @@ def reported(command: str, call: Callable[[], int], usage_errors: tuple[type[Exc
     try:
         return call()
     except usage_errors as error:
-        print(f"padbench {command}: {error}", file=sys.stderr)
+        print(f"padbench {command}: {literal(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     except ApiError as error:
-        print(f"padbench {command}: {error}", file=sys.stderr)
+        print(f"padbench {command}: {literal(str(error))}", file=sys.stderr)
         return EXIT_FAILED

@@ -1,13 +1,20 @@
 """A job progress bar on stderr: a rich bar with elapsed time and ETA on a terminal, one plain line per
-change otherwise (logs, CI), with the ETA when it is known, so a log file never fills with redraw characters."""
+change otherwise (logs, CI), with the ETA when it is known, so a log file never fills with redraw characters.
+
+The worker's name and its progress message are shown through `literal` (a control character in them is an
+escape, not an instruction to the terminal); the rich bar parses its description as markup, so there they are
+also markup-escaped."""
 
 from __future__ import annotations
 
 import sys
 from typing import TextIO
 
+from rich.markup import escape
+
 from padbench.contract.api import JobOut
 from padbench.report.progress import RemainingTime, TerminalProgress, eta_text
+from padbench.terminal_text import literal
 
 BAR_WIDTH = 30
 
@@ -21,18 +28,19 @@ def describe_progress(job: JobOut, seconds_left: float | None = None) -> str:
         parts.append(f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {job.progress * 100:3.0f}%{eta}")
     parts.append(job.status.value)
     if job.worker and job.status.value == "running":
-        parts.append(f"on {job.worker}")
+        parts.append(f"on {literal(job.worker)}")
     line = " ".join(parts)
     if job.progress_message and not job.status.is_final:
-        line += f": {job.progress_message}"
+        line += f": {literal(job.progress_message)}"
     return f"job {job.id} {line}"
 
 
 def _status_text(job: JobOut) -> str:
+    """The rich bar's description, which rich reads as markup: the job's own words are escaped for it."""
     text = job.status.value + (f" on {job.worker}" if job.worker and job.status.value == "running" else "")
     if job.progress_message and not job.status.is_final:
         text += f": {job.progress_message}"
-    return text
+    return escape(literal(text))
 
 
 class ProgressBar:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from padbench.contract.attention_sweep import TRANSFORMERS_SWEEP_KERNEL_NAMES
 from padbench.contract.kinds import DEFAULT_KIND, JOB_KINDS, JOB_SPEC_ADAPTER
 from padbench.contract.spec import TRANSFORMERS_ATTENTION_NAMES
+from padbench.kinds.attention.contract import TRANSFORMERS_SWEEP_KERNEL_NAMES
 
 # Sections in reading order: each job kind's spec, in the order the kinds were registered, then the parts
 # they refer to, in this order; parts not named here follow alphabetically.

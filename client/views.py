@@ -29,6 +29,7 @@ from padbench.report.compare import (
     render_compare_table,
 )
 from padbench.report.terminal import console_for
+from padbench.terminal_text import literal
 
 Labelled = tuple[int | None, JobResultBase]
 
@@ -79,7 +80,7 @@ def compare_command(args: argparse.Namespace) -> int:
     comparison = compare(load_results(args.sources, args))
     warning = difference_warning(comparison)
     if warning is not None:  # on stderr, so it is seen even when the table goes to a file or a tool
-        print(warning, file=sys.stderr)
+        print(literal(warning), file=sys.stderr)  # it quotes the jobs' settings: model names, GPU names…
     if args.format == "table":
         render_compare_table(comparison, console_for(sys.stdout))
     else:

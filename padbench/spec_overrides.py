@@ -20,7 +20,8 @@ import yaml
 from pydantic import BaseModel
 
 from padbench.contract.bounds import MAX_NAME_LENGTH
-from padbench.contract.kinds import DEFAULT_KIND, JOB_KINDS, kind_tag
+from padbench.contract.job_kind import kind_tag
+from padbench.contract.kinds import DEFAULT_KIND, JOB_KINDS
 from padbench.contract.model_spec import nearest
 from padbench.contract.spec import JobSpecBase
 from padbench.specfile import SpecError, check_new_job, load_spec_document, spec_sections

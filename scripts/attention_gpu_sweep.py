@@ -20,9 +20,9 @@ import time
 import typing
 from pathlib import Path
 
-from padbench.contract.attention_sweep import AttentionJobSpec, AttentionResult, SweepKernelName
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.report.attention import render_table
+from padbench.kinds.attention.contract import AttentionJobSpec, AttentionResult, SweepKernelName
+from padbench.kinds.attention.report import render_table
 from padbench.worker.jobs.attention.job import run_attention_job
 
 ALL_KERNELS = list(typing.get_args(SweepKernelName))

@@ -36,7 +36,7 @@ from sqlalchemy import create_engine, text
 
 from padbench.client.demo import Tokens, background, free_loopback_port, padbench_command, wait_until_healthy
 from padbench.contract.api import Capabilities
-from padbench.contract.padding import PaddingJobSpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 
 SPEC = PaddingJobSpec(name="loadtest", device="cpu", dtype="fp32", attention="sdpa").model_dump(mode="json")
 REQUEST_TIMEOUT_S = 60.0

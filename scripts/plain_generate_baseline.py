@@ -26,7 +26,7 @@ import torch
 import transformers
 from transformers import AutoModelForCausalLM
 
-from padbench.contract.generate import GenerateJobSpec
+from padbench.kinds.generate.contract import GenerateJobSpec
 from padbench.specfile import load_spec
 from padbench.worker.engine.model.build import model_config
 from padbench.worker.jobs.generate.requests import load_requests

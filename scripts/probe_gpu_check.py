@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.contract.padding import PaddingJobSpec, PaddingResult
 from padbench.contract.results import ProbeReport
 from padbench.contract.spec import ModelSpec, ProbeSpec, StrategySpec
+from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult
 from padbench.worker.engine.data.batches import STRATEGIES, PackedBatch
 from padbench.worker.engine.strategies import packed  # noqa: F401  (registers the strategies)
 from padbench.worker.jobs.padding.probe.cache import ProbeCache

@@ -25,7 +25,7 @@ import numpy as np
 import torch._inductor.config
 from torch.profiler import ProfilerActivity, profile
 
-from padbench.contract.generate import GenerateJobSpec
+from padbench.kinds.generate.contract import GenerateJobSpec
 from padbench.specfile import load_spec_document
 from padbench.worker.engine.decoding.fused import fused_projections
 from padbench.worker.engine.decoding.registry import resolve_decode_kernel

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from padbench.contract.padding import PaddingJobSpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.report import render_table
 from padbench.worker.engine.measure.timing import clock_for
 from padbench.worker.jobs.padding.job import run_padding_job

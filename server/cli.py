@@ -65,7 +65,17 @@ def uvicorn_options(settings: Settings, log_level: str) -> dict[str, Any]:
         "timeout_keep_alive": KEEP_ALIVE_SECONDS,
         "limit_concurrency": settings.limit_concurrency,  # beyond it, 503 at once rather than an unbounded queue
         "backlog": LISTEN_BACKLOG,
+        **forwarded_options(settings),
     }
+
+
+def forwarded_options(settings: Settings) -> dict[str, Any]:
+    """X-Forwarded-For is read only from PADBENCH_TRUSTED_PROXIES. uvicorn's own default trusts it from
+    loopback (or from FORWARDED_ALLOW_IPS), so any local process could name another address and escape the
+    per-address limit on failed authentications, or put a forged address in the log. The list is always
+    passed, even empty, so FORWARDED_ALLOW_IPS in the environment cannot widen it."""
+    proxies = settings.trusted_proxy_list
+    return {"proxy_headers": bool(proxies), "forwarded_allow_ips": proxies}
 
 
 def run_server(args: argparse.Namespace) -> int:

@@ -2,8 +2,8 @@
 
 Every field has its own bound in the contract, but bounds multiply: 10M samples × 1M tokens × 100 repeats
 is within each field's limit and still years of GPU time. Each kind's policy estimates an upper bound,
-cheap to compute and never needing a file (`server.kinds`): for a padding job the tokens it would feed
-through the model (samples × max_length, per strategy and repeat) and the FLOPs of those tokens when the
+cheap to compute and never needing a file (`padbench/kinds/<kind>/policy.py`): for a padding job the tokens
+it would feed through the model (samples × max_length, per strategy and repeat) and the FLOPs of those tokens when the
 architecture is known without reading files; for an attention sweep, the FLOPs of every kernel call across
 its cells. The limits are the server's settings (`PADBENCH_MAX_JOB_TOKENS`, `PADBENCH_MAX_JOB_FLOPS`).
 """
@@ -11,12 +11,12 @@ its cells. The limits are the server's settings (`PADBENCH_MAX_JOB_TOKENS`, `PAD
 from __future__ import annotations
 
 from padbench.contract.spec import JobSpecBase
-from padbench.server.kinds import policy_for
-from padbench.server.kinds.base import JobCost
+from padbench.kinds.policy import JobCost
+from padbench.kinds.record import kind_spec
 
 
 def job_cost(spec: JobSpecBase) -> JobCost:
-    return policy_for(spec).cost(spec)
+    return kind_spec(spec.kind).policy.cost(spec)
 
 
 def over_limits(spec: JobSpecBase, *, max_tokens: int, max_flops: float) -> str | None:

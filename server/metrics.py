@@ -22,11 +22,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from padbench.contract.api import JobStatus
-from padbench.contract.generate import GenerateResult
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.contract.padding import PaddingResult
 from padbench.contract.results import JobResultBase
-from padbench.report.identity import device_name, model_name
+from padbench.kinds.record import kind_specs
+from padbench.server.api.auth_gate import METRICS_PATH
 from padbench.server.api.deps import ViewerAuth
 from padbench.server.db.clock import db_now
 from padbench.server.db.engine import Database
@@ -81,8 +80,7 @@ class QueueCollector(Collector):
             yield from self._jobs(session)
             yield from self._durations(session)
             yield from self._workers(session, now)
-            yield self._throughput(session)
-            yield self._generation(session)
+            yield from self._kind_metrics(session)
 
     def _jobs(self, session: Session) -> Iterator[Any]:
         by_status = dict(session.execute(select(Job.status, func.count()).group_by(Job.status)).all())
@@ -135,40 +133,24 @@ class QueueCollector(Collector):
             except ValidationError:  # stored under an older contract: skipped, not guessed at
                 continue
 
-    def _generation(self, session: Session) -> GaugeMetricFamily:
-        gauge = GaugeMetricFamily("padbench_last_output_tokens_per_second",
-                                  "output tokens/s of the newest valid generate measurement per GPU, model, "
-                                  "strategy (or reference), kernel and context length",
-                                  labels=["gpu", "model", "dtype", "strategy", "kernel", "context"])
-        seen: set[tuple[str, ...]] = set()
-        for result in self._recent_results(session, "generate"):
-            if not isinstance(result, GenerateResult):
+    def _kind_metrics(self, session: Session) -> Iterator[GaugeMetricFamily]:
+        """Each kind's gauges (its record's `metrics`), from its newest results: the newest figure per row."""
+        for kind in kind_specs():
+            if not kind.metrics:
                 continue
-            for row in result.rows:
-                labels = (device_name(result), model_name(result), result.spec.dtype, row.strategy, row.kernel,
-                          str(row.context or ""))
-                if row.status == "ok" and row.output_tokens_per_s is not None and labels not in seen:
-                    seen.add(labels)
-                    gauge.add_metric(list(labels), row.output_tokens_per_s)
-        return gauge
-
-    def _throughput(self, session: Session) -> GaugeMetricFamily:
-        gauge = GaugeMetricFamily("padbench_last_tokens_per_second",
-                                  "tokens/s of the newest valid measurement per GPU, model, strategy and kernel",
-                                  labels=["gpu", "model", "dtype", "strategy", "kernel"])
-        seen: set[tuple[str, ...]] = set()
-        for result in self._recent_results(session, "padding"):
-            if not isinstance(result, PaddingResult):
-                continue
-            for row in result.strategies:
-                labels = (device_name(result), model_name(result), result.spec.dtype, row.label, row.kernel)
-                if row.status == "ok" and row.tokens_per_s is not None and labels not in seen:
-                    seen.add(labels)
-                    gauge.add_metric(list(labels), row.tokens_per_s)
-        return gauge
+            results = list(self._recent_results(session, kind.name))
+            for metric in kind.metrics:
+                gauge = GaugeMetricFamily(metric.name, metric.help, labels=list(metric.labels))
+                seen: set[tuple[str, ...]] = set()
+                for result in results:
+                    for labels, value in metric.samples(result):
+                        if labels not in seen:
+                            seen.add(labels)
+                            gauge.add_metric(list(labels), value)
+                yield gauge
 
 
-@router.get("/metrics", response_class=Response, summary="Prometheus metrics (viewer or admin token)")
+@router.get(METRICS_PATH, response_class=Response, summary="Prometheus metrics (viewer or admin token)")
 def metrics(request: Request, principal: ViewerAuth) -> Response:
     registry: CollectorRegistry = request.app.state.metrics_registry
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

@@ -4,7 +4,7 @@ A spec names data files, tokenizers and model directories relative to the worker
 (PADBENCH_DATA_ROOTS, PADBENCH_MODEL_ROOTS), which the worker resolves and confines itself. The server
 refuses, before anything is stored, the names that could only be meant to leave a root: absolute paths, a
 home directory (`~`), `..` components, and glob patterns. Which names of a spec are file names is the
-kind's to say (its policy's `named_paths`, `server.kinds`).
+kind's to say (its policy's `named_paths`, in `padbench/kinds/<kind>/policy.py`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from padbench.contract.spec import JobSpecBase
-from padbench.server.kinds import policy_for
+from padbench.kinds.record import kind_spec
 
 GLOB_CHARACTERS = frozenset("*?[]{}")
 
@@ -33,7 +33,7 @@ def name_problem(name: str) -> str | None:
 def path_errors(spec: JobSpecBase) -> list[dict[str, Any]]:
     """422 error items, in the server's `{loc, msg, type}` shape, for every refused name."""
     errors = []
-    for location, name in policy_for(spec).named_paths(spec):
+    for location, name in kind_spec(spec.kind).policy.named_paths(spec):
         problem = name_problem(name)
         if problem is not None:
             errors.append({"loc": location, "msg": f"{name!r} {problem}", "type": "path_outside_roots"})

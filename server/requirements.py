@@ -1,7 +1,7 @@
 """Which workers may run which jobs, as plain capability strings matched in SQL.
 
-A job requires `kind:<kind>` and what its kind's policy adds (`server.kinds`): `device:cuda` when its spec
-pins the GPU (or asks for several GPUs, or `all`, without `device: cpu`: its ranks need GPUs), and — for
+A job requires `kind:<kind>` and what its kind's policy adds (`padbench/kinds/<kind>/policy.py`): `device:cuda`
+when its spec pins the GPU (or asks for several GPUs, or `all`, without `device: cpu`: its ranks need GPUs), and — for
 padding jobs — `attention:<family>` for every attention family its strategies name (`flash`, `sdpa`,
 `flex`, …) and `experts:<name>` for every experts implementation it names (`grouped_mm` runs only where torch
 has a grouped matmul for the GPU). A spec's `gpu: H100` adds `gpu:h100` (its text in lower case).
@@ -27,8 +27,8 @@ from typing import get_args
 
 from padbench.contract.api import Capabilities
 from padbench.contract.spec import FLASH_KERNELS, AttentionName, JobSpecBase
+from padbench.kinds.record import kind_spec
 from padbench.server.db.models import ALL_GPUS
-from padbench.server.kinds import policy_for
 
 # `flash` means "the best flash implementation present", so any specific flash family satisfies it.
 GENERIC_FLASH = "flash"
@@ -44,7 +44,8 @@ def gpu_requirement(gpu: str) -> str:
 def job_requirements(spec: JobSpecBase) -> set[str]:
     gpu = {gpu_requirement(spec.gpu)} if spec.gpu is not None else set()
     labels = {LABEL_PREFIX + label for label in spec.worker_labels}
-    return {f"kind:{spec.kind}"} | policy_for(spec).requirements(spec) | gpu | labels | ranks_requirements(spec)
+    policy = kind_spec(spec.kind).policy
+    return {f"kind:{spec.kind}"} | policy.requirements(spec) | gpu | labels | ranks_requirements(spec)
 
 
 def stored_gpus(spec: JobSpecBase) -> int:

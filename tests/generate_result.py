@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from padbench.contract.generate import GenerateJobSpec, GenerateResult, GenerateRow, Latency
 from padbench.contract.results import Environment, MemoryStats
+from padbench.kinds.generate.contract import GenerateJobSpec, GenerateResult, GenerateRow, Latency
 from padbench.worker.engine.measure.spread import repeat_spread
 
 ENVIRONMENT = Environment(hostname="gpu-box", device="cuda", gpu_name="NVIDIA H100", python="3.12", torch="2.13.0",

@@ -1,27 +1,28 @@
-"""Job kinds: one entry per `kind` of job, the list every side of padbench derives its kinds from.
+"""Job kinds: the registered kinds, the list every side of padbench derives its kinds from.
 
-An entry names a kind's spec model and result model. The unions the API bodies validate (`JobSpec`,
-`JobResult`), `parse_job_spec` and the result files' adapter are all built from the registered entries,
-so a new kind is one `register_job_kind` line below; each other side (worker runner, report, server
-policy, dashboard) registers a plugin of its own for it, as docs/extending.md lists.
+A kind is one folder, `padbench/kinds/<kind>/`, whose `contract.py` declares its spec and result models in a
+`JOB_KIND`, and whose `kind.py` assembles everything else it shows the world (server policy, report, plot,
+metrics, dashboard view) into one `KindSpec` (`padbench.kinds.record`); its runner is one folder under
+`worker/jobs/`, which `JOB_KIND.runner` names. Adding a kind is those two folders and one line in
+`BUILT_IN_KINDS` below. Kinds kept outside padbench are named in `PADBENCH_KIND_PACKAGES` (packages separated
+by commas), which every padbench process reads when this module is first imported.
 
-    register_job_kind(PaddingJobSpec, PaddingResult)
-
-The API bodies (`padbench.contract.api`) take the unions when they are defined, so a kind registered after
-that module was imported is known to the adapters here but not to the HTTP API of that process.
+The unions the API bodies validate (`JobSpec`, `JobResult`), `parse_job_spec` and the result files' adapter
+are all built from the registered kinds. The API bodies (`padbench.contract.api`) take the unions when they
+are defined, so a kind registered after that module was imported is known to the adapters here but not to
+the HTTP API of that process.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeAlias, TypeVar, Union, cast, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeAlias, TypeVar, Union, cast
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from padbench.contract.attention_sweep import AttentionJobSpec, AttentionResult
-from padbench.contract.generate import GenerateJobSpec, GenerateResult
-from padbench.contract.padding import PaddingJobSpec, PaddingResult
+from padbench.contract.job_kind import JobKind
 from padbench.contract.registry import Registry
 from padbench.contract.results import JobResultBase
 from padbench.contract.spec import JobSpecBase
@@ -30,41 +31,25 @@ from padbench.contract.spec import JobSpecBase
 DEFAULT_KIND = "padding"
 
 
-@dataclass(frozen=True)
-class JobKind:
-    """What a kind of job is to the contract: the model of its spec and the model of its result."""
-
-    spec: type[JobSpecBase]
-    result: type[JobResultBase]
-
-    @property
-    def name(self) -> str:
-        return kind_tag(self.spec)
-
-
 JOB_KINDS: Registry[JobKind] = Registry("job kind")
+BUILT_IN_KINDS = ("padbench.kinds.padding", "padbench.kinds.attention", "padbench.kinds.generate")
+PLUGIN_KINDS_VARIABLE = "PADBENCH_KIND_PACKAGES"
 
 
-def kind_tag(model: type[JobSpecBase] | type[JobResultBase]) -> str:
-    """The one name a model's `kind` field allows (`Literal["padding"]` → `padding`)."""
-    tags = get_args(model.model_fields["kind"].annotation)
-    if len(tags) != 1 or not isinstance(tags[0], str):
-        raise TypeError(f"{model.__name__}.kind must be a Literal of one name, e.g. Literal['padding']")
-    return tags[0]
-
-
-def register_job_kind(spec: type[JobSpecBase], result: type[JobResultBase]) -> JobKind:
-    kind = JobKind(spec, result)
-    if kind_tag(result) != kind.name:
-        raise TypeError(f"{result.__name__}.kind is {kind_tag(result)!r}, but its spec's is {kind.name!r}")
-    if "partial" not in result.model_fields:
-        raise TypeError(f"{result.__name__} must end with `partial: PartialResult | None = None`")
+def register_kind_package(package: str) -> JobKind:
+    """Register the kind whose folder is `package`: its `contract.JOB_KIND`."""
+    kind = importlib.import_module(f"{package}.contract").JOB_KIND
+    if not isinstance(kind, JobKind) or kind.package != package:
+        raise TypeError(f"{package}.contract.JOB_KIND must be the JobKind of the models defined there")
     return JOB_KINDS.add(kind.name, kind)
 
 
-register_job_kind(PaddingJobSpec, PaddingResult)
-register_job_kind(AttentionJobSpec, AttentionResult)
-register_job_kind(GenerateJobSpec, GenerateResult)
+def plugin_kind_packages() -> list[str]:
+    return [name.strip() for name in os.environ.get(PLUGIN_KINDS_VARIABLE, "").split(",") if name.strip()]
+
+
+for _package in (*BUILT_IN_KINDS, *plugin_kind_packages()):
+    register_kind_package(_package)
 
 
 def kind_union(model_of: Callable[[JobKind], type[BaseModel]]) -> Any:

@@ -21,10 +21,15 @@ from typing import Any
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from padbench.contract.results import JobResultBase
+from padbench.contract.table import ComparedRow
+from padbench.contract.table import Comparison as ComparisonModel
+from padbench.kinds.record import kind_spec, kind_specs
 from padbench.report.identity import device_name, identity, title
-from padbench.report.kind import REPORTS, CompareKey, CompareRule, report_for
+from padbench.report.kind import CompareKey, CompareRule
+from padbench.terminal_text import literal
 
 FORMATS = ("table", "json", "csv")
 
@@ -67,9 +72,9 @@ def compare(jobs: list[tuple[int | None, JobResultBase]]) -> Comparison:
         raise CompareError("compare needs at least two jobs")
     kinds = {result.kind for _, result in jobs}
     if len(kinds) > 1:
-        first, second = [entry.noun for name, entry in REPORTS.items() if name in kinds][:2]
+        first, second = [kind.report.noun for kind in kind_specs() if kind.name in kinds][:2]
         raise CompareError(f"cannot compare {first} with {second}: compare jobs of one kind")
-    rule = report_for(jobs[0][1]).compare
+    rule = kind_spec(jobs[0][1].kind).report.compare
     figures = [rule.figures(result) for _, result in jobs]
     keys = list(dict.fromkeys(key for job_figures in figures for key in job_figures))
     if rule.sort_key is not None:
@@ -153,7 +158,8 @@ def comparison_table(comparison: Comparison, plain: bool = False) -> Table:
         if index:
             table.add_column(f"× {_job_label(0, comparison.jobs[0][0])}", justify="right", no_wrap=True)
     for row in comparison.rows:
-        cells = list(row.key)
+        # Keys carry names from specs and workers: text, never markup or a terminal's control sequence.
+        cells: list[str | Text] = [Text(literal(part)) for part in row.key]
         for index, (value, ratio) in enumerate(zip(row.values, row.ratios, strict=True)):
             cells.append(_figure(value, comparison.rule))
             if index:
@@ -165,7 +171,7 @@ def comparison_table(comparison: Comparison, plain: bool = False) -> Table:
 def render_compare_table(comparison: Comparison, console: Console) -> None:
     """The table on `console`, plain when the console is not a terminal."""
     for index, (job_id, result) in enumerate(comparison.jobs):
-        console.print(f"{_job_label(index, job_id)}: {title(result)}", highlight=False)
+        console.print(Text(literal(f"{_job_label(index, job_id)}: {title(result)}")))
     baseline = _job_label(0, comparison.jobs[0][0])
     console.print(f"{comparison.rule.metric_label}; ratios: times faster than {baseline}", highlight=False)
     console.print()
@@ -182,6 +188,19 @@ def render_compare_json(comparison: Comparison) -> str:
                   "values": row.values, "ratios_vs_first": row.ratios} for row in comparison.rows],
     }
     return json.dumps(document, indent=2) + "\n"
+
+
+def comparison_model(comparison: Comparison) -> ComparisonModel:
+    """The comparison as the API serves it to the dashboard: rows, values as the CLI prints them, ratios."""
+    rule = comparison.rule
+    return ComparisonModel(
+        kind=comparison.kind, metric=rule.metric, metric_label=rule.metric_label, key_names=list(rule.key_names),
+        higher_is_faster=rule.higher_is_faster, jobs=[job_id or 0 for job_id, _ in comparison.jobs],
+        titles=[title(result, job_id) for job_id, result in comparison.jobs],
+        differences={name: [_setting(value) for value in values]
+                     for name, values in differences(comparison).items()},
+        rows=[ComparedRow(key=list(row.key), values=row.values, shown=[_figure(value, rule) for value in row.values],
+                          ratios=row.ratios) for row in comparison.rows])
 
 
 def render_compare_csv(comparison: Comparison) -> str:

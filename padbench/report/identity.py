@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from padbench.contract.results import JobResultBase
-from padbench.report.kind import report_for
+from padbench.kinds.record import kind_spec
 
 
 def model_name(result: JobResultBase) -> str:
     """The model a padding job ran (its preset, path or model type); an attention sweep's shape instead."""
-    return report_for(result).run_facts(result).model
+    return kind_spec(result.kind).report.run_facts(result).model
 
 
 def device_name(result: JobResultBase) -> str:
@@ -27,7 +27,7 @@ def run_date(result: JobResultBase) -> str:
 
 
 def identity(result: JobResultBase, job_id: int | None = None) -> dict[str, Any]:
-    facts = report_for(result).run_facts(result)
+    facts = kind_spec(result.kind).report.run_facts(result)
     return {"job_id": job_id, "model": facts.model, "gpu": device_name(result), "dtype": facts.dtype,
             "mode": facts.mode, "date": run_date(result)}
 
@@ -35,6 +35,6 @@ def identity(result: JobResultBase, job_id: int | None = None) -> dict[str, Any]
 def title(result: JobResultBase, job_id: int | None = None) -> str:
     """`job 7 · gpt2-seed · NVIDIA H100 80GB HBM3 · bf16 · inference · 2026-11-22`."""
     parts = [] if job_id is None else [f"job {job_id}"]
-    facts = report_for(result).run_facts(result)
+    facts = kind_spec(result.kind).report.run_facts(result)
     parts += [facts.model, device_name(result), facts.dtype, facts.mode, run_date(result)]
     return " · ".join(parts)

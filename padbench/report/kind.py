@@ -1,9 +1,9 @@
-"""How a kind of job is reported: one entry per kind in REPORTS, looked up by the result's `kind`.
+"""How a kind of job is reported: its `KindReport`, part of the kind's record (`padbench.kinds.record`).
 
-An entry says how the kind's results print (a plain table, and on a terminal a richer one), which CSV rows
+A report says how the kind's results print (a plain table, and on a terminal a richer one), which CSV rows
 they export, what they are *of* (model, dtype, mode: the identity that leads every CSV row and titles every
-plot) and how two of them compare. `padbench.report` registers the entries of padding jobs and attention
-sweeps; everything that renders a result finds its kind's entry here rather than testing which kind it is.
+plot), how two of them compare and what they add up to; everything that renders a result finds its kind's
+report through the record rather than testing which kind it is.
 """
 
 from __future__ import annotations
@@ -12,10 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from rich.console import Console
-
-from padbench.contract.registry import Registry
-from padbench.contract.results import JobResultBase
+from padbench.contract.table import ResultTable
 
 R = TypeVar("R")  # the kind's result model
 CompareKey = tuple[str, str]  # a row of a comparison: (strategy, kernel), (kernel, sequence length), …
@@ -59,21 +56,11 @@ class Verdict:
 class KindReport(Generic[R]):
     noun: str  # one job of the kind, in messages: "a padding job"
     plural: str  # "padding jobs"
-    render_table: Callable[[R], str]
+    render_table: Callable[[R], str]  # the plain text, for pipes, files and CI logs
     csv_rows: Callable[[R], list[dict[str, Any]]]
     run_facts: Callable[[R], RunFacts]
     compare: CompareRule[R]
-    print_rich: Callable[[R, Console], None] | None = None  # None: the plain table on a terminal too
+    # The table as one model, which the terminal draws and the dashboard receives; None: the plain text everywhere
+    # (the dashboard then draws the kind's own view of the result).
+    table: Callable[[R], ResultTable] | None = None
     verdict: Callable[[R], Verdict] | None = None  # None: the kind ranks no rows (an attention sweep)
-
-
-REPORTS: Registry[KindReport[Any]] = Registry("job kind")
-
-
-def report_for(result: JobResultBase) -> KindReport[Any]:
-    return REPORTS.get(result.kind)
-
-
-def kinds_in_words() -> str:
-    """Every kind in plural, for messages: `padding jobs or attention sweeps`."""
-    return " or ".join(entry.plural for _, entry in REPORTS.items())

@@ -2,7 +2,9 @@
 
 FastAPI reads and parses a body before it resolves dependencies, so a bearer check in a dependency
 lets anyone make the server buffer up to PADBENCH_MAX_BODY_BYTES per request. This middleware answers
-401 for every `/v1` request without a valid token before the application touches the body.
+401 for every `/v1` and `/metrics` request without a valid token before the application touches the body,
+so every route that takes a token counts and logs its failures in one place: a guesser gains nothing by
+choosing the route.
 
 Failed attempts are counted per client address AND presented credential: a short hash of the token's
 first characters (a missing token is a credential of its own). A client retrying one wrong token, such
@@ -17,6 +19,10 @@ valid token while refusing wrong ones does tell a guesser when a guess is right,
 random bytes (2^256 possibilities), so no rate of guessing finds one; the limiter bounds the log lines,
 the hashing and the memory that floods of wrong tokens cost. Each failure is logged with the client's
 address, the reason and the credential's hash, never with what was presented.
+
+The client's address is the one uvicorn resolved (`scope["client"]`): the peer of the connection, or what
+a proxy named in PADBENCH_TRUSTED_PROXIES put in X-Forwarded-For. The header itself is never read here, so
+no client chooses the address it is counted under.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from padbench.contract.api import API_PREFIX
 from padbench.server.core.security import Principal, TokenStore
+from padbench.terminal_text import literal
 
 log = logging.getLogger("padbench.server.auth")
 HTTP_TOO_MANY_REQUESTS = 429
@@ -45,6 +52,13 @@ CREDENTIAL_PREFIX_CHARACTERS = 8
 CREDENTIAL_TAG_HEX_DIGITS = 8
 MISSING_CREDENTIAL = "none"
 CHALLENGE = {"WWW-Authenticate": "Bearer"}
+# Prometheus' scrape endpoint, outside `/v1` by convention, and token-guarded like it.
+METRICS_PATH = "/metrics"
+
+
+def is_gated(path: str) -> bool:
+    """Whether a request to `path` must present a valid token before it reaches the application."""
+    return path.startswith(API_PREFIX + "/") or path == METRICS_PATH
 
 
 def credential_tag(presented: str | None) -> str:
@@ -123,7 +137,7 @@ class AuthGateMiddleware:
         self.limiter = limiter
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(API_PREFIX + "/"):
+        if scope["type"] != "http" or not is_gated(scope["path"]):
             await self.app(scope, receive, send)
             return
         presented = bearer_token(scope)
@@ -147,8 +161,9 @@ class AuthGateMiddleware:
             return
         reason = "missing bearer token (Authorization: Bearer …)" if presented is None else "invalid bearer token"
         self.limiter.record_failure(client, credential)
+        # The path is the client's own text (percent-decoded): escaped, so the log cannot carry terminal controls.
         log.warning("authentication failed from %s: %s, credential %s (%s %s)", client, reason, credential,
-                    scope["method"], scope["path"])
+                    scope["method"], literal(scope["path"]))
         await JSONResponse({"detail": reason}, 401, headers=CHALLENGE)(scope, receive, send)
 
 

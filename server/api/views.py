@@ -11,7 +11,9 @@ from pydantic import ValidationError
 from padbench.contract.api import Capabilities, JobOut, JobStatus, JobSummary, VerdictOut, WorkerOut
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.parallel import MAX_GPUS
-from padbench.report.verdict import verdict_out
+from padbench.contract.table import ResultTable
+from padbench.kinds.record import kind_spec
+from padbench.report.noise import verdict_out
 from padbench.server.db.models import ALL_GPUS, Job, Worker
 from padbench.server.db.reads import RunningJob
 
@@ -71,6 +73,16 @@ def verdict_of(document: dict[str, Any]) -> VerdictOut:
         return verdict_out(JOB_RESULT_ADAPTER.validate_python(document))
     except ValidationError:
         return VerdictOut(lines=[UNREADABLE_VERDICT])
+
+
+def table_of(document: dict[str, Any]) -> ResultTable:
+    """The table of a stored result document: its kind's table model, or no columns for a kind without one."""
+    try:
+        result = JOB_RESULT_ADAPTER.validate_python(document)
+    except ValidationError:
+        return ResultTable(header=[UNREADABLE_VERDICT.replace("verdict", "table", 1)])
+    build = kind_spec(result.kind).report.table
+    return ResultTable() if build is None else build(result)
 
 
 def gpus_busy(capabilities: Capabilities, running: Sequence[RunningJob]) -> int | None:

@@ -33,6 +33,23 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def split_proxies(value: str) -> list[str]:
+    return [entry.strip() for entry in value.split(",") if entry.strip()]
+
+
+def check_proxy(entry: str) -> None:
+    """Refuse what uvicorn would not read as an address or a network: it would keep such an entry as a
+    name that never matches, so the proxy would silently go untrusted (or `*` would trust everyone)."""
+    try:
+        if "/" in entry:
+            ipaddress.ip_network(entry)  # strict, as uvicorn reads it: `10.0.0.1/8` is refused, not widened
+        else:
+            ipaddress.ip_address(entry)
+    except ValueError:
+        raise ValueError(f"PADBENCH_TRUSTED_PROXIES: {entry!r} is not an IP address or network (e.g. 172.28.0.10, "
+                         "10.0.0.0/8); name the reverse proxy in front of the server") from None
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PADBENCH_", extra="ignore", frozen=True)
 
@@ -85,11 +102,23 @@ class Settings(BaseSettings):
     # Finished jobs (succeeded, failed, cancelled) are removed, with their results, this many days after they
     # ended; unset keeps them forever. Queued and running jobs are never removed.
     retention_days: int | None = Field(default=None, ge=1, le=MAX_RETENTION_DAYS)
+    # The reverse proxies whose X-Forwarded-For names the client (comma-separated addresses and networks,
+    # `10.0.0.5,fd00::/64`). Empty, the header is ignored from everyone: whoever may send it decides the
+    # address that failed authentications are counted and logged under, so only a proxy that replaces it
+    # with the address it saw may be trusted. A string, not a list: settings would read a list as JSON.
+    trusted_proxies: str = ""
 
     @field_validator("tokens_file", "retention_days", mode="before")
     @classmethod
     def _empty_means_unset(cls, value: object) -> object:
         return None if value == "" else value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies_are_addresses(cls, value: str) -> str:
+        for entry in split_proxies(value):
+            check_proxy(entry)
+        return value
 
     @model_validator(mode="after")
     def _refuse_unsafe(self) -> Settings:
@@ -106,6 +135,10 @@ class Settings(BaseSettings):
         """Threads (and database connections) for request work: every lane's places, plus a few for the
         reaper and for requests outside the lanes (the dashboard's pages)."""
         return self.lane_worker + self.lane_write + self.lane_read + 4
+
+    @property
+    def trusted_proxy_list(self) -> list[str]:
+        return split_proxies(self.trusted_proxies)
 
     @property
     def is_sqlite(self) -> bool:

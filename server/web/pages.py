@@ -2,8 +2,9 @@
 API the CLI uses, with the token the reader typed in (kept in the tab's sessionStorage).
 
 The pages carry no job data themselves, so they need no authentication: without a token the browser
-shows nothing but the token form. Each job kind's view is a script of its own, `static/kinds/<kind>.js`,
-which every page loads for the registered kinds that have one. A Content-Security-Policy of `'self'` keeps
+shows nothing but the token form. Each job kind's view is a script of its own in the kind's folder
+(`padbench/kinds/<kind>/view.js`, named by its record), served at `/kinds/<kind>.js` and loaded by every page
+for the registered kinds that have one. A Content-Security-Policy of `'self'` keeps
 every page from loading anything from elsewhere (the charting library is served from `static/vendor/`).
 """
 
@@ -12,23 +13,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, FastAPI, Query, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
 from fastapi import Path as PathParam
-from fastapi.responses import HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 import padbench
 from padbench.contract.api import API_PREFIX
 from padbench.contract.kinds import JOB_KINDS
+from padbench.kinds.record import kind_spec, kind_specs
+from padbench.server.api.routes.compare import COMPARED_IDS
 from padbench.server.web.docs import docs_router
 
 HERE = Path(__file__).parent
 CONTENT_SECURITY_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'"
-MAX_COMPARED = 8  # jobs in one compare view: beyond that neither the table nor the chart stays readable
-COMPARE_IDS = rf"^\d+(,\d+){{1,{MAX_COMPARED - 1}}}$"
 
-KIND_SCRIPTS = HERE / "static" / "kinds"
 templates = Jinja2Templates(directory=HERE / "templates")
 router = APIRouter(include_in_schema=False)
 
@@ -37,7 +37,7 @@ def _page(request: Request, template: str, **context: object) -> HTMLResponse:
     # Paths, not absolute URLs: behind a TLS-terminating proxy an http:// URL would be blocked as mixed content.
     root = request.scope.get("root_path", "")
     response = templates.TemplateResponse(request, template, {
-        "api": root + API_PREFIX, "static": root + "/static", "version": padbench.__version__,
+        "api": root + API_PREFIX, "root": root, "static": root + "/static", "version": padbench.__version__,
         "kinds": kind_scripts(), **context})
     response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
     response.headers["Cache-Control"] = "no-store"
@@ -46,7 +46,16 @@ def _page(request: Request, template: str, **context: object) -> HTMLResponse:
 
 def kind_scripts() -> list[str]:
     """The registered kinds the dashboard has a view for, in the order they were registered."""
-    return [kind for kind in JOB_KINDS if (KIND_SCRIPTS / f"{kind}.js").is_file()]
+    return [kind.name for kind in kind_specs() if kind.view is not None]
+
+
+@router.get("/kinds/{kind}.js")
+def kind_script(kind: Annotated[str, PathParam(max_length=64)]) -> FileResponse:
+    """A kind's dashboard view, from its folder; 404 for a kind that is not registered or has none."""
+    path = kind_spec(kind).view_path() if kind in JOB_KINDS else None
+    if path is None or not path.is_file():
+        raise HTTPException(status_code=404, detail=f"no dashboard view for kind {kind!r}")
+    return FileResponse(path, media_type="text/javascript", headers={"Cache-Control": "no-cache"})
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -60,7 +69,7 @@ def job_page(request: Request, job_id: Annotated[int, PathParam(ge=1, le=2**63 -
 
 
 @router.get("/compare", response_class=HTMLResponse)
-def compare_page(request: Request, ids: Annotated[str, Query(pattern=COMPARE_IDS, max_length=200)]) -> HTMLResponse:
+def compare_page(request: Request, ids: Annotated[str, Query(pattern=COMPARED_IDS, max_length=100)]) -> HTMLResponse:
     """`/compare?ids=3,4`: two to eight jobs side by side (the first is the baseline of every ratio)."""
     return _page(request, "compare.html", title=f"compare {ids.replace(',', ', ')}", ids=ids)
 

@@ -21,8 +21,8 @@ import pytest
 
 from padbench.contract.api import Capabilities
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.contract.padding import PaddingResult
-from padbench.report.verdict import verdict_lines
+from padbench.kinds.padding.contract import PaddingResult
+from padbench.kinds.padding.verdict import verdict_lines
 from padbench.worker.supervisor.api import WorkerApi
 from tests.acceptance.conftest import LiveServer, running_worker
 from tests.acceptance.specs import QUICK

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from padbench.contract.api import JobStatus
-from padbench.contract.generate import GenerateResult
-from padbench.contract.padding import PaddingResult
+from padbench.kinds.generate.contract import GenerateResult
+from padbench.kinds.padding.contract import PaddingResult
 from tests.acceptance.conftest import LiveServer, Worker, process_gone, read_proc, running_worker
 from tests.acceptance.specs import FAILING, GENERATE, LONG, MISSING_MODEL, QUICK
 

@@ -34,7 +34,7 @@ import httpx
 from padbench.client.api import PadbenchClient
 from padbench.client.demo import Tokens, background, free_loopback_port, padbench_command, wait_until_healthy
 from padbench.contract.api import Capabilities
-from padbench.contract.padding import PaddingJobSpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.runtime.isolation import ChildContext
 from padbench.worker.supervisor.api import WorkerApi
 from padbench.worker.supervisor.loop import Supervisor, WorkerConfig

@@ -1,4 +1,5 @@
-"""Live servers on loopback for integration tests: the real app under uvicorn, in a thread.
+"""Live servers on loopback for integration tests: the real app under uvicorn, in a thread, with the options
+`padbench server` gives uvicorn (`uvicorn_options`), so what production trusts or limits, tests do too.
 
 `live_server` runs on a fresh SQLite file per test; `live_server_pg` on a PostgreSQL database created
 for this test run at 127.0.0.1:5432 (dropped afterwards; skipped only when nothing answers there);
@@ -27,11 +28,12 @@ from sqlalchemy import create_engine, text, update
 from sqlalchemy.engine import make_url
 
 from padbench.contract.api import Capabilities
-from padbench.contract.attention_sweep import AttentionJobSpec, AttentionResult
 from padbench.contract.kinds import JOB_RESULT_ADAPTER, JOB_SPEC_ADAPTER, parse_job_spec
-from padbench.contract.padding import PaddingResult
 from padbench.contract.results import Environment
+from padbench.kinds.attention.contract import AttentionJobSpec, AttentionResult
+from padbench.kinds.padding.contract import PaddingResult
 from padbench.server import queue
+from padbench.server.cli import uvicorn_options
 from padbench.server.core.config import Settings
 from padbench.server.core.security import Role, token_file_line
 from padbench.server.db.clock import db_now
@@ -154,7 +156,7 @@ def serve(database_url: str, workdir: Path, **settings: Any) -> Iterator[LiveSer
     config = Settings(database_url=database_url, tokens_file=tokens_file, **settings)
     app = create_app(config)
     sock = loopback_socket()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(config, "warning"), lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

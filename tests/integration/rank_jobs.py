@@ -7,7 +7,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from padbench.contract.padding import PaddingJobSpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.engine.parallel.ranks import Ranks
 from padbench.worker.jobs.padding.job import prepare_job
 from padbench.worker.runtime.device import resolve_device

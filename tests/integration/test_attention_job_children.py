@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from padbench.contract.attention_sweep import AttentionJobSpec, AttentionResult
-from padbench.report.attention import render_table
+from padbench.kinds.attention.contract import AttentionJobSpec, AttentionResult
+from padbench.kinds.attention.report import render_table
 from padbench.worker.jobs.attention import cells as cells_module
 from padbench.worker.jobs.attention.cells import run_cells
 from padbench.worker.runtime.isolation import run_in_child

@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import re
+import sys
 import threading
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from padbench.server.db.clock import db_now
 from padbench.server.db.models import Job
 from padbench.worker.supervisor.api import WorkerApi
 from tests.integration.conftest import LiveServer, result_document
+from tests.unit.test_client_display import HOSTILE, HOSTILE_SHOWN, Terminal, assert_nothing_acts_on_the_terminal
 from tests.unit.test_report_compare import faster_copy
 from tests.unit.test_report_padding import sample_result
 
@@ -133,6 +135,27 @@ def test_a_failed_job_makes_wait_exit_non_zero_with_its_error(cli, live_server: 
     assert code == 1 and "oom: OutOfMemoryError" in err
     code, out, _ = cli("status", job_id)
     assert "failed" in out and "CUDA out of memory" in out
+
+
+def test_list_and_status_show_a_hostile_name_as_written(cli, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name with escape sequences and rich markup, submitted over the API, printed by `list` and `status`:
+    piped, and on a terminal (where `list` draws a rich table)."""
+    spec = tmp_path / "hostile.json"
+    spec.write_text(json.dumps(SPEC | {"name": HOSTILE}))
+    job_id = cli("submit", str(spec))[1].split()[1]
+    for command in (["list"], ["status", job_id]):
+        code, out, _ = cli(*command)
+        assert code == 0 and HOSTILE_SHOWN in out
+        assert_nothing_acts_on_the_terminal(out)
+    monkeypatch.setenv("COLUMNS", "400")  # rich's width when stdout is not a real terminal: no wrapping
+    for command in (["list"], ["status", job_id]):
+        terminal = Terminal()
+        with monkeypatch.context() as patched:
+            patched.setattr(sys, "stdout", terminal)
+            assert main(command) == 0
+        assert HOSTILE_SHOWN in terminal.getvalue()
+        assert_nothing_acts_on_the_terminal(terminal.getvalue())
 
 
 def test_errors_are_one_line_and_non_zero(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from padbench.contract.padding import PaddingResult
-from padbench.report.padding import csv_rows, render_table
+from padbench.kinds.padding.contract import PaddingResult
+from padbench.kinds.padding.report import csv_rows, render_table
 from padbench.worker.runtime.launcher import launch_job
 
 pytestmark = pytest.mark.slow  # each job starts Python processes that import torch and transformers

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from padbench.contract.padding import PaddingJobSpec, PaddingResult
 from padbench.contract.spec import DataSpec, MeasurementSpec, ModelSpec, ProbeSpec, StrategySpec
+from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult
 from padbench.worker.jobs.padding.probe.cache import ProbeCache
 from padbench.worker.jobs.padding.probe.trials import find_batch_size
 from padbench.worker.jobs.probing.oracle import ProbeFailed
@@ -176,7 +176,7 @@ def test_probe_progress_moves_while_the_probe_runs(cache: ProbeCache) -> None:
 
 def test_a_batch_size_list_with_auto_measures_every_strategy_at_each_size(cache: ProbeCache,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from padbench.report.padding import render_table
+    from padbench.kinds.padding.report import render_table
     from padbench.worker.jobs.padding import auto_batch
     from padbench.worker.jobs.padding.job import run_padding_job
 
@@ -204,7 +204,7 @@ def test_a_batch_size_list_with_auto_measures_every_strategy_at_each_size(cache:
 @pytest.mark.slow  # a probe per tier, then both layouts measured
 def test_auto_n_batches_binned_at_a_probed_size_per_length_tier(cache: ProbeCache,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from padbench.report.padding import render_table
+    from padbench.kinds.padding.report import render_table
     from padbench.worker.jobs.padding import auto_batch
     from padbench.worker.jobs.padding.job import run_padding_job
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.spec import StrategySpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.server.db.engine import Database
 from padbench.server.requirements import job_requirements
 from tests.integration.conftest import CPU_KERNELS, add_worker, claim, submit

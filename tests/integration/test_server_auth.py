@@ -1,6 +1,7 @@
 """Every endpoint's authentication and authorisation: 401 without or with a bad token, 403 for the wrong
 role, and through for the right one (admins may do everything; viewers read jobs, results, workers and
-metrics and change nothing). `/healthz` needs no token.
+metrics and change nothing). `/healthz` needs no token. Failed authentications are limited and logged per
+client address, on `/metrics` as on `/v1`, and that address is never one the client chose.
 """
 
 from __future__ import annotations
@@ -8,11 +9,14 @@ from __future__ import annotations
 import logging
 import secrets
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from padbench.server.api.access_log import ACCESS_LOGGER
 from tests.integration.conftest import PRINCIPALS, LiveServer, serve
 
 SUBMITTERS = {"submitter", "submitter2", "admin"}
@@ -26,6 +30,8 @@ ENDPOINTS: list[tuple[str, str, dict[str, Any] | None, set[str]]] = [
     ("GET", "/v1/jobs/1", None, READERS),
     ("GET", "/v1/jobs/1/results", None, READERS),
     ("GET", "/v1/jobs/1/verdict", None, READERS),
+    ("GET", "/v1/jobs/1/table", None, READERS),
+    ("GET", "/v1/compare?ids=1,2", None, READERS),
     ("POST", "/v1/jobs/1/cancel", None, SUBMITTERS),
     ("POST", "/v1/jobs/prune", {"older_than_days": 30}, {"admin"}),
     ("POST", "/v1/workers", {"name": "w", "capabilities": {"device": "cpu"}}, WORKERS),
@@ -124,3 +130,87 @@ def test_wrong_tokens_from_one_address_never_lock_out_a_valid_one(tmp_path: Path
             assert registered.status_code in (200, 201)
             claim = worker.post("/v1/leases", json={"worker_id": registered.json()["id"]})
             assert claim.status_code == 204
+
+
+def auth_failures(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [record.getMessage() for record in caplog.records if record.name == "padbench.server.auth"]
+
+
+class Kept(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextmanager
+def access_log() -> Iterator[Kept]:
+    """uvicorn's access records while the block runs (its logger does not propagate, and serves at warning)."""
+    logger, kept = logging.getLogger(ACCESS_LOGGER), Kept()
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(kept)
+    try:
+        yield kept
+    finally:
+        logger.removeHandler(kept)
+        logger.setLevel(level)
+
+
+FORGED = [f"203.0.113.{number}" for number in range(1, 6)]
+
+
+def forged_attempts(server: LiveServer) -> list[int]:
+    """One wrong token from loopback five times, each claiming another address in X-Forwarded-For."""
+    guess = {"Authorization": "Bearer guessed-token-" + "x" * 20}
+    with server.client() as anonymous:
+        return [anonymous.get("/v1/jobs", headers=guess | {"X-Forwarded-For": forged}).status_code
+                for forged in FORGED]
+
+
+def test_a_forged_x_forwarded_for_neither_escapes_the_limit_nor_reaches_the_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server runs with `padbench server`'s uvicorn options and no PADBENCH_TRUSTED_PROXIES: the header
+    is ignored even from loopback, which uvicorn trusts by default."""
+    with (serve(f"sqlite:///{tmp_path / 'db.sqlite3'}", tmp_path, auth_failure_limit=3) as server,
+          caplog.at_level(logging.WARNING, logger="padbench.server.auth"), access_log() as access):
+        assert forged_attempts(server) == [401, 401, 401, 429, 429]
+    failures = auth_failures(caplog)
+    assert len(failures) == 3 and all("authentication failed from 127.0.0.1:" in line for line in failures)
+    clients = [str(record.args[0]) for record in access.records if isinstance(record.args, tuple)]
+    assert len(clients) == 5 and all(client.startswith("127.0.0.1:") for client in clients)
+    assert not any(forged in caplog.text or forged in " ".join(clients) for forged in FORGED)
+
+
+def test_a_named_proxys_x_forwarded_for_is_the_clients_address(tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    """The same requests from a trusted proxy (PADBENCH_TRUSTED_PROXIES=127.0.0.1, as docker's nginx is
+    trusted): each forwarded address is a client of its own, counted and logged as such."""
+    with (serve(f"sqlite:///{tmp_path / 'db.sqlite3'}", tmp_path, auth_failure_limit=3,
+                trusted_proxies="127.0.0.1") as server,
+          caplog.at_level(logging.WARNING, logger="padbench.server.auth")):
+        assert forged_attempts(server) == [401] * 5
+    failures = auth_failures(caplog)
+    assert [line.split()[3].rstrip(":") for line in failures] == FORGED
+
+
+def test_wrong_tokens_on_metrics_are_limited_and_logged_like_every_route(any_live_server: LiveServer,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """/metrics shares the limiter with /v1: one wrong token tried 10 times on each is at the limit (20), so
+    the next try on either is 429, and a valid viewer token from the same address still scrapes."""
+    guess = {"Authorization": "Bearer guessed-token-" + "x" * 20}
+    with caplog.at_level(logging.WARNING, logger="padbench.server.auth"), any_live_server.client() as anonymous:
+        codes = [anonymous.get(path, headers=guess).status_code for path in ["/v1/jobs", "/metrics"] * 10]
+        assert codes == [401] * 20
+        refused = anonymous.get("/metrics", headers=guess)
+        assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+        assert anonymous.get("/v1/jobs", headers=guess).status_code == 429
+        assert anonymous.get("/metrics").status_code == 401  # a missing token is a credential of its own
+        scraped = anonymous.get("/metrics", headers=any_live_server.headers("viewer"))
+        assert scraped.status_code == 200 and "padbench_jobs" in scraped.text
+    on_metrics = [line for line in auth_failures(caplog) if line.endswith("(GET /metrics)")]
+    assert len(on_metrics) == 11 and all("from 127.0.0.1" in line for line in on_metrics)
+    assert "guessed-token" not in caplog.text

@@ -11,9 +11,10 @@ import pytest
 
 from padbench.contract.api import Capabilities, VerdictOut
 from padbench.contract.kinds import JOB_RESULT_ADAPTER, parse_job_spec
-from padbench.contract.padding import PaddingResult, StrategyResult
-from padbench.report.generate_verdict import verdict_lines as generate_verdict_lines
-from padbench.report.verdict import verdict_lines, verdict_out
+from padbench.kinds.generate.verdict import verdict_lines as generate_verdict_lines
+from padbench.kinds.padding.contract import PaddingResult, StrategyResult
+from padbench.kinds.padding.verdict import verdict_lines
+from padbench.report.noise import verdict_out
 from padbench.worker.engine.measure.spread import repeat_spread
 from tests.generate_result import generate_result
 from tests.integration.conftest import LiveServer, result_document
@@ -29,7 +30,7 @@ def test_pages_are_shells_with_a_strict_content_security_policy(live_server: Liv
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert page.headers["content-security-policy"].startswith("default-src 'self'")
     assert 'id="token-form"' in page.text and "/static/vendor/chartjs/chart.umd.min.js" in page.text
-    assert all(f"/static/kinds/{kind}.js" in page.text for kind in ("padding", "attention", "generate"))
+    assert all(f'<script src="/kinds/{kind}.js">' in page.text for kind in ("padding", "attention", "generate"))
     assert not EXTERNAL.search(page.text)
 
 
@@ -43,8 +44,7 @@ def test_compare_needs_two_to_eight_job_ids(live_server: LiveServer) -> None:
 
 
 @pytest.mark.parametrize("path", ["/static/common.js", "/static/charts.js", "/static/pages.js",
-                                  "/static/kinds/padding.js", "/static/kinds/attention.js",
-                                  "/static/kinds/generate.js",
+                                  "/kinds/padding.js", "/kinds/attention.js", "/kinds/generate.js",
                                   "/static/dashboard.css", "/static/vendor/chartjs/chart.umd.min.js",
                                   "/static/vendor/swagger-ui/swagger-ui-bundle.js",
                                   "/static/vendor/redoc/redoc.standalone.js"])

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from padbench.contract.padding import PaddingJobSpec, PaddingResult, StrategyResult
 from padbench.contract.results import Environment, PartialResult
+from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult, StrategyResult
 from padbench.worker.runtime.isolation import ChildContext
 
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import torch
 
-from padbench.contract.attention_sweep import AttentionCell, AttentionJobSpec, AttentionResult
 from padbench.contract.results import Environment
+from padbench.kinds.attention.contract import AttentionCell, AttentionJobSpec, AttentionResult
 from padbench.worker.jobs.attention import cells as cells_module
 from padbench.worker.jobs.attention import job as attention_job
 from padbench.worker.jobs.attention.cells import _one_cell, run_cells

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from padbench.contract.attention_sweep import AttentionJobSpec
+from padbench.kinds.attention.contract import AttentionJobSpec
 from padbench.specfile import load_spec
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("attention-*.yaml"))

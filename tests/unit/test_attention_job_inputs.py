@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from padbench.contract.attention_sweep import AttentionJobSpec
+from padbench.kinds.attention.contract import AttentionJobSpec
 from padbench.worker.jobs.attention.inputs import DocumentStructure, Problem, make_input_sets
 
 

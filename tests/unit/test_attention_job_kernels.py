@@ -7,7 +7,7 @@ import typing
 import pytest
 import torch
 
-from padbench.contract.attention_sweep import AttentionJobSpec, SweepKernelName
+from padbench.kinds.attention.contract import AttentionJobSpec, SweepKernelName
 from padbench.worker.jobs.attention.cells import predicted_oom
 from padbench.worker.jobs.attention.inputs import Problem, make_input_sets
 from padbench.worker.jobs.attention.kernels import SWEEP_KERNELS, available_sweep_kernels

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from padbench.contract.attention_sweep import AttentionJobSpec
+from padbench.kinds.attention.contract import AttentionJobSpec
 from padbench.worker.engine.measure.matmul_rate import measure_matmul_tflops
 from padbench.worker.jobs.attention import cells as cells_module
 from padbench.worker.jobs.attention.cells import _one_cell, failed_cell

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import torch
 
-from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.results import ProbeReport
 from padbench.contract.spec import DataSpec, StrategySpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.engine.data.batches import STRATEGIES, PaddedBatch
 from padbench.worker.engine.data.sources import load_sequences
 from padbench.worker.engine.strategies.tiers import TieredStrategy, length_tiers

@@ -94,9 +94,10 @@ def test_a_bad_spec_exits_2_naming_the_field(tmp_path: Path, capsys: pytest.Capt
     assert "training.precision: 'fp4' is not one of 'auto', 'bf16', 'amp' or 'fp8'" in err
 
 
-def test_a_job_that_is_no_padding_job_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_kind_that_runs_no_model_over_gpus_has_nothing_to_plan(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = plan(tmp_path, {"kind": "attention"}, capsys)
-    assert code == 2 and "plans padding jobs" in err and "attention job" in err
+    assert code == 2 and "an attention sweep runs no model whose memory spreads over GPUs" in err
 
 
 def test_a_bad_option_exits_2_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,5 @@
-"""What people see: the progress line, a job's status, the job list and the worker list."""
+"""What people see: the progress line, a job's status, the job list and the worker list, with every string
+the server sends shown as it was written, never acted on by the terminal."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from padbench.client.display import format_age, format_page, format_status, format_workers, page_table, workers_table
+from padbench.client.exits import EXIT_FAILED, reported
 from padbench.client.progress import ProgressBar, describe_progress
 from padbench.contract.api import JobOut, JobPage, WorkerOut
+from padbench.http import ApiError
 
 CREATED = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
 
@@ -126,3 +130,73 @@ def test_a_job_no_live_worker_could_take_says_why_it_waits() -> None:
                                  "submitter": "alice", "created_at": CREATED, "spec": {"gpus": 4},
                                  "waiting_reason": "needs 4 GPUs; the most any live worker owns is 2"})
     assert "waits      needs 4 GPUs; the most any live worker owns is 2" in format_status(job)
+
+
+# A name that would retitle the window, clear the screen, and draw a link and bold red text if shown as written.
+HOSTILE = "evil\x1b]0;owned\x07\x1b[2J[link=https://evil.example]click[/link] [bold red]x[/]\r"
+HOSTILE_SHOWN = "evil\\x1b]0;owned\\x07\\x1b[2J[link=https://evil.example]click[/link] [bold red]x[/]\\r"
+
+
+def drawn_on_a_terminal(renderable: object) -> str:
+    console = Console(file=io.StringIO(), width=400, force_terminal=True, color_system="truecolor")
+    console.print(renderable)
+    return console.file.getvalue()
+
+
+def assert_nothing_acts_on_the_terminal(text: str) -> None:
+    """Only rich's own colour codes (`ESC[…m`) may remain: no title, no clearing, no link, no carriage return."""
+    assert "\x07" not in text and "\r" not in text and "\x1b]" not in text and "\x1b[2J" not in text
+    assert re.sub(r"\x1b\[[0-9;]*m", "", text).count("\x1b") == 0
+
+
+def test_status_shows_every_string_from_the_server_literally() -> None:
+    text = format_status(job(name=HOSTILE, submitter=HOSTILE, worker=HOSTILE, error=HOSTILE,
+                             progress=0.5, progress_message=HOSTILE, waiting_reason=HOSTILE))
+    assert_nothing_acts_on_the_terminal(text)
+    for label in ("name", "submitter", "worker", "error", "waits"):
+        assert f"{label:<10} {HOSTILE_SHOWN}" in text.splitlines()
+    assert f"50%  {HOSTILE_SHOWN}" in text
+
+
+def test_the_job_list_shows_names_literally_in_plain_text_and_on_a_terminal() -> None:
+    page = JobPage(items=[job(id=12, name=HOSTILE, worker="box\x1b[8m")], total=1, limit=1, offset=0)
+    plain = format_page(page)
+    assert HOSTILE_SHOWN in plain and "box\\x1b[8m" in plain
+    assert_nothing_acts_on_the_terminal(plain)
+    drawn = drawn_on_a_terminal(page_table(page))
+    assert HOSTILE_SHOWN in drawn and "box\\x1b[8m" in drawn  # the markup is text, not a link or a style
+    assert_nothing_acts_on_the_terminal(drawn)
+
+
+def test_the_worker_list_shows_names_and_gpus_literally() -> None:
+    capabilities = {"device": "cuda", "gpu_name": "[link=https://evil.example]H100[/link]\x1b[2J"}
+    workers = [worker(HOSTILE, capabilities=capabilities)]
+    plain = format_workers(workers, CREATED)
+    drawn = drawn_on_a_terminal(workers_table(workers, CREATED))
+    for text in (plain, drawn):
+        assert HOSTILE_SHOWN in text and "[link=https://evil.example]H100[/link]\\x1b[2J" in text
+        assert_nothing_acts_on_the_terminal(text)
+
+
+def test_the_progress_bar_shows_the_worker_and_message_literally(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # wide enough that rich keeps the whole description on the line
+    hostile = job(progress=0.5, worker=HOSTILE, progress_message="[link=https://evil.example]x[/link]\x1b]0;t\x07")
+    line = describe_progress(hostile)
+    assert f"on {HOSTILE_SHOWN}: [link=https://evil.example]x[/link]\\x1b]0;t\\x07" in line
+    assert_nothing_acts_on_the_terminal(line)
+    stream = Terminal()
+    bar = ProgressBar(stream)
+    bar.update(hostile)
+    bar.finish()
+    drawn = stream.getvalue()  # rich's own cursor codes redraw the bar; none of the job's words act
+    assert "[link=https://evil.example]x[/link]\\x1b]0;t\\x07" in drawn
+    assert "\x07" not in drawn and "\x1b]" not in drawn and "\x1b[2J" not in drawn
+
+
+def test_a_failure_from_the_server_is_one_literal_line(capsys: pytest.CaptureFixture[str]) -> None:
+    def refused() -> int:
+        raise ApiError(f"HTTP 422: spec.name: {HOSTILE}\nsecond line")
+
+    assert reported("submit", refused, ()) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert err == f"padbench submit: HTTP 422: spec.name: {HOSTILE_SHOWN}\\nsecond line\n"

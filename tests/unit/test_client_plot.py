@@ -13,9 +13,10 @@ from matplotlib.colors import to_rgba
 from matplotlib.container import ErrorbarContainer
 from matplotlib.ticker import EngFormatter
 
-from padbench.client.plot import draw, rate_formatter, save_plot
-from padbench.contract.padding import PaddingResult
+from padbench.client.plot import draw, save_plot
 from padbench.contract.results import Spread
+from padbench.kinds.padding.contract import PaddingResult
+from padbench.report.plotting import rate_formatter
 from tests.generate_result import context_result, generate_result, row, rows_at
 from tests.unit.test_report_padding import sample_result
 

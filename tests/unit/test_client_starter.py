@@ -9,7 +9,7 @@ import pytest
 from padbench import machine
 from padbench.cli import main
 from padbench.client import starter
-from padbench.contract.padding import PaddingJobSpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.specfile import load_spec
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from padbench.cli import main
-from padbench.client.plot import MISSING_EXTRA, PlotError, batch_curves, save_plot
+from padbench.client.plot import MISSING_EXTRA, PlotError, save_plot
 from padbench.contract.kinds import parse_job_spec
+from padbench.kinds.padding.plot import batch_curves
 from padbench.report import render_json
 from padbench.specfile import load_spec
 from tests.unit.test_report_attention import result as attention_result

@@ -16,7 +16,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from padbench.contract.spec import MeasurementSpec
-from padbench.report.padding import csv_rows, render_table
+from padbench.kinds.padding.report import csv_rows, render_table
 from padbench.worker.engine.parallel.ranks import Ranks
 from padbench.worker.engine.training import steps
 from padbench.worker.engine.training.checkpointing import checkpoint_layers, decoder_layers, is_checkpoint_wrapper

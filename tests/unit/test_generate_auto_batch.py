@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from padbench.contract.generate import GenerateJobSpec
-from padbench.report.generate import render_table
+from padbench.kinds.generate.contract import GenerateJobSpec
+from padbench.kinds.generate.report import render_table
 from padbench.worker.jobs.generate import job
 from padbench.worker.jobs.generate.job import run_generate_job
 from padbench.worker.jobs.generate.sizing.probe import size_batch

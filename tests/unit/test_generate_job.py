@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from transformers import AutoTokenizer
 
-from padbench.contract.generate import GenerateJobSpec, GenerateResult
+from padbench.kinds.generate.contract import GenerateJobSpec, GenerateResult
 from padbench.worker.jobs.generate.job import run_generate_job
 from padbench.worker.jobs.generate.requests import load_requests, output_lengths
 from padbench.worker.jobs.padding.job import data_with_tokenizer

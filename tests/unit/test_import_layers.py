@@ -1,6 +1,7 @@
 """Dependencies point one way: every import of a padbench module goes down the layers, never up or across.
 
-    contract  <  shared helpers (http, specfile, report, tokens, machine)  <  server | client
+    contract (with each kind's models, kinds/<kind>/contract.py)
+              <  shared helpers (http, specfile, report, kinds, tokens, machine, terminal_text)  <  server | client
     contract  <  worker runtime  <  engine  <  job kinds  <  supervisor  <  worker commands
     padbench.cli (the one `padbench` command) sits on top of everything.
 
@@ -12,6 +13,7 @@ docs/architecture.md describes each layer.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -25,9 +27,10 @@ PACKAGE_FOLDERS = {"padbench": "padbench", "server": "padbench.server", "worker"
 
 # Layer name -> module prefixes in it; a module belongs to the layer with the longest matching prefix.
 LAYERS: dict[str, tuple[str, ...]] = {
-    "contract": ("padbench.contract",),
+    # A kind's folder is shared helpers (its policy, report, plot, record) but for its models, which are contract.
+    "contract": ("padbench.contract", "padbench.kinds.*.contract"),
     "shared": ("padbench.http", "padbench.specfile", "padbench.spec_overrides", "padbench.report", "padbench.tokens",
-               "padbench.machine"),
+               "padbench.machine", "padbench.terminal_text", "padbench.kinds"),
     "server": ("padbench.server",),
     "client": ("padbench.client",),
     "runtime": ("padbench.worker.runtime",),
@@ -50,8 +53,11 @@ ALLOWED: dict[str, set[str]] = {
     "worker-commands": {"contract", "shared", "runtime", "engine", "jobs", "supervisor"},
     "top": set(LAYERS) - {"top"},
 }
-# Package roots that only name the package (a docstring, the version): importable by all, importing nothing.
-NEUTRAL = {"padbench", "padbench.worker"}
+# Package roots that only name the package (a docstring, the version): importable by all, importing nothing. A
+# kind's folder is one: importing its models (contract) runs it, and it must not pull its report in with them.
+KIND_FOLDERS = {f"padbench.kinds.{folder.name}" for folder in (REPO_ROOT / "padbench" / "kinds").iterdir()
+                if (folder / "__init__.py").is_file()}
+NEUTRAL = {"padbench", "padbench.worker", "padbench.kinds", *KIND_FOLDERS}
 CHILD_TARGET = re.compile(r"^(padbench(?:\.\w+)+):\w+$")
 
 
@@ -66,7 +72,7 @@ def module_files() -> Iterator[tuple[str, Path]]:
 
 def layer_of(module: str) -> str | None:
     matches = [(len(prefix), name) for name, prefixes in LAYERS.items() for prefix in prefixes
-               if module == prefix or module.startswith(prefix + ".")]
+               if fnmatch.fnmatchcase(module, prefix) or fnmatch.fnmatchcase(module, prefix + ".*")]
     return max(matches)[1] if matches else None
 
 
@@ -126,8 +132,8 @@ def test_every_module_belongs_to_a_layer() -> None:
 
 
 @pytest.mark.parametrize(("module", "source", "complaint"), [
-    ("padbench.worker.engine.data", "from padbench.worker.jobs import run_job\n",
-     "engine (`padbench.worker.engine.data`) imports jobs"),
+    ("padbench.worker.engine.data.sources", "from padbench.worker.jobs import run_job\n",
+     "engine (`padbench.worker.engine.data.sources`) imports jobs"),
     ("padbench.worker.runtime.device", "import padbench.client.api\n",
      "runtime (`padbench.worker.runtime.device`) imports client"),
     ("padbench.contract.spec", "from ..server import main\n", "contract (`padbench.contract.spec`) imports server"),

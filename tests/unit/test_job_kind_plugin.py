@@ -1,5 +1,6 @@
-"""A job kind is one registry entry per layer: `echo`, which only the tests define (tests/echo_kind.py), flows
-through the contract, the worker's runner, the reports and the server's policy, with no other module edited."""
+"""A job kind is one folder and one line: `echo`, which only the tests define (tests/echo_kind/), flows through
+the contract, the worker's runner and capabilities, `check` and `plan`, the reports, the plot, the server's
+policy, `/metrics` and the dashboard, with no other module edited."""
 
 from __future__ import annotations
 
@@ -11,21 +12,19 @@ from collections.abc import Iterator
 import pytest
 from pydantic import ValidationError
 
-from padbench.client.plot import PLOTS
-from padbench.contract.kinds import JOB_KINDS, JOB_RESULT_ADAPTER, JOB_SPEC_ADAPTER, parse_job_spec
+from padbench.contract.kinds import BUILT_IN_KINDS, JOB_KINDS, JOB_RESULT_ADAPTER, JOB_SPEC_ADAPTER, parse_job_spec
+from padbench.kinds.record import kind_spec
 from padbench.report import render
 from padbench.report.compare import compare, render_compare_json
 from padbench.report.identity import title
-from padbench.report.kind import REPORTS
 from padbench.report.terminal import write_table
 from padbench.server.cost import over_limits
-from padbench.server.kinds import KIND_POLICIES
 from padbench.server.paths import path_errors
 from padbench.server.requirements import job_requirements
-from padbench.server.web.pages import KIND_SCRIPTS
 from padbench.worker.jobs import run_job
 from padbench.worker.runtime.isolation import ChildContext
-from tests.echo_kind import EchoJobSpec, EchoResult, registered
+from tests.echo_kind import registered
+from tests.echo_kind.contract import EchoJobSpec, EchoResult
 
 SPEC = {"kind": "echo", "word": "hi", "times": 3}
 
@@ -89,10 +88,13 @@ def test_without_its_registration_the_kind_is_unknown() -> None:
         parse_job_spec(SPEC)
 
 
-def test_every_kind_the_contract_registers_has_a_report_plot_server_policy_and_dashboard_view() -> None:
+def test_every_kind_the_contract_registers_has_a_record_with_a_report_plot_policy_and_dashboard_view() -> None:
     """The layers outside the worker (whose runners its own tests list): a kind missing one would be refused
     with a 500 at submission, printed as an unknown kind, or shown raw on the dashboard."""
-    kinds = list(JOB_KINDS)
-    assert kinds == ["padding", "attention", "generate"]
-    assert all(kind in REPORTS and kind in PLOTS and kind in KIND_POLICIES for kind in kinds)
-    assert all((KIND_SCRIPTS / f"{kind}.js").is_file() for kind in kinds)
+    assert list(JOB_KINDS) == ["padding", "attention", "generate"]
+    assert [JOB_KINDS.get(name).package for name in JOB_KINDS] == list(BUILT_IN_KINDS)
+    for name in JOB_KINDS:
+        record = kind_spec(name)
+        assert record.plot is not None and record.report.plural and record.policy is not None
+        view = record.view_path()
+        assert view is not None and view.is_file() and f'registerKind("{name}"' in view.read_text()

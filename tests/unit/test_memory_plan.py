@@ -11,7 +11,7 @@ import torch
 
 from padbench.contract.kinds import parse_job_spec
 from padbench.contract.model_spec import ModelSpec
-from padbench.contract.padding import PaddingJobSpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.engine.model.memory_plan import (
     ModelFootprint,
     inference_plan,

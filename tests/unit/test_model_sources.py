@@ -11,7 +11,7 @@ import transformers
 from padbench.contract.kinds import parse_job_spec
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.model_types import CAUSAL_LM_MODEL_TYPES, TRANSFORMERS_VERSION
-from padbench.contract.padding import PaddingJobSpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.engine.model import build as model_module
 from padbench.worker.engine.model.build import ModelSourceError, model_config
 from padbench.worker.engine.model.support import UnsupportedModel, check_model_type

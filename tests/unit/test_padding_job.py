@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import torch
 
-from padbench.contract.padding import PaddingJobSpec, PaddingResult, StrategyResult
 from padbench.contract.registry import Registry
 from padbench.contract.results import GpuActivity
 from padbench.contract.spec import StrategySpec
-from padbench.report.padding import render_table
+from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult, StrategyResult
+from padbench.kinds.padding.report import render_table
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.data.batches import STRATEGIES, Batch, PackedBatch, PaddedBatch, PerSequence
 from padbench.worker.engine.training import steps

@@ -13,8 +13,8 @@ from pydantic import ValidationError
 
 from padbench.contract.experts import ExpertLoad
 from padbench.contract.model_spec import ModelSpec
-from padbench.contract.padding import PaddingJobSpec
-from padbench.report.padding import csv_rows, render_table
+from padbench.kinds.padding.contract import PaddingJobSpec
+from padbench.kinds.padding.report import csv_rows, render_table
 from padbench.worker.engine.model import experts as experts_module
 from padbench.worker.engine.model.build import build_model
 from padbench.worker.engine.model.expert_load import summarize_load

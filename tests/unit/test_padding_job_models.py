@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import LlamaConfig
 
-from padbench.contract.padding import PaddingJobSpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.jobs.padding import fit
 from padbench.worker.jobs.padding.fit import ModelDoesNotFit, check_model_fits, model_state_bytes
 from padbench.worker.jobs.padding.job import data_with_tokenizer, run_padding_job

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from padbench.contract.padding import PaddingJobSpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS
 from padbench.worker.engine.data.batches import PackedBatch
 from padbench.worker.engine.model.build import build_model

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from padbench.contract.generate import GenerateJobSpec
+from padbench.kinds.generate.contract import GenerateJobSpec
 from padbench.specfile import load_spec
 from scripts import plain_generate_baseline
 

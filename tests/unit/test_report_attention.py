@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from padbench.contract.attention_sweep import AttentionCell, AttentionJobSpec, AttentionResult
 from padbench.contract.results import Environment, PartialResult
+from padbench.kinds.attention.contract import AttentionCell, AttentionJobSpec, AttentionResult
+from padbench.kinds.attention.report import METRICS, csv_rows, render_table
 from padbench.report import render_csv
-from padbench.report.attention import METRICS, csv_rows, render_table
 
 ENVIRONMENT = Environment(hostname="box", device="cuda", gpu_name="NVIDIA H200", python="3.12", torch="2.11",
                           started_at="2026-11-01T00:00:00+00:00")

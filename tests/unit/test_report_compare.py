@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from padbench.contract.model_spec import ModelSpec
-from padbench.contract.padding import PaddingResult
+from padbench.kinds.padding.contract import PaddingResult
 from padbench.report.compare import (
     CompareError,
     compare,

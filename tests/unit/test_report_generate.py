@@ -8,14 +8,14 @@ import io
 import json
 
 from padbench.contract.results import GpuActivity, PartialResult
+from padbench.kinds.generate.report import COLUMNS, csv_rows, render_table
+from padbench.kinds.generate.verdict import verdict_lines
 from padbench.report import render, render_csv
+from padbench.report.cells import WINNER_MARK
 from padbench.report.compare import compare, render_compare_json
-from padbench.report.generate import COLUMNS, csv_rows, render_table
-from padbench.report.generate_verdict import verdict_lines
 from padbench.report.identity import title
-from padbench.report.padding import WINNER_MARK
+from padbench.report.noise import verdict_out
 from padbench.report.terminal import write_table
-from padbench.report.verdict import verdict_out
 from tests.generate_result import context_result, generate_result, row, rows_at
 
 

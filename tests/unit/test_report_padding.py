@@ -6,11 +6,13 @@ import csv
 import io
 
 from padbench.contract.experts import ExpertLoad, LayerLoad
-from padbench.contract.padding import PaddingJobSpec, PaddingResult, StrategyResult
 from padbench.contract.results import Environment, MemoryStats, PartialResult
+from padbench.contract.units import format_bytes
+from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult, StrategyResult
+from padbench.kinds.padding.report import COLUMNS, comparison_figures, csv_rows, render_table
+from padbench.kinds.padding.verdict import summary
 from padbench.report import render, render_csv
-from padbench.report.padding import COLUMNS, WINNER_MARK, comparison_figures, csv_rows, format_bytes, render_table
-from padbench.report.verdict import summary
+from padbench.report.cells import WINNER_MARK
 
 GIB = 1 << 30
 

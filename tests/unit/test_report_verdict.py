@@ -6,11 +6,13 @@ from typing import Any
 
 from padbench.contract.api import VerdictOut
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.contract.padding import PaddingJobSpec, PaddingResult, StrategyResult
 from padbench.contract.results import Environment, GpuActivity, ProbeAttempt, ProbeReport
 from padbench.contract.student_t import t_quantile_975
-from padbench.report.padding import WINNER_MARK, csv_rows, render_table, table_rows
-from padbench.report.verdict import curve_lines, verdict_lines, verdict_out
+from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult, StrategyResult
+from padbench.kinds.padding.report import csv_rows, render_table, table_rows
+from padbench.kinds.padding.verdict import curve_lines, verdict_lines
+from padbench.report.cells import WINNER_MARK
+from padbench.report.noise import verdict_out
 from padbench.worker.engine.measure.spread import repeat_spread
 from tests.unit.test_report_attention import result as attention_result
 

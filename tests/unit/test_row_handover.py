@@ -6,7 +6,7 @@ from __future__ import annotations
 import multiprocessing
 from typing import Any
 
-from padbench.contract.padding import PaddingResult
+from padbench.kinds.padding.contract import PaddingResult
 from padbench.worker.jobs.padding.job import run_padding_job
 from padbench.worker.runtime.isolation import _drain_finished, run_in_child
 from tests.unit.test_padding_job import tiny_spec

@@ -11,7 +11,7 @@ import yaml
 
 from padbench.cli import main
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.contract.padding import PaddingResult
+from padbench.kinds.padding.contract import PaddingResult
 from padbench.worker.cli import run as run_command
 from padbench.worker.cli.run import ProgressPrinter
 from tests.acceptance.specs import QUICK

@@ -9,7 +9,7 @@ import pytest
 
 from padbench.cli import main
 from padbench.contract.kinds import parse_job_spec
-from padbench.contract.padding import PaddingJobSpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.cli import run as run_command
 from padbench.worker.cli import sizing
 from padbench.worker.runtime.isolation import ChildReport

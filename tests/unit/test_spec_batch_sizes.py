@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.spec import StrategySpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.jobs.padding.auto_batch import expand_axes, needs_probe
 
 

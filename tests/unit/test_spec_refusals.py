@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from padbench.cli import main
-from padbench.contract.attention_sweep import AttentionJobSpec
 from padbench.contract.kinds import JOB_RESULT_ADAPTER, parse_job_spec
-from padbench.contract.padding import PaddingJobSpec
+from padbench.kinds.attention.contract import AttentionJobSpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.specfile import SpecError, check_new_job
 from tests.unit.test_report_padding import sample_result
 

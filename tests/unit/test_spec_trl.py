@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from padbench.contract.padding import PaddingJobSpec, PaddingResult
 from padbench.contract.results import Environment
-from padbench.report.padding import render_table
+from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult
+from padbench.kinds.padding.report import render_table
 
 MAPPED: list[tuple[dict[str, Any], str]] = [
     ({}, "dynamic"),

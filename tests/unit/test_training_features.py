@@ -13,9 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.spec import ModelSpec
 from padbench.contract.training import TrainingSpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS
 from padbench.worker.engine.data.batches import Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.model.build import build_model

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from padbench.contract.padding import PaddingJobSpec
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.engine.attention.base import autocast_inputs
 from padbench.worker.jobs.padding.job import prepare_job, run_padding_job
 
@@ -65,7 +65,7 @@ def test_compile_on_several_gpus_is_accepted_at_submission() -> None:
 
 
 def test_the_table_says_how_the_job_trained_and_where_its_steps_went() -> None:
-    from padbench.report.padding import csv_rows, render_table
+    from padbench.kinds.padding.report import csv_rows, render_table
 
     result = run_padding_job(amp_spec("amp"), lambda *_: None)
     text = render_table(result)

@@ -13,8 +13,9 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.spec import JobSpecBase
+from padbench.kinds.padding.contract import PaddingJobSpec
+from padbench.kinds.record import kind_spec
 from padbench.machine import cuda_gpu_present
 from padbench.report.terminal import console_for
 from padbench.worker.engine.model.memory_plan import (
@@ -26,6 +27,7 @@ from padbench.worker.engine.model.memory_plan import (
     model_footprint,
     replica_needs,
 )
+from padbench.worker.jobs import get_job_runner
 from padbench.worker.runtime.isolation import SpecProblem
 from padbench.worker.runtime.memory import device_free_bytes
 from padbench.worker.runtime.messages import first_line
@@ -46,9 +48,12 @@ class GpuMemory:
     visible_gpus: int | None = None  # GPUs this machine shows, when the figure was read here
 
 
-def report(spec: JobSpecBase, gpus: int | None, gpu_memory: int | None, out: TextIO) -> int:
-    if not isinstance(spec, PaddingJobSpec):
-        raise PlanInputError(f"plans padding jobs (the kind that spans GPUs); this spec is a {spec.kind} job")
+def report(job: JobSpecBase, gpus: int | None, gpu_memory: int | None, out: TextIO) -> int:
+    spec = get_job_runner(job.kind).planned_run(job)
+    if spec is None:
+        noun = kind_spec(job.kind).report.noun
+        raise PlanInputError(f"{noun} runs no model whose memory spreads over GPUs, so there is nothing to plan; "
+                             "`padbench check` says whether it runs here")
     ranks, ranks_source = ranks_for(spec, gpus)
     memory = memory_for(spec, ranks, gpu_memory)
     try:

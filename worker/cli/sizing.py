@@ -16,11 +16,12 @@ import time
 import numpy as np
 
 from padbench.contract.model_spec import weights_upper_bound
-from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.spec import JobSpecBase
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.machine import cuda_gpu_present
 from padbench.report.progress import format_duration
 from padbench.worker.engine.data.synthetic import DistributionError, get_distribution
+from padbench.worker.jobs import get_job_runner
 
 CPU_SHARE_OF_MATMUL = {"fp32": 0.5, "bf16": 0.03, "fp16": 0.03}
 # Training does a backward pass of about twice the forward's work.
@@ -90,15 +91,16 @@ def gpu_sizing_warning(spec: JobSpecBase, name: str,
     if getattr(spec, "device", None) == "cuda":  # every kind that runs on a device names it `device`
         return (f"{name} asks for device: cuda, but this machine has no CUDA GPU, so the job will fail; "
                 f"device: auto runs it on the CPU. {SMALLER}")
-    if not isinstance(spec, PaddingJobSpec):
+    planned = get_job_runner(spec.kind).planned_run(spec)
+    if planned is None:
         return None
-    seconds = cpu_seconds(spec, matmul_flops or cpu_matmul_flops())
+    seconds = cpu_seconds(planned, matmul_flops or cpu_matmul_flops())
     if seconds is None:
-        if spec.device == "cpu":
+        if planned.device == "cpu":
             return None
-        return (f"this machine has no CUDA GPU, and {name} may be sized for one ({describe_size(spec)}); "
+        return (f"this machine has no CUDA GPU, and {name} may be sized for one ({describe_size(planned)}); "
                 f"it runs on the CPU. {SMALLER}")
     if seconds < LONG_ON_A_CPU_S:
         return None
     return (f"this machine has no CUDA GPU, and {name} is sized for one: on this CPU it would take roughly "
-            f"{format_duration(seconds)} ({describe_size(spec)}). {SMALLER} Ctrl-C stops the run.")
+            f"{format_duration(seconds)} ({describe_size(planned)}). {SMALLER} Ctrl-C stops the run.")

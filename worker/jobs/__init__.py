@@ -1,29 +1,22 @@
-"""Job kinds, as the worker runs them: one runner per `kind` of job spec, looked up in JOB_RUNNERS.
+"""Job kinds, as the worker runs them: one runner per `kind` of job spec, in one folder per kind.
 
-Each kind's package registers its runner when imported. PLUGIN_MODULES names that package for every kind
-this worker runs, so the supervisor (which must not import torch) lists kinds without loading them, and a
-runner is imported only when a job of its kind runs.
+A kind's contract names its runner's module (`JobKind.runner`, e.g. `padbench.worker.jobs.padding`), whose
+`RUNNER` runs its jobs. The supervisor (which must not import torch) lists the registered kinds without
+loading them, and a runner is imported only when a job of its kind runs or its kernels are listed.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from padbench.contract.kinds import JOB_RESULT_ADAPTER, JOB_SPEC_ADAPTER
-from padbench.contract.registry import Registry
+from padbench.contract.kinds import JOB_KINDS, JOB_RESULT_ADAPTER, JOB_SPEC_ADAPTER
 from padbench.contract.results import JobResultBase
 from padbench.contract.spec import JobSpecBase
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.runtime.isolation import ChildContext
 from padbench.worker.runtime.progress import ProgressFn
-
-PLUGIN_MODULES: dict[str, str] = {
-    "padding": "padbench.worker.jobs.padding",
-    "attention": "padbench.worker.jobs.attention",
-    "generate": "padbench.worker.jobs.generate",
-}
-
 
 # Called by a job kind each time a row (a strategy, a sweep cell) finishes, with the result as it would stand
 # if the job stopped there: the rows so far, marked partial. The last one is what a cancel keeps.
@@ -38,14 +31,19 @@ class JobRunner(Protocol):
         """The names a spec of this kind may use for what runs on `device` (a worker's capabilities);
         probes the device, so the supervisor calls it in a child process."""
 
+    def findings(self, spec: Any) -> Iterator[tuple[bool, str]]:
+        """What `padbench check` finds on this machine beyond a valid spec, each (fine, what): the model, the
+        tokenizer, the device and the kernels, for kinds that build a model; nothing for others."""
 
-JOB_RUNNERS: Registry[JobRunner] = Registry("job kind")
+    def planned_run(self, spec: Any) -> PaddingJobSpec | None:
+        """The model run whose memory `padbench plan` lays out over GPUs and whose length `padbench run`
+        estimates on a CPU; None for a kind that runs no such model."""
 
 
 def get_job_runner(kind: str) -> JobRunner:
-    if kind not in JOB_RUNNERS and kind in PLUGIN_MODULES:
-        importlib.import_module(PLUGIN_MODULES[kind])
-    return JOB_RUNNERS.get(kind)
+    """The runner of the registered kind `kind` (an unknown kind lists the known ones)."""
+    runner: JobRunner = importlib.import_module(JOB_KINDS.get(kind).runner).RUNNER
+    return runner
 
 
 def run_job(ctx: ChildContext, spec_document: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from padbench.contract.api import Capabilities
-from padbench.worker.jobs import PLUGIN_MODULES, get_job_runner
+from padbench.contract.kinds import JOB_KINDS
+from padbench.worker.jobs import get_job_runner
 from padbench.worker.runtime.isolation import ChildContext, run_in_child
 from padbench.worker.supervisor.gpus import visible_devices
 
@@ -53,14 +54,14 @@ def detect_in_child(ctx: ChildContext) -> dict[str, Any]:
         "gpus": gpus,
         "kernels": runnable_kernel_names(device),
         "experts": runnable_experts(device),
-        "job_kinds": list(PLUGIN_MODULES),
+        "job_kinds": list(JOB_KINDS),
     }
 
 
 def runnable_kernel_names(device: str) -> list[str]:
     """Every name a spec may use for a kernel that runs here, as each kind's runner lists them: the server
     matches a job's names against these."""
-    return sorted({name for kind in PLUGIN_MODULES for name in get_job_runner(kind).kernel_names(device)})
+    return sorted({name for kind in JOB_KINDS for name in get_job_runner(kind).kernel_names(device)})
 
 
 def runnable_experts(device: str) -> list[str]:

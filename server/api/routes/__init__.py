@@ -1,1 +1,1 @@
-"""One router per resource: jobs, workers, leases, health."""
+"""One router per resource: jobs, comparisons of jobs, workers, leases, health."""

@@ -24,6 +24,7 @@ from padbench.contract.api import (
 )
 from padbench.contract.bounds import MAX_DB_ID
 from padbench.contract.kinds import JOB_SPEC_ADAPTER, JobResult
+from padbench.contract.table import ResultTable
 from padbench.server import queue
 from padbench.server.api.deps import (
     AdminAuth,
@@ -38,7 +39,7 @@ from padbench.server.api.deps import (
 from padbench.server.api.errors import HTTP_UNPROCESSABLE
 from padbench.server.api.responses import error_responses
 from padbench.server.api.transactions import UnitOfWorkRoute
-from padbench.server.api.views import finite_json, job_out, job_summary, verdict_of
+from padbench.server.api.views import finite_json, job_out, job_summary, table_of, verdict_of
 from padbench.server.core.security import Principal
 from padbench.server.cost import over_limits
 from padbench.server.db import reads
@@ -174,6 +175,14 @@ def get_verdict(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAut
     """What the result's rows add up to, in the words `padbench results` prints under its table (the dashboard
     shows these, so the two never disagree), and the rows it highlights and dims; 404 until there is a result."""
     return verdict_of(stored_result(session, job_id, principal))
+
+
+@router.get("/{job_id}/table", responses=error_responses(404))
+def get_table(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth) -> ResultTable:
+    """The result's table as `padbench results` prints it, as one model (header, columns, cells in the CLI's
+    order, the verdict's marks, notes and the lines below): the dashboard renders this, so both show the same
+    cells. No columns for a kind that draws its own view; 404 until there is a result."""
+    return table_of(stored_result(session, job_id, principal))
 
 
 @router.post("/{job_id}/cancel", responses=error_responses(404, 409))

@@ -99,51 +99,51 @@ function modelLabel(spec) {
   return model.preset || model.path || (model.config ? `custom ${model.config.model_type}` : MISSING);
 }
 
-function memoryOf(row) {
-  const memory = row.memory;
-  if (!memory) return MISSING;
-  if (memory.peak_allocated_bytes != null) return fmt.bytes(memory.peak_allocated_bytes);
-  if (memory.host_peak_rss_bytes != null) return `${fmt.bytes(memory.host_peak_rss_bytes)} RSS`;
-  return MISSING;
+// --- the results table: the server's model of it, the one `padbench results` prints ---------------------
+// /v1/jobs/{id}/table gives the header, the columns, the cells in the CLI's order with the verdict's marks, the
+// numbered notes and the lines below; no cell is computed here, so the page and the CLI never disagree. The
+// detail columns are in a row of their own, shown when the row's first cell is clicked.
+function detailsRow(model, row, width) {
+  const text = model.columns.map((column, index) => [column, row.cells[index]])
+    .filter(([column]) => column.detail).map(([column, cell]) => `${column.name}: ${cell}`).join(" · ");
+  const details = el("tr", { className: "details" }, el("td", { colspan: String(width), text }));
+  details.hidden = true;
+  return details;
 }
 
-function marksOf(row) {
-  const marks = [];
-  if (row.spread && row.spread.noisy) marks.push(`noisy CV ${(row.spread.cv * 100).toFixed(1)}%`);
-  if (row.gpu_activity && row.gpu_activity.contended) marks.push("contended");
-  if (row.gpu_activity && row.gpu_activity.throttled) {
-    // Held at the power limit is how a GPU runs at full load; heat or a hardware slowdown is a real alarm.
-    const reasons = row.gpu_activity.throttle_reasons || [];
-    marks.push(reasons.length === 1 && reasons[0] === "sw_power_cap" ? "power cap" : "throttled");
-  }
-  return marks.join(", ") || "yes";
+function modelRows(model, row) {
+  const shown = model.columns.map((column, index) => [column, index]).filter(([column]) => !column.detail);
+  const cells = shown.map(([column, index]) => el("td", { className: column.right ? "number" : "",
+                                                          text: row.cells[index] }));
+  const line = el("tr", { className: row.mark || "" }, ...cells);
+  if (shown.length === model.columns.length) return [line];
+  const details = detailsRow(model, row, shown.length);
+  const first = row.cells[shown[0][1]];
+  const toggle = el("button", { type: "button", className: "expand", "aria-expanded": "false",
+                                title: "show this row's other figures", text: `▸ ${first}` });
+  toggle.addEventListener("click", () => {
+    details.hidden = !details.hidden;
+    toggle.textContent = `${details.hidden ? "▸" : "▾"} ${first}`;
+    toggle.setAttribute("aria-expanded", String(!details.hidden));
+  });
+  cells[0].replaceChildren(toggle);
+  return [line, details];
 }
 
-// The CLI's `valid` cell: `yes` or the marks, or `no [n]` / `failed [n]` with the reason added to `notes`.
-function validityOf(row, notes) {
-  if (row.status === "ok") return marksOf(row);
-  const number = notes.push(row.invalid_reason || row.error || "no reason recorded");
-  return `${row.status === "invalid" ? "no" : "failed"} [${number}]`;
-}
-
-// The row the server's verdict highlights, and the rows it says not to rank by.
-function verdictClass(verdict, index) {
-  return index === verdict.winner ? "winner" : verdict.doubtful.includes(index) ? "doubtful" : "";
-}
-
-function resultTable(columns, bodyRows, notes) {
-  const table = el("table", { className: "grid results" },
-                   el("thead", {}, el("tr", {}, ...columns.map((name) => el("th", { text: name })))),
-                   el("tbody", {}, ...bodyRows));
-  return [table, el("ol", { className: "notes" }, ...notes.map((note) => el("li", { text: note })))];
+function modelTable(model) {
+  const head = model.columns.filter((column) => !column.detail).map((column) => el("th", { text: column.name }));
+  const table = el("table", { className: "grid results" }, el("thead", {}, el("tr", {}, ...head)),
+                   el("tbody", {}, ...model.rows.flatMap((row) => modelRows(model, row))));
+  return [...model.header.map((line) => el("p", { className: "hint", text: line })), table,
+          el("ol", { className: "notes" }, ...model.notes.map((note) => el("li", { text: note }))),
+          ...(model.after.length ? [el("pre", { className: "after", text: model.after.join("\n") })] : [])];
 }
 
 // --- job kinds ------------------------------------------------------------------------------------------
 // A kind's view: plural (for messages), model(spec) and mode(spec) (what the job ran, and how),
-// table(result, verdict) (nodes; `verdict` is the server's, from /v1/jobs/{id}/verdict: its lines, the
-// winning row and the rows not to rank by), charts(container, result), and
-// compare: { keyNames, metric, higherIsFaster, show(value), figures(result) }. The headline and the job
-// list's verdict cell are the server's verdict lines for every kind, so they say what the CLI says.
+// charts(container, result), and, for a kind whose report has no table model, table(result) (nodes). The
+// headline, the job list's verdict cell, the results table and the comparison of jobs come from the server,
+// computed by the code `padbench results` and `padbench compare` print with, so they say what the CLI says.
 const KINDS = {};
 
 function registerKind(name, view) { KINDS[name] = view; }
@@ -153,7 +153,6 @@ const UNKNOWN_KIND = {
   plural: "jobs of other kinds", model: () => MISSING, mode: () => MISSING,
   table: (result) => [el("p", { className: "hint", text: `this dashboard has no table for ${result.kind} jobs` })],
   charts: () => {},
-  compare: { keyNames: ["row", ""], metric: "", higherIsFaster: true, show: String, figures: () => new Map() },
 };
 
 function kindOf(kind) { return KINDS[kind] || UNKNOWN_KIND; }

@@ -5,6 +5,7 @@
 const REFRESH_MS = 2000;
 const resultCache = new Map(); // job id -> result document; a finished job's result never changes
 const verdictCache = new Map(); // job id -> its verdict, which the server derives from that result alone
+const tableCache = new Map(); // job id -> its results table, the server's model of what `padbench results` prints
 
 async function resultOf(job) {
   if (job.status !== "succeeded") return null;
@@ -16,6 +17,12 @@ async function resultOf(job) {
 async function verdictOf(jobId) {
   if (!verdictCache.has(jobId)) verdictCache.set(jobId, await api(`/jobs/${jobId}/verdict`));
   return verdictCache.get(jobId);
+}
+
+// The table comes from the server too: the cells, in the CLI's order, marked as the verdict says.
+async function tableOf(jobId) {
+  if (!tableCache.has(jobId)) tableCache.set(jobId, await api(`/jobs/${jobId}/table`));
+  return tableCache.get(jobId);
 }
 
 // A cancelled job may have kept the rows it finished before the cancel (marked partial); most kept none (404).
@@ -103,11 +110,13 @@ function showVerdict(result, verdict) {
     ...details.map((line) => el("li", { text: line.trim() })));
 }
 
-function showResult(jobId, result, verdict) {
+function showResult(jobId, result, verdict, table) {
   document.getElementById("job-title").textContent = identityOf(jobId, result);
   showVerdict(result, verdict);
   drawResultCharts(document.getElementById("charts"), result);
-  document.getElementById("results").replaceChildren(...kindOf(result.kind).table(result, verdict));
+  // A kind whose report has no table model (its columns are empty) draws its own view of the result.
+  const nodes = table.columns.length ? modelTable(table) : kindOf(result.kind).table(result);
+  document.getElementById("results").replaceChildren(...nodes);
   const facts = Object.entries(result.environment).filter(([, value]) => value != null && value !== "")
     .map(([name, value]) => el("tr", {}, el("th", { text: name }),
                                el("td", { text: typeof value === "object" ? JSON.stringify(value) : String(value) })));
@@ -129,54 +138,35 @@ async function startJob() {
   const poll = async () => {
     const job = await api(`/jobs/${jobId}`);
     showJobStatus(job);
-    if (job.status === "succeeded") showResult(jobId, await resultOf(job), await verdictOf(jobId));
+    if (job.status === "succeeded") showResult(jobId, await resultOf(job), await verdictOf(jobId), await tableOf(jobId));
     const kept = job.status === "cancelled" ? await partialResultOf(job) : null;
-    if (kept) showResult(jobId, kept, await verdictOf(jobId));
+    if (kept) showResult(jobId, kept, await verdictOf(jobId), await tableOf(jobId));
     if (!["succeeded", "failed", "cancelled"].includes(job.status)) setTimeout(() => poll().catch((e) => showError(e.message)), REFRESH_MS);
   };
   await poll();
 }
 
 // --- compare --------------------------------------------------------------------------------------------
-// Same rules as `padbench compare`: ratios say how many times faster than the first job.
-function comparisonRows(results) {
-  const rule = kindOf(results[0].kind).compare;
-  const figures = results.map(rule.figures);
-  const keys = [...new Set(figures.flatMap((map) => [...map.keys()]))];
-  const higherIsFaster = rule.higherIsFaster;
-  return keys.map((key) => {
-    const values = figures.map((map) => map.get(key) ?? null);
-    const base = values[0];
-    const ratios = values.map((value) => (value == null || base == null || value <= 0 || base <= 0 ? null
-      : higherIsFaster ? value / base : base / value));
-    return { key: JSON.parse(key), values, ratios };
-  });
-}
-
+// The server compares by the rule `padbench compare` prints with: its rows, figures and ratios ("× faster than
+// the first job"), and the settings that differ between the jobs.
 async function startCompare() {
   const ids = document.body.dataset.ids.split(",").map(Number);
-  const jobs = await Promise.all(ids.map((id) => api(`/jobs/${id}`)));
-  const unfinished = jobs.filter((job) => job.status !== "succeeded");
-  if (unfinished.length) throw new Error(`no results yet for ${unfinished.map((job) => `job ${job.id} (${job.status})`).join(", ")}`);
-  const results = await Promise.all(jobs.map(resultOf));
-  if (new Set(results.map((result) => result.kind)).size > 1) {
-    throw new Error(`compare jobs of one kind: ${Object.values(KINDS).map((view) => view.plural).join(" or ")}`);
-  }
+  const comparison = await api(`/compare?ids=${ids.join(",")}`);
   document.getElementById("compared-jobs").replaceChildren(
-    ...jobs.map((job, index) => el("li", {}, el("a", { href: `/jobs/${job.id}`, text: identityOf(job.id, results[index]) }))));
-  const rule = kindOf(results[0].kind).compare;
-  const metric = rule.metric;
-  document.getElementById("compare-metric").textContent = `${metric}; ratios: times faster than job ${ids[0]}`;
-  const rows = comparisonRows(results);
-  const header = [...rule.keyNames,
+    ...comparison.jobs.map((id, index) => el("li", {}, el("a", { href: `/jobs/${id}`, text: comparison.titles[index] }))));
+  const differing = Object.entries(comparison.differences)
+    .map(([name, values]) => `${name}: ${values.join(" / ")}`).join("; ");
+  document.getElementById("compare-metric").textContent = `${comparison.metric_label}; ratios: times faster than `
+    + `job ${ids[0]}${differing ? `. The jobs differ in ${differing}` : ""}`;
+  const header = [...comparison.key_names,
                   ...ids.flatMap((id, index) => (index ? [`job ${id}`, `× job ${ids[0]}`] : [`job ${id}`]))];
-  const show = (value) => (value == null ? MISSING : rule.show(value));
-  const body = rows.map((row) => el("tr", {}, ...row.key.map((part) => el("td", { text: part })),
-    ...row.values.flatMap((value, index) => (index ? [el("td", { text: show(value) }), el("td", { text: fmt.ratio(row.ratios[index]) })]
-                                                   : [el("td", { text: show(value) })]))));
+  const body = comparison.rows.map((row) => el("tr", {}, ...row.key.map((part) => el("td", { text: part })),
+    ...row.shown.flatMap((shown, index) => (index ? [el("td", { text: shown }), el("td", { text: fmt.ratio(row.ratios[index]) })]
+                                                  : [el("td", { text: shown })]))));
   document.getElementById("comparison").replaceChildren(
     el("thead", {}, el("tr", {}, ...header.map((name) => el("th", { text: name })))), el("tbody", {}, ...body));
-  comparisonChart(document.getElementById("compare-chart"), jobs, rows, metric);
+  comparisonChart(document.getElementById("compare-chart"), comparison.jobs.map((id) => ({ id })), comparison.rows,
+                  comparison.metric_label);
 }
 
 const PAGES = { jobs: startJobs, job: startJob, compare: startCompare };

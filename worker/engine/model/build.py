@@ -110,7 +110,7 @@ def model_config(spec: ModelSpec) -> PretrainedConfig:
     config.use_cache = False
     if getattr(config, "output_router_logits", False):
         # A mixture's routers' load-balancing loss: padbench's training loss is the next-token cross-entropy
-        # alone (see padbench/report/experts.py), so the router logits it would gather are never read.
+        # alone (see padbench/kinds/padding/experts.py), so the router logits it would gather are never read.
         config.output_router_logits = False
     return config
 

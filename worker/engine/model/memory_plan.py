@@ -33,10 +33,10 @@ from typing import Literal
 import torch
 
 from padbench.contract.model_spec import ModelSpec
-from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.parallel import InferenceParallelism, Parallelism
 from padbench.contract.spec import Dtype
 from padbench.contract.training import RunPrecision, TrainingSpec, precision_run
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.engine.model.adapters import AdaptersUnsupported, add_adapters, quantizable_linears
 from padbench.worker.engine.model.build import build_on_meta
 from padbench.worker.engine.model.experts import inactive_parameters

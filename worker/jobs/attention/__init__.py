@@ -13,8 +13,11 @@ Listing capabilities loads only `kernels`: nothing here imports torch.
 
 from __future__ import annotations
 
-from padbench.contract.attention_sweep import AttentionJobSpec, AttentionResult
-from padbench.worker.jobs import JOB_RUNNERS, PartialFn
+from collections.abc import Iterator
+
+from padbench.kinds.attention.contract import AttentionJobSpec, AttentionResult
+from padbench.kinds.padding.contract import PaddingJobSpec
+from padbench.worker.jobs import PartialFn
 from padbench.worker.runtime.progress import ProgressFn
 
 
@@ -31,5 +34,11 @@ class AttentionSweep:
 
         return available_sweep_kernels(device)
 
+    def findings(self, spec: AttentionJobSpec) -> Iterator[tuple[bool, str]]:
+        return iter(())  # a sweep builds no model: its cells refuse what does not run, with the reason
 
-JOB_RUNNERS.add("attention", AttentionSweep())
+    def planned_run(self, spec: AttentionJobSpec) -> PaddingJobSpec | None:
+        return None
+
+
+RUNNER = AttentionSweep()

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from padbench.contract.attention_sweep import AttentionCell, AttentionJobSpec
+from padbench.kinds.attention.contract import AttentionCell, AttentionJobSpec
 from padbench.worker.jobs.attention.inputs import Problem
 from padbench.worker.jobs.attention.kernels import SWEEP_KERNELS, SweepKernel, describe_error
 from padbench.worker.jobs.attention.measure import CellSettings, measure_cell

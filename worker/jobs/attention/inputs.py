@@ -19,8 +19,8 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from padbench.contract.attention_sweep import AttentionJobSpec
 from padbench.contract.spec import Dtype
+from padbench.kinds.attention.contract import AttentionJobSpec
 from padbench.worker.engine.data.synthetic import get_distribution
 
 TORCH_DTYPES: dict[Dtype, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from padbench.contract.attention_sweep import AttentionCell, AttentionJobSpec, AttentionResult
 from padbench.contract.results import Environment, PartialResult
+from padbench.kinds.attention.contract import AttentionCell, AttentionJobSpec, AttentionResult
 from padbench.worker.jobs.attention.cells import run_cells
 from padbench.worker.runtime.device import resolve_device
 from padbench.worker.runtime.isolation import run_in_child

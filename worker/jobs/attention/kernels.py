@@ -22,8 +22,8 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
-from padbench.contract.attention_sweep import SweepKernelName
 from padbench.contract.registry import Registry
+from padbench.kinds.attention.contract import SweepKernelName
 from padbench.worker.engine.attention import ops
 from padbench.worker.jobs.attention import fp8
 from padbench.worker.jobs.attention.inputs import InputSet, Problem, make_input_sets

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from padbench.contract.attention_sweep import AttentionCell
+from padbench.kinds.attention.contract import AttentionCell
 from padbench.worker.engine.measure.timing import time_calls
 from padbench.worker.jobs.attention.inputs import InputSet, Problem, make_input_sets
 from padbench.worker.jobs.attention.kernels import KernelCall, SweepKernel

@@ -8,8 +8,11 @@
 
 from __future__ import annotations
 
-from padbench.contract.generate import GenerateJobSpec, GenerateResult
-from padbench.worker.jobs import JOB_RUNNERS, PartialFn
+from collections.abc import Iterator
+
+from padbench.kinds.generate.contract import GenerateJobSpec, GenerateResult
+from padbench.kinds.padding.contract import PaddingJobSpec
+from padbench.worker.jobs import PartialFn
 from padbench.worker.runtime.progress import ProgressFn
 
 
@@ -31,5 +34,13 @@ class GenerateJob:
                    if kernel.unavailable_reason(target, torch.bfloat16) is None]
         return [*kernels, *sorted({DECODE_KERNELS.get(name).family for name in kernels})]
 
+    def findings(self, spec: GenerateJobSpec) -> Iterator[tuple[bool, str]]:
+        from padbench.worker.jobs.checks import generate_findings
 
-JOB_RUNNERS.add("generate", GenerateJob())
+        return generate_findings(spec)
+
+    def planned_run(self, spec: GenerateJobSpec) -> PaddingJobSpec | None:
+        return None  # a KV cache's memory is sized by the job itself (batch_size: auto), not by the plan
+
+
+RUNNER = GenerateJob()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from padbench.contract.generate import Latency
+from padbench.kinds.generate.contract import Latency
 from padbench.worker.jobs.generate.passes import PassTiming
 from padbench.worker.jobs.generate.schedule import Request, StepRecord
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from padbench.contract.generate import GenerateJobSpec, GenerateResult, GenerateRow
 from padbench.contract.results import Environment, PartialResult
+from padbench.kinds.generate.contract import GenerateJobSpec, GenerateResult, GenerateRow
 from padbench.worker.engine.decoding.cache import CacheShape
 from padbench.worker.engine.decoding.fused import SharedWeights, share_fused_weights
 from padbench.worker.engine.measure.copy_rate import measure_copy_bytes_per_s

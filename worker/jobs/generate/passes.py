@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from padbench.contract.generate import GenerateStrategyName
+from padbench.kinds.generate.contract import GenerateStrategyName
 from padbench.worker.engine.decoding.cache import HostPlan
 from padbench.worker.engine.decoding.decoder import Decoder
 from padbench.worker.engine.measure.timing import clock_for

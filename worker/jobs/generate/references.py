@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from transformers import GenerationConfig
 
-from padbench.contract.generate import GenerateRow, ReferenceName
+from padbench.kinds.generate.contract import GenerateRow, ReferenceName
 from padbench.worker.engine.measure.correctness import has_sdpa_path
 from padbench.worker.engine.measure.spread import repeat_spread
 from padbench.worker.engine.measure.timing import clock_for

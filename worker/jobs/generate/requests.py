@@ -7,8 +7,8 @@ from itertools import chain, cycle, islice
 
 import numpy as np
 
-from padbench.contract.generate import GenerateJobSpec, LengthsFromField, UniformLengths
 from padbench.contract.spec import DataSpec
+from padbench.kinds.generate.contract import GenerateJobSpec, LengthsFromField, UniformLengths
 from padbench.worker.engine.data.sources import load_sequences
 from padbench.worker.jobs.generate.schedule import Request
 from padbench.worker.runtime.progress import ProgressFn

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-from padbench.contract.generate import GenerateJobSpec, GenerateRow, GenerateStrategyName
 from padbench.contract.results import GpuActivity, MemoryStats
+from padbench.kinds.generate.contract import GenerateJobSpec, GenerateRow, GenerateStrategyName
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.decoding.cache import CacheShape, KvCache, TokenBuckets
 from padbench.worker.engine.decoding.decoder import Decoder

@@ -8,8 +8,10 @@
 
 from __future__ import annotations
 
-from padbench.contract.padding import PaddingJobSpec, PaddingResult
-from padbench.worker.jobs import JOB_RUNNERS, PartialFn
+from collections.abc import Iterator
+
+from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult
+from padbench.worker.jobs import PartialFn
 from padbench.worker.runtime.progress import ProgressFn
 
 
@@ -28,5 +30,13 @@ class PaddingJob:
         kernels = available_kernels(device)
         return [*kernels, *sorted({ATTENTION_KERNELS.get(name).family for name in kernels})]
 
+    def findings(self, spec: PaddingJobSpec) -> Iterator[tuple[bool, str]]:
+        from padbench.worker.jobs.checks import padding_findings
 
-JOB_RUNNERS.add("padding", PaddingJob())
+        return padding_findings(spec)
+
+    def planned_run(self, spec: PaddingJobSpec) -> PaddingJobSpec | None:
+        return spec
+
+
+RUNNER = PaddingJob()

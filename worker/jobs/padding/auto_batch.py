@@ -17,9 +17,9 @@ import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.batch_size import auto_times
-from padbench.contract.padding import PaddingJobSpec, StrategyResult
 from padbench.contract.results import BatchTier, ProbeReport
 from padbench.contract.spec import StrategySpec
+from padbench.kinds.padding.contract import PaddingJobSpec, StrategyResult
 from padbench.worker.engine.attention import KernelUnavailable, resolve_kernel
 from padbench.worker.engine.data.batches import STRATEGIES
 from padbench.worker.engine.strategies.tiers import TieredStrategy, Tiers, length_tiers

@@ -22,8 +22,8 @@ from typing import Literal
 import torch
 from torch import nn
 
-from padbench.contract.padding import CompileReport
 from padbench.contract.spec import CompileChoice, MeasurementSpec
+from padbench.kinds.padding.contract import CompileReport
 from padbench.worker.engine.parallel.ranks import Ranks
 from padbench.worker.engine.training import steps
 from padbench.worker.engine.training.compilation import compile_layers, uncompile_layers

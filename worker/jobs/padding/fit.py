@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.parallel import Parallelism
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.engine.model.memory_plan import MemoryPlan, gib, job_plan, model_footprint, resolve_inference
 from padbench.worker.runtime.memory import device_free_bytes
 

@@ -16,11 +16,11 @@ import torch
 from transformers import PreTrainedModel
 
 from padbench.contract.experts import dense_model_experts_problem
-from padbench.contract.padding import PaddingJobSpec, PaddingResult, StrategyResult
 from padbench.contract.parallel import Parallelism, ParallelRun
 from padbench.contract.results import Environment, PartialResult
 from padbench.contract.spec import DataSpec
 from padbench.contract.training import RunPrecision, TrainingRun, precision_run
+from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult, StrategyResult
 from padbench.worker.engine.data.sources import SYNTHETIC, load_sequences
 from padbench.worker.engine.measure.correctness import gate_sample, references_with_noise
 from padbench.worker.engine.measure.matmul_rate import measure_matmul_tflops

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import torch
 
-from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.parallel import Parallelism
 from padbench.contract.training import RunPrecision
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.engine.data.sources import TokenizedData
 from padbench.worker.engine.parallel.ranks import ONE_RANK, Ranks
 from padbench.worker.engine.training.features import AppliedTraining

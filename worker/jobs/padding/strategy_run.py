@@ -13,10 +13,10 @@ import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.experts import ExpertLoad
-from padbench.contract.padding import CompileReport, StrategyResult
 from padbench.contract.results import GpuActivity, MemoryStats
 from padbench.contract.spec import MeasurementSpec, StrategySpec
 from padbench.contract.training import StepSplit
+from padbench.kinds.padding.contract import CompileReport, StrategyResult
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling
 from padbench.worker.engine.data.batches import STRATEGIES, Batch, Strategy, longest_attention_span

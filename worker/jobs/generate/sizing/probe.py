@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from padbench.contract.generate import GenerateJobSpec
 from padbench.contract.results import ProbeReport
+from padbench.kinds.generate.contract import GenerateJobSpec
 from padbench.worker.jobs.generate.sizing.protocol import SlotsRequest
 from padbench.worker.jobs.probing.oracle import (
     ChildOracle,

@@ -24,10 +24,10 @@ from typing import Literal
 
 import torch
 
-from padbench.contract.padding import PaddingJobSpec
 from padbench.contract.results import ProbeReport
 from padbench.contract.spec import StrategySpec
 from padbench.contract.training import RunPrecision, precision_run
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS
 from padbench.worker.engine.model.build import model_config
 from padbench.worker.engine.parallel.ranks import Ranks

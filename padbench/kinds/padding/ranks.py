@@ -1,0 +1,55 @@
+"""How a job on several GPUs is reported: one header line on how it spread, and each row's ranks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from padbench.kinds.padding.contract import PaddingResult, StrategyResult
+from padbench.kinds.padding.experts import compare_kernel
+
+
+def _gib(count: int | None) -> str:
+    return "—" if count is None else f"{count / 2**30:.1f} GiB"
+
+
+def parallel_lines(result: PaddingResult) -> list[str]:
+    """`on 2 GPUs: sharded (FSDP2), amp, nccl`, the tokens/s in the table being the whole group's."""
+    run = result.parallel
+    if run is None:
+        return []
+    how = "sharded (FSDP2)" if run.parallelism == "sharded" else run.parallelism
+    line = (f"on {run.gpus} {'GPUs' if run.backend == 'nccl' else 'processes'}: {how}, weights in {run.precision}, "
+            f"{run.backend or 'no process group'}; tokens/s and MFU are the whole group's")
+    return [line]
+
+
+def _rank_line(row: StrategyResult) -> list[str]:
+    shares = row.per_rank
+    if shares is None:
+        return []
+    per_gpu = "—" if shares.tokens_per_s_per_gpu is None else f"{shares.tokens_per_s_per_gpu:,.0f}"
+    left = f", {shares.batches_left_out} batches left out to step together" if shares.batches_left_out else ""
+    lines = [f"{row.label} / {compare_kernel(row)}: {per_gpu} tokens/s per GPU{left}"]
+    for rank in shares.ranks:
+        collective = "—" if rank.collective_seconds_per_step is None else \
+            f"{rank.collective_seconds_per_step * 1e3:.1f} ms/step in collectives"
+        lines.append(f"  rank {rank.rank} ({rank.device}): {rank.real_tokens:,} tokens in {rank.batches} steps, "
+                     f"peak {_gib(rank.peak_allocated_bytes)}, {collective}")
+    return lines
+
+
+def rank_lines(result: PaddingResult) -> list[str]:
+    """Each measured row's ranks: tokens, steps, peak memory and time in collectives."""
+    lines = [line for row in result.strategies for line in _rank_line(row)]
+    return ["per rank:", *(f"  {line}" for line in lines)] if lines else []
+
+
+def rank_fields(row: StrategyResult) -> dict[str, Any]:
+    shares = row.per_rank
+    return {
+        "tokens_per_s_per_gpu": shares.tokens_per_s_per_gpu if shares else None,
+        "ranks": len(shares.ranks) if shares else 1,
+        "batches_left_out": shares.batches_left_out if shares else 0,
+        "max_rank_peak_allocated_bytes": max((r.peak_allocated_bytes or 0 for r in shares.ranks), default=None)
+        if shares and any(r.peak_allocated_bytes is not None for r in shares.ranks) else None,
+    }
