@@ -26,9 +26,9 @@ from collections.abc import Iterable
 from typing import get_args
 
 from padbench.contract.api import Capabilities
+from padbench.contract.parallel import GpuRequest
 from padbench.contract.spec import FLASH_KERNELS, AttentionName, JobSpecBase
 from padbench.kinds.record import kind_spec
-from padbench.server.db.models import ALL_GPUS
 
 # `flash` means "the best flash implementation present", so any specific flash family satisfies it.
 GENERIC_FLASH = "flash"
@@ -49,14 +49,13 @@ def job_requirements(spec: JobSpecBase) -> set[str]:
 
 
 def stored_gpus(spec: JobSpecBase) -> int:
-    """The job's GPU count as the jobs.gpus column holds it: `all` is ALL_GPUS."""
-    return ALL_GPUS if spec.gpus == "all" else spec.gpus
+    """The job's GPU count as the jobs.gpus column holds it (`all` is ALL_GPUS)."""
+    return GpuRequest.of(spec).stored
 
 
 def ranks_requirements(spec: JobSpecBase) -> set[str]:
     """A job on several GPUs (or `all`) needs a worker with GPUs, unless its ranks are CPU processes."""
-    on_cpu = getattr(spec, "device", None) == "cpu"
-    return {"device:cuda"} if spec.gpus != 1 and not on_cpu else set()
+    return {"device:cuda"} if GpuRequest.of(spec).spans_gpus else set()
 
 
 def gpu_names(capabilities: Capabilities) -> list[str]:

@@ -10,9 +10,10 @@ Only labels and the GPU count are judged here; a job may still wait for a kernel
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from padbench.contract.api import Capabilities
+from padbench.contract.parallel import GpuRequest
+from padbench.contract.spec import JobSpecBase
 
 
 def _gpus(count: int) -> str:
@@ -29,32 +30,24 @@ def _quoted(labels: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def waiting_reason(spec: dict[str, Any], live_workers: Sequence[Capabilities]) -> str | None:
-    """What keeps a queued job with this (stored, validated) spec off every live worker; None when one of
-    them could take it."""
-    wanted: list[str] = spec.get("worker_labels") or []
+def waiting_reason(spec: JobSpecBase, live_workers: Sequence[Capabilities]) -> str | None:
+    """What keeps a queued job with this spec off every live worker; None when one of them could take it."""
+    wanted = spec.worker_labels
     carrying = [worker for worker in live_workers if set(wanted) <= set(worker.labels)]
     if wanted and not carrying:
         them = "it" if len(wanted) == 1 else "them all"
         return f"needs a worker labelled {_quoted(wanted)}; no live worker carries {them}"
-    return _gpu_count_reason(spec, [worker.owned_gpus for worker in carrying])
+    return _gpu_count_reason(GpuRequest.of(spec), [worker.owned_gpus for worker in carrying])
 
 
-def _gpu_count_reason(spec: dict[str, Any], live_workers_owned: Sequence[int]) -> str | None:
+def _gpu_count_reason(request: GpuRequest, live_workers_owned: Sequence[int]) -> str | None:
     """What keeps the job off every live worker that carries its labels, each owning `live_workers_owned[i]`
     GPUs (0: a CPU worker); None when one of them could take it."""
-    gpus, on_cpu = spec.get("gpus", 1), spec.get("device") == "cpu"
-    if on_cpu:  # ranks on a CPU worker's processes, or on as many of a GPU worker's GPUs
-        if 0 in live_workers_owned or (gpus == "all" and live_workers_owned):
-            return None
-        if isinstance(gpus, int) and any(owned >= gpus for owned in live_workers_owned):
-            return None
-        wanted = "a CPU worker or a worker with GPUs" if gpus == "all" else f"{_gpus(gpus)} or a CPU worker"
-        return f"needs {wanted}; {_most_owned(live_workers_owned)}"
-    if gpus == 1 and spec.get("device") != "cuda":
-        return None  # any worker: one GPU, or a CPU worker's one process
-    needed = 1 if gpus == "all" else int(gpus)
-    if any(owned >= needed for owned in live_workers_owned):
+    if any(request.fits(owned) for owned in live_workers_owned):
         return None
-    wanted = "a worker with GPUs (gpus: all)" if gpus == "all" else _gpus(needed)
+    gpus = request.gpus
+    if request.on_cpu:
+        wanted = "a CPU worker or a worker with GPUs" if gpus == "all" else f"{_gpus(gpus)} or a CPU worker"
+    else:
+        wanted = "a worker with GPUs (gpus: all)" if gpus == "all" else _gpus(gpus)
     return f"needs {wanted}; {_most_owned(live_workers_owned)}"

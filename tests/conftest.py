@@ -4,6 +4,7 @@ trained on it at the start of the session, and the token lengths of a real corpu
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -70,3 +71,12 @@ def wikitext_lengths() -> np.ndarray:
     counts = read_length_counts(WIKITEXT_LENGTHS_FILE)
     lengths = np.repeat(np.fromiter(counts, dtype=np.int64), list(counts.values()))
     return np.random.default_rng(0).permutation(lengths)
+
+
+@pytest.fixture
+def supervised_kind() -> Iterator[None]:
+    """The `supervised` test kind registered, for tests whose leases carry its specs (tests/supervised_kind/)."""
+    from tests.supervised_kind import registered
+
+    with registered():
+        yield

@@ -9,6 +9,7 @@ processes its share of the same sequences, so the layouts still compare on ident
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
@@ -48,17 +49,59 @@ class DistributedSpec(StrictSection):
     collective_timeout_s: Annotated[float, Field(ge=10, le=3600)] = 600.0
 
 
-def gpus_needed(gpus: int | Literal["all"], owned: int) -> int:
-    """How many GPUs a job asks of a worker that owns `owned` (at least one: a GPU job needs a GPU)."""
-    return max(owned, 1) if gpus == "all" else gpus
+# `gpus: all` as a number, where one is stored (the jobs table's gpus column): every GPU of the worker that takes
+# the job.
+ALL_GPUS = 0
 
 
-def ranks_for(gpus: int | Literal["all"], device: str, available: int) -> int:
-    """How many processes a job runs as: one per GPU it asks of `available`; on device cpu, `gpus` processes
-    (`all` is one: a CPU has no GPUs to count)."""
-    if device == "cpu":
-        return gpus if isinstance(gpus, int) else 1
-    return gpus_needed(gpus, available)
+@dataclass(frozen=True)
+class GpuRequest:
+    """What a spec's `gpus` and `device` ask of a worker: the one place their rules live, for the server (what a
+    job requires, what it holds, why no worker takes it) and the worker (how many processes it starts)."""
+
+    gpus: int | Literal["all"]
+    device: str  # cuda, cpu or auto
+
+    @classmethod
+    def of(cls, spec: Any) -> GpuRequest:
+        """The request of a job spec (every kind's spec has `gpus` and `device`)."""
+        return cls(spec.gpus, spec.device)
+
+    @classmethod
+    def from_stored(cls, stored: int, device: str) -> GpuRequest:
+        return cls("all" if stored == ALL_GPUS else stored, device)
+
+    @property
+    def stored(self) -> int:
+        return ALL_GPUS if self.gpus == "all" else self.gpus
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.device == "cpu"
+
+    @property
+    def spans_gpus(self) -> bool:
+        """Several GPUs (or `all`), so only a worker with GPUs can take it; CPU ranks are processes instead."""
+        return self.gpus != 1 and not self.on_cpu
+
+    def gpus_held(self, owned: int) -> int:
+        """The GPUs it takes of a worker owning `owned` (at least one: a GPU job needs a GPU)."""
+        return max(owned, 1) if self.gpus == "all" else self.gpus
+
+    def ranks(self, owned: int) -> int:
+        """How many processes it runs as on a worker owning `owned` GPUs: one per GPU it takes; on device cpu,
+        `gpus` processes (`all` is one: a CPU has no GPUs to count)."""
+        if self.on_cpu:
+            return self.gpus if isinstance(self.gpus, int) else 1
+        return self.gpus_held(owned)
+
+    def fits(self, owned: int) -> bool:
+        """Whether a worker owning `owned` GPUs (0: a CPU worker) could run it at all."""
+        if self.on_cpu:  # its ranks on a CPU worker's processes, or on as many of a GPU worker's GPUs
+            return owned == 0 or self.gpus == "all" or self.gpus <= owned
+        if self.gpus == 1 and self.device != "cuda":
+            return True  # any worker: one GPU, or a CPU worker's one process
+        return owned >= (1 if self.gpus == "all" else self.gpus)
 
 
 # --- results ------------------------------------------------------------------------------------------------

@@ -232,6 +232,9 @@ class JobSpecBase(StrictModel):
     # GPUs the job runs on at once, one process (rank) each, or `all` of the worker's; on device cpu, the
     # number of processes. Kinds that run on one GPU only leave SPANS_GPUS false and refuse more.
     gpus: GpuCount = 1
+    # Where it runs: `cuda` pins a GPU (a worker without one never claims it), `cpu` the host, `auto` whichever
+    # the worker has.
+    device: Device = "auto"
     SPANS_GPUS: ClassVar[bool] = False
 
     @model_validator(mode="after")

@@ -10,11 +10,11 @@ from pydantic import ValidationError
 
 from padbench.contract.api import Capabilities, JobOut, JobStatus, JobSummary, VerdictOut, WorkerOut
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.contract.parallel import MAX_GPUS
+from padbench.contract.parallel import MAX_GPUS, GpuRequest
 from padbench.contract.table import ResultTable
 from padbench.kinds.record import kind_spec
 from padbench.report.noise import verdict_out
-from padbench.server.db.models import ALL_GPUS, Job, Worker
+from padbench.server.db.models import Job, Worker
 from padbench.server.db.reads import RunningJob
 
 # A result stored under an older contract that this server no longer reads still gets an answer, not a 500.
@@ -90,7 +90,7 @@ def gpus_busy(capabilities: Capabilities, running: Sequence[RunningJob]) -> int 
     owned = capabilities.owned_gpus
     if owned == 0:
         return None
-    return min(owned, sum(owned if job.gpus == ALL_GPUS else job.gpus for job in running))
+    return min(owned, sum(GpuRequest.from_stored(job.gpus, "auto").gpus_held(owned) for job in running))
 
 
 def worker_out(worker: Worker, running: Sequence[RunningJob] = ()) -> WorkerOut:

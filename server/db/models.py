@@ -24,6 +24,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from padbench.contract.api import JobStatus
+from padbench.contract.parallel import ALL_GPUS  # noqa: F401  (the jobs.gpus column's `all`)
 from padbench.server.db.clock import UtcDateTime
 
 # Stable constraint names, so migrations can refer to them on every dialect.
@@ -34,8 +35,6 @@ NAMING_CONVENTION = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
-# `gpus: all` in the jobs.gpus column: every GPU of the worker that takes the job.
-ALL_GPUS = 0
 STATUS_VALUES = ", ".join(f"'{status.value}'" for status in JobStatus)
 
 

@@ -90,7 +90,7 @@ def test_an_echo_job_is_queued_claimed_completed_read_back_exported_and_shown(
         lease = worker.post("/leases", json={"worker_id": worker_id}).json()
         assert lease["job"]["id"] == job_id
         _, sender = multiprocessing.Pipe(duplex=False)
-        result = run_job(ChildContext(sender), lease["job"]["spec"])
+        result = run_job(ChildContext(sender), json.dumps(lease["job"]["spec"]))
         done = worker.post(f"/leases/{job_id}/complete", json={"lease_token": lease["lease_token"], "result": result})
         assert done.status_code == 204, done.text
 

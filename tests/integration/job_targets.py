@@ -11,7 +11,7 @@ from padbench.worker.runtime.isolation import ChildContext
 STALLED = "stalled before the second strategy row"
 
 
-def padding_job_stalling_after_its_first_row(ctx: ChildContext, spec_document: dict[str, Any]) -> dict[str, Any]:
+def padding_job_stalling_after_its_first_row(ctx: ChildContext, spec_text: str) -> dict[str, Any]:
     """The real padding job, held before its second strategy row as if that row took hours: a cancel then
     lands with exactly one row finished. It says so in its progress, which the heartbeats carry."""
     from padbench.worker.jobs.padding.strategy_run import StrategyRun
@@ -27,4 +27,4 @@ def padding_job_stalling_after_its_first_row(ctx: ChildContext, spec_document: d
         return measure_row(self)
 
     StrategyRun.run = measure_or_stall  # type: ignore[method-assign]
-    return run_job(ctx, spec_document)
+    return run_job(ctx, spec_text)

@@ -114,10 +114,10 @@ def compiled_against_eager(ctx: ChildContext, spec_document: dict[str, Any], tok
             "layers": compiled_count, "gradients": len(compiled)}
 
 
-def run_job_compiling_with(ctx: ChildContext, spec_document: dict[str, Any], backend: str) -> dict[str, Any]:
+def run_job_compiling_with(ctx: ChildContext, spec_text: str, backend: str) -> dict[str, Any]:
     """The job as `run_job` runs it, its compiled rows built with dynamo's `backend` instead of inductor."""
     from padbench.worker.engine.training import steps
     from padbench.worker.jobs import run_job
 
     steps.COMPILE_BACKEND = backend
-    return run_job(ctx, spec_document)
+    return run_job(ctx, spec_text)

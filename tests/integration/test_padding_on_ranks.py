@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from padbench.contract.kinds import parse_job_spec
 from padbench.kinds.padding.contract import PaddingResult
 from padbench.kinds.padding.report import csv_rows, render_table
+from padbench.worker.jobs import spec_json
 from padbench.worker.runtime.launcher import launch_job
 
 pytestmark = pytest.mark.slow  # each job starts Python processes that import torch and transformers
@@ -37,8 +39,8 @@ def spec(mode: str, **extra: Any) -> dict[str, Any]:
 
 
 def run(document: dict[str, Any], ranks: int, tmp_path: Path) -> PaddingResult:
-    report = launch_job("padbench.worker.jobs:run_job", document, ranks=ranks, timeout_s=400, env=CPU_ONLY,
-                        workdir=str(tmp_path))
+    report = launch_job("padbench.worker.jobs:run_job", spec_json(parse_job_spec(document)), ranks=ranks,
+                        timeout_s=400, env=CPU_ONLY, workdir=str(tmp_path))
     assert report.outcome == "ok", report.error
     return PaddingResult.model_validate(report.value)
 
@@ -142,7 +144,8 @@ def test_a_compiled_sharded_row_warms_up_every_ranks_shapes_in_step(tmp_path: Pa
                     data={"source": "synthetic", "max_length": 64, "num_samples": 32, "seed": 5})
     # dynamo's `eager` backend: tracing and guards as inductor's, none of its code generation; what is tested
     # is how many steps each rank takes.
-    report = launch_job("tests.integration.rank_jobs:run_job_compiling_with", document, "eager", ranks=2,
+    report = launch_job("tests.integration.rank_jobs:run_job_compiling_with", spec_json(parse_job_spec(document)),
+                        "eager", ranks=2,
                         timeout_s=300, env=CPU_ONLY, workdir=str(tmp_path))
     assert report.outcome == "ok", report.error
     [row] = PaddingResult.model_validate(report.value).strategies

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from padbench.contract.hub_dataset import HubDataset, parse_hub_dataset
 from padbench.contract.spec import DataSpec
 from padbench.worker.engine.data.sources import DataError, hub_dataset
-from padbench.worker.supervisor.confine import PathRefused, confine_spec_paths
+from padbench.worker.supervisor.specs import SpecRefused, job_spec
 
 # Each one a way `datasets.load_dataset` could be led to a local path or a local-file builder.
 LOCAL_ESCAPES = [
@@ -38,10 +38,10 @@ def test_a_local_escape_through_a_hub_looking_name_is_refused_by_the_contract(so
 
 
 @pytest.mark.parametrize("source", LOCAL_ESCAPES)
-def test_the_worker_refuses_it_before_any_child_even_with_no_roots(source: str, tmp_path: Path) -> None:
+def test_the_worker_refuses_a_lease_carrying_it_before_any_child(source: str) -> None:
     document = {"kind": "padding", "data": {"source": source, "tokenizer": "org/tokenizer"}, "model": "tiny"}
-    with pytest.raises(PathRefused, match=r"^data\.source: "):
-        confine_spec_paths(document, [tmp_path], [tmp_path])
+    with pytest.raises(SpecRefused, match=r"^spec: data\.source: "):
+        job_spec(document)
 
 
 @pytest.mark.parametrize("source", LOCAL_ESCAPES)

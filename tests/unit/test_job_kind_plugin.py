@@ -21,7 +21,7 @@ from padbench.report.terminal import write_table
 from padbench.server.cost import over_limits
 from padbench.server.paths import path_errors
 from padbench.server.requirements import job_requirements
-from padbench.worker.jobs import run_job
+from padbench.worker.jobs import run_job, spec_json
 from padbench.worker.runtime.isolation import ChildContext
 from tests.echo_kind import registered
 from tests.echo_kind.contract import EchoJobSpec, EchoResult
@@ -38,7 +38,7 @@ def echo() -> Iterator[None]:
 def run_in_this_process(spec_document: dict[str, object]) -> tuple[dict[str, object], list[dict[str, object]]]:
     """`run_job` as a worker's child runs it, with its hand-overs read back from the pipe."""
     receiver, sender = multiprocessing.Pipe(duplex=False)
-    document = run_job(ChildContext(sender), spec_document)
+    document = run_job(ChildContext(sender), spec_json(parse_job_spec(spec_document)))
     handed_over = []
     while receiver.poll():
         what, value = receiver.recv()

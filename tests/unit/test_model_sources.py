@@ -36,6 +36,7 @@ def test_a_hub_models_config_is_fetched_and_checked_like_a_directorys(tmp_path: 
     assert fetched == [("org/tiny-llama", "config.json")]
     assert (built.model_type, built.hidden_size, built.use_cache) == ("llama", 64, False)
     (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "bert"}), encoding="utf-8")
+    model_module.forget_model_configs()  # as the next job starts
     with pytest.raises(UnsupportedModel, match=r"^model\.hub: model_type 'bert' is not a causal language model"):
         model_config(ModelSpec(hub="org/tiny-llama"))
 

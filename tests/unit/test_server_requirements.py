@@ -99,27 +99,30 @@ def owning(*counts: int, labels: tuple[str, ...] = ()) -> list[Capabilities]:
     return [worker(count) for count in counts]
 
 
+def waits(spec: dict[str, object], workers: list[Capabilities]) -> str | None:
+    return waiting_reason(parse_job_spec(spec), workers)
+
+
 def test_a_queued_job_waits_with_a_reason_only_when_no_live_worker_owns_enough_gpus() -> None:
-    assert waiting_reason({"gpus": 4}, owning(2, 0)) == "needs 4 GPUs; the most any live worker owns is 2"
-    assert waiting_reason({"gpus": 4}, owning(4)) is None
-    assert waiting_reason({"gpus": "all"}, owning(0)) == ("needs a worker with GPUs (gpus: all); no live worker "
-                                                          "owns a GPU")
-    assert waiting_reason({"gpus": 1, "device": "cuda"}, []) == "needs 1 GPU; no live worker owns a GPU"
-    assert waiting_reason({"gpus": 1}, []) is None  # one GPU or a CPU process: any worker that comes
-    assert waiting_reason({"gpus": 3, "device": "cpu"}, owning(0)) is None  # a CPU worker runs the three ranks
-    assert waiting_reason({"gpus": 3, "device": "cpu"}, owning(2)) == ("needs 3 GPUs or a CPU worker; the most any "
-                                                                       "live worker owns is 2")
+    assert waits({"gpus": 4}, owning(2, 0)) == "needs 4 GPUs; the most any live worker owns is 2"
+    assert waits({"gpus": 4}, owning(4)) is None
+    assert waits({"gpus": "all"}, owning(0)) == "needs a worker with GPUs (gpus: all); no live worker owns a GPU"
+    assert waits({"gpus": 1, "device": "cuda"}, []) == "needs 1 GPU; no live worker owns a GPU"
+    assert waits({"gpus": 1}, []) is None  # one GPU or a CPU process: any worker that comes
+    assert waits({"gpus": 3, "device": "cpu"}, owning(0)) is None  # a CPU worker runs the three ranks
+    assert waits({"gpus": 3, "device": "cpu"}, owning(2)) == ("needs 3 GPUs or a CPU worker; the most any live "
+                                                              "worker owns is 2")
 
 
 def test_a_labelled_job_waits_for_a_live_worker_carrying_every_label_with_enough_gpus() -> None:
     wanted = {"gpus": 2, "worker_labels": ["nvlink"]}
-    assert waiting_reason(wanted, []) == "needs a worker labelled 'nvlink'; no live worker carries it"
-    assert waiting_reason(wanted | {"worker_labels": ["nvlink", "a", "b"]}, owning(8, labels=("nvlink",))) == (
+    assert waits(wanted, []) == "needs a worker labelled 'nvlink'; no live worker carries it"
+    assert waits(wanted | {"worker_labels": ["nvlink", "a", "b"]}, owning(8, labels=("nvlink",))) == (
         "needs a worker labelled 'nvlink', 'a' and 'b'; no live worker carries them all")
     # Only the workers carrying the labels count for the GPU count.
-    assert waiting_reason(wanted, [*owning(8), *owning(1, labels=("nvlink",))]) == (
+    assert waits(wanted, [*owning(8), *owning(1, labels=("nvlink",))]) == (
         "needs 2 GPUs; the most any live worker owns is 1")
-    assert waiting_reason(wanted, owning(2, labels=("nvlink", "team-a"))) is None
+    assert waits(wanted, owning(2, labels=("nvlink", "team-a"))) is None
 
 
 def test_a_job_requires_its_labels_and_a_worker_offers_its_own() -> None:

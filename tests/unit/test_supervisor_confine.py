@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from padbench.contract.kinds import parse_job_spec
+from padbench.contract.spec import JobSpecBase
+from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.supervisor.confine import PathRefused, confine_spec_paths
 
 
@@ -23,9 +26,9 @@ def roots(tmp_path: Path) -> tuple[Path, Path, Path]:
     return data, models, outside
 
 
-def spec(source: str = "synthetic", tokenizer: str | None = None, model_path: str | None = None) -> dict:
+def spec(source: str = "synthetic", tokenizer: str | None = None, model_path: str | None = None) -> JobSpecBase:
     model = {"path": model_path} if model_path else {"preset": "tiny"}
-    return {"kind": "padding", "data": {"source": source, "tokenizer": tokenizer}, "model": model}
+    return parse_job_spec({"kind": "padding", "data": {"source": source, "tokenizer": tokenizer}, "model": model})
 
 
 ESCAPES = ["../outside/secret.txt", "innocent.txt", "linked-dir/secret.txt", "/etc/passwd", "~/secret.txt",
@@ -43,8 +46,9 @@ def test_every_escape_and_a_missing_file_are_refused_alike(roots: tuple[Path, Pa
 def test_names_inside_the_roots_become_real_paths(roots: tuple[Path, Path, Path]) -> None:
     data, models, _ = roots
     confined = confine_spec_paths(spec("corpus.txt", "gpt2-small", "gpt2-small"), [data], [models])
-    assert confined["data"]["source"] == os.path.realpath(data / "corpus.txt")
-    assert confined["data"]["tokenizer"] == confined["model"]["path"] == os.path.realpath(models / "gpt2-small")
+    assert isinstance(confined, PaddingJobSpec)
+    assert confined.data.source == os.path.realpath(data / "corpus.txt")
+    assert confined.data.tokenizer == confined.model.path == os.path.realpath(models / "gpt2-small")
 
 
 def test_without_roots_only_synthetic_hub_sources_and_hub_names_run(roots: tuple[Path, Path, Path]) -> None:

@@ -16,9 +16,12 @@ from padbench.contract.api import Capabilities, GpuInfo
 from padbench.worker.runtime import launcher
 from padbench.worker.runtime.isolation import ChildReport
 from padbench.worker.supervisor.api import WorkerApi
-from padbench.worker.supervisor.gpus import GpuPool, job_ranks
+from padbench.worker.supervisor.gpus import GpuPool
 from padbench.worker.supervisor.loop import Supervisor, WorkerConfig
+from padbench.worker.supervisor.specs import SpecRefused, job_spec
 from tests.unit.test_supervisor_loop import TARGETS, FakeServer, lease_body, process_alive, wait_for
+
+pytestmark = pytest.mark.usefixtures("supervised_kind")  # the leases carry its specs
 
 
 class NumberedJobs(FakeServer):
@@ -145,5 +148,5 @@ def test_the_pool_hands_out_disjoint_gpus_in_the_workers_order() -> None:
     assert (first, second, pool.take(2)) == (("0",), ("1", "2"), None)
     pool.give_back(first or ())
     assert pool.take(2) == ("0", "3") and pool.free == 0
-    with pytest.raises(ValueError, match="gpus:"):
-        job_ranks({"gpus": 0}, 4)
+    with pytest.raises(SpecRefused, match=r"^spec: gpus: "):  # refused when the lease's spec is parsed
+        job_spec({"kind": "supervised", "gpus": 0})

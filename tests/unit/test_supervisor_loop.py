@@ -20,6 +20,7 @@ from padbench.worker.supervisor.api import WorkerApi
 from padbench.worker.supervisor.loop import FatalWorkerError, Supervisor, WorkerConfig
 
 TARGETS = "tests.unit.supervisor_targets"
+pytestmark = pytest.mark.usefixtures("supervised_kind")  # the leases carry its specs
 
 
 class FakeServer:
@@ -79,8 +80,10 @@ class FakeServer:
 
 
 def lease_body(spec: dict[str, Any], job_id: int = 5) -> dict[str, Any]:
+    """A lease of a job with `spec`: a `supervised` test job's (tests/supervised_kind/) unless it names its kind."""
     now = datetime.now(timezone.utc)
-    job = {"id": job_id, "kind": "padding", "status": "running", "attempts": 1, "max_attempts": 3,
+    spec = {"kind": "supervised", **spec}
+    job = {"id": job_id, "kind": spec["kind"], "status": "running", "attempts": 1, "max_attempts": 3,
            "submitter": "alice", "created_at": now.isoformat(), "spec": spec}
     return {"job": job, "lease_token": "lease-abc", "lease_expires_at": (now + timedelta(seconds=3)).isoformat()}
 
@@ -299,5 +302,5 @@ def test_a_hub_data_source_naming_a_local_path_fails_without_running_the_child(t
     server = FakeServer()
     escaping = {"pid_file": str(pid_file), "data": {"source": "hf:../..", "tokenizer": "bert-base-uncased"}}
     run_one(server, "run_until_killed", escaping)
-    assert server.last("fail")["error"].startswith("error: data.source: '../..' is not a Hub data set id")
+    assert server.last("fail")["error"].startswith("error: spec: data.source: '../..' is not a Hub data set id")
     assert not pid_file.exists()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from padbench.contract.kinds import JOB_RESULT_ADAPTER, JobResult
-from padbench.contract.parallel import ranks_for
+from padbench.contract.parallel import GpuRequest
 from padbench.machine import visible_gpu_count
 from padbench.report import render_json, render_table
 from padbench.report.progress import RemainingTime, TerminalProgress, eta_text
@@ -21,6 +21,7 @@ from padbench.report.terminal import write_table
 from padbench.spec_overrides import SpecPoint, add_override_options, load_points
 from padbench.specfile import SpecError
 from padbench.worker.cli.sizing import gpu_sizing_warning
+from padbench.worker.jobs import spec_json
 from padbench.worker.runtime.isolation import ChildReport, LatestPartial
 from padbench.worker.runtime.launcher import launch_job
 
@@ -110,8 +111,8 @@ def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None
     printer = ProgressPrinter(sys.stderr)
     kept = LatestPartial()
     try:
-        ranks = ranks_for(spec.gpus, getattr(spec, "device", "auto"), visible_gpu_count())
-        report = launch_job(JOB_ENTRY_POINT, spec.model_dump(mode="json"), ranks=ranks, timeout_s=args.timeout,
+        ranks = GpuRequest.of(spec).ranks(visible_gpu_count())
+        report = launch_job(JOB_ENTRY_POINT, spec_json(spec), ranks=ranks, timeout_s=args.timeout,
                             on_progress=printer, on_finished=kept.keep)
     finally:
         printer.finish()

@@ -46,12 +46,21 @@ def get_job_runner(kind: str) -> JobRunner:
     return runner
 
 
-def run_job(ctx: ChildContext, spec_document: dict[str, Any]) -> dict[str, Any]:
-    """Child-process entry point (`padbench.worker.jobs:run_job`): spec in, JSON-ready result out.
+def spec_json(spec: JobSpecBase) -> str:
+    """A spec as a job's child receives it: JSON text, parsed once there into the kind's model."""
+    return JOB_SPEC_ADAPTER.dump_json(spec).decode()
+
+
+def run_job(ctx: ChildContext, spec_text: str) -> dict[str, Any]:
+    """Child-process entry point (`padbench.worker.jobs:run_job`): the spec as JSON text in (`spec_json`),
+    JSON-ready result out.
 
     Each partial result on the way is handed to the parent (`ctx.finished`) as a JSON-ready document too.
     """
-    spec: JobSpecBase = JOB_SPEC_ADAPTER.validate_python(spec_document)
+    from padbench.worker.engine.model.build import forget_model_configs  # torch: only in the job's child
+
+    spec: JobSpecBase = JOB_SPEC_ADAPTER.validate_json(spec_text)
+    forget_model_configs()  # a job builds its model's config once, from the files as they are now
 
     def hand_over(partial: JobResultBase) -> None:
         ctx.finished(JOB_RESULT_ADAPTER.dump_python(partial, mode="json"))

@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-
-from padbench.contract.parallel import GpuCount, ranks_for
-
-GPU_COUNT = TypeAdapter(GpuCount)
+from padbench.contract.parallel import GpuRequest
+from padbench.contract.spec import JobSpecBase
 
 
 class GpuPool:
@@ -44,14 +40,9 @@ class GpuPool:
             self._free = [gpu for gpu in self.owned if gpu in held]
 
 
-def job_ranks(spec: dict[str, Any], owned: int) -> int:
-    """How many processes a job with this spec runs as on a worker owning `owned` GPUs: as many as the GPUs
-    it takes, or on the CPU its `gpus` number. ValueError (naming `gpus`) for a count the contract refuses."""
-    try:
-        count = GPU_COUNT.validate_python(spec.get("gpus", 1))
-    except ValidationError as error:
-        raise ValueError(f"gpus: {error.errors()[0]['msg']}") from None
-    return ranks_for(count, str(spec.get("device", "auto")), owned)
+def job_ranks(spec: JobSpecBase, owned: int) -> int:
+    """How many processes a job with this spec runs as on a worker owning `owned` GPUs."""
+    return GpuRequest.of(spec).ranks(owned)
 
 
 def visible_devices(gpus: Sequence[str]) -> dict[str, str]:

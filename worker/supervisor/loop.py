@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from padbench.contract.api import Capabilities, LeaseOut
+from padbench.contract.spec import JobSpecBase
 from padbench.http import ApiError, jittered_wait
+from padbench.worker.jobs import spec_json
 from padbench.worker.runtime import launcher
 from padbench.worker.runtime.isolation import ChildReport, LatestPartial
 from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S
@@ -42,6 +44,7 @@ from padbench.worker.supervisor.gpus import GpuPool, job_ranks, visible_devices
 from padbench.worker.supervisor.lease import LeaseKeeper
 from padbench.worker.supervisor.outbox import Outbox
 from padbench.worker.supervisor.reporting import Reporter, Retrying
+from padbench.worker.supervisor.specs import SpecRefused, job_spec
 
 log = logging.getLogger("padbench.worker")
 
@@ -143,15 +146,16 @@ class Supervisor:
         """Run the job in a thread of its own on as many free GPUs as it needs; False when it cannot start."""
         job = lease.job
         try:
-            ranks = job_ranks(job.spec, len(self.gpus.owned))
-        except ValueError as error:
-            self._refuse(lease, str(error))
+            spec = job_spec(job.spec)
+        except SpecRefused as refused:
+            self._refuse(lease, str(refused))
             return False
+        ranks = job_ranks(spec, len(self.gpus.owned))
         held = self.gpus.take(ranks) if self.gpus.owned else ()
         if held is None:  # the server thought more were free than are: give the job back for now
             self._refuse(lease, None)
             return False
-        thread = threading.Thread(target=self._run_and_free, args=(lease, held, ranks), name=f"job-{job.id}")
+        thread = threading.Thread(target=self._run_and_free, args=(lease, spec, held, ranks), name=f"job-{job.id}")
         with self._jobs_lock:
             self._jobs[job.id] = thread
         thread.start()
@@ -169,9 +173,9 @@ class Supervisor:
         except ApiError as failure:
             log.error("job %d: could not hand the job back: %s", job_id, failure)
 
-    def _run_and_free(self, lease: LeaseOut, held: tuple[str, ...], ranks: int) -> None:
+    def _run_and_free(self, lease: LeaseOut, spec: JobSpecBase, held: tuple[str, ...], ranks: int) -> None:
         try:
-            self.run_lease(lease, held, ranks)
+            self.run_lease(lease, held, ranks, spec)
         finally:
             self.gpus.give_back(held)
             with self._jobs_lock:
@@ -222,8 +226,10 @@ class Supervisor:
         if error.status in (HTTP_UNAUTHORIZED, HTTP_FORBIDDEN):
             raise FatalWorkerError(f"the server refused this worker: {error}") from error
 
-    def run_lease(self, lease: LeaseOut, gpus: tuple[str, ...] = (), ranks: int = 1) -> ChildReport:
-        """Run the job on `gpus` (none: whatever the worker sees) as `ranks` processes, then report how it ended."""
+    def run_lease(self, lease: LeaseOut, gpus: tuple[str, ...] = (), ranks: int = 1,
+                  spec: JobSpecBase | None = None) -> ChildReport:
+        """Run the job on `gpus` (none: whatever the worker sees) as `ranks` processes, then report how it ended.
+        `spec` is the lease's spec as its kind's model, when the caller has parsed it already."""
         job = lease.job
         log.info("job %d (%s) claimed, attempt %d of %d, on %s", job.id, job.kind, job.attempts, job.max_attempts,
                  f"GPUs {','.join(gpus)}" if gpus else "this worker")
@@ -231,11 +237,12 @@ class Supervisor:
         partials = LatestPartial()
         with LeaseKeeper(self.api, lease) as keeper:
             try:
-                spec = confine_spec_paths(job.spec, self.config.data_roots, self.config.model_roots)
-            except PathRefused as refused:
+                typed = spec if spec is not None else job_spec(job.spec)
+                confined = confine_spec_paths(typed, self.config.data_roots, self.config.model_roots)
+            except (SpecRefused, PathRefused) as refused:
                 report = ChildReport(outcome="error", error=str(refused))
             else:
-                report = self._run_child(spec, keeper, partials, gpus, ranks)
+                report = self._run_child(confined, keeper, partials, gpus, ranks)
             log.info("job %d: child finished: %s in %.1f s", job.id, report.outcome, report.seconds)
             try:
                 self._settle(lease, report, keeper, partials.latest)
@@ -246,12 +253,12 @@ class Supervisor:
                 log.error("job %d: could not report to the server: %s", job.id, error)
         return report
 
-    def _run_child(self, spec: dict[str, Any], keeper: LeaseKeeper, partials: LatestPartial,
+    def _run_child(self, spec: JobSpecBase, keeper: LeaseKeeper, partials: LatestPartial,
                    gpus: tuple[str, ...], ranks: int) -> ChildReport:
         with tempfile.TemporaryDirectory(prefix="padbench-job-") as workdir:  # empty, private: see confine
             return launcher.launch_job(
                 self.config.job_target,
-                spec,
+                spec_json(spec),  # the child parses it once, into the same model
                 ranks=ranks,
                 timeout_s=self.config.job_timeout_s,
                 memory_cap_bytes=self.config.job_memory_cap_bytes,

@@ -11,7 +11,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from padbench.contract.bounds import Label, Seed
 from padbench.contract.job_kind import JobKind
 from padbench.contract.results import JobResultBase, PartialResult, ResultModel, check_partial_rows
-from padbench.contract.spec import Device, Dtype, JobSpecBase, MemoryBudget, SeqLen, StrictModel, TimeoutSeconds
+from padbench.contract.spec import Dtype, JobSpecBase, MemoryBudget, SeqLen, StrictModel, TimeoutSeconds
 
 # In an attention sweep, transformers' eager attention (scores materialised, softmax, then values) is `naive`.
 TRANSFORMERS_SWEEP_KERNEL_NAMES = {"flash_attention_2": "flash-attn", "flex_attention": "flex", "eager": "naive"}
@@ -49,7 +49,6 @@ class AttentionJobSpec(JobSpecBase):
     varlen: VarlenLayout = VarlenLayout()
     kernels: Annotated[list[SweepKernelChoice], Field(min_length=1, max_length=16)] = \
         ["naive", "sdpa-flash"]  # noqa: RUF012
-    device: Device = "auto"
     warmup: Annotated[int, Field(ge=0, le=1000)] = 3
     repeats: Annotated[int, Field(ge=1, le=10_000)] = 20
     check_error: bool = True

@@ -32,7 +32,6 @@ from padbench.contract.spec import (
     FLASH_KERNELS,
     AttentionChoice,
     DataSpec,
-    Device,
     Dtype,
     JobSpecBase,
     NewJobProblem,
@@ -110,7 +109,6 @@ class GenerateJobSpec(JobSpecBase):
     batch_size: Annotated[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] | Literal["auto"],
                           WithJsonSchema(CONCURRENCY_SCHEMA)] = 16
     dtype: Dtype = "bf16"
-    device: Device = "auto"
     # Decode steps replayed as CUDA graphs (GPU only): no host launch per kernel, no host sync per token.
     cuda_graphs: bool = True
     # torch.compile the graphed decode step (fuses the elementwise kernels between its matmuls); the result

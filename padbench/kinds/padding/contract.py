@@ -38,7 +38,6 @@ from padbench.contract.spec import (
     AttentionName,
     CompileChoice,
     DataSpec,
-    Device,
     Dtype,
     JobSpecBase,
     MeasurementSpec,
@@ -68,7 +67,6 @@ class PaddingJobSpec(JobSpecBase):
     experts: ExpertsChoice | None = None
     batch_size: BatchSizeChoice = 32
     dtype: Dtype = "bf16"
-    device: Device = "auto"
     mode: Literal["inference", "training"] = "inference"
     compile: CompileChoice = "auto"
     measurement: MeasurementSpec = MeasurementSpec()

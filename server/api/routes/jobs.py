@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from padbench.contract.api import (
@@ -24,6 +25,7 @@ from padbench.contract.api import (
 )
 from padbench.contract.bounds import MAX_DB_ID
 from padbench.contract.kinds import JOB_SPEC_ADAPTER, JobResult
+from padbench.contract.spec import JobSpecBase
 from padbench.contract.table import ResultTable
 from padbench.server import queue
 from padbench.server.api.deps import (
@@ -146,8 +148,17 @@ def get_job(job_id: JobIdPath, session: ReadSessionDep, settings: SettingsDep, p
     if row.job.status == JobStatus.queued.value:
         # A worker that has not been heard from for a whole lease would have lost any lease it held.
         live = reads.live_workers(session, within_seconds=settings.lease_seconds)
-        reason = waiting_reason(row.job.spec, live)
+        spec = stored_spec(row.job.spec)
+        reason = None if spec is None else waiting_reason(spec, live)
     return job_out(row.job, row.worker_name, row.worker_capabilities, reason)
+
+
+def stored_spec(document: dict[str, Any]) -> JobSpecBase | None:
+    """A stored spec as its kind's model; None for one stored under a contract this server no longer reads."""
+    try:
+        return JOB_SPEC_ADAPTER.validate_python(document)
+    except ValidationError:
+        return None
 
 
 def stored_result(session: Session, job_id: int, principal: Principal) -> dict[str, Any]:

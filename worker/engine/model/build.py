@@ -14,6 +14,8 @@ weight is allocated: a refusal names the field, the model type and why.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -89,7 +91,26 @@ def config_of(model: torch.nn.Module) -> PretrainedConfig:
 
 
 def model_config(spec: ModelSpec) -> PretrainedConfig:
-    """The transformers config of the spec's model: dropout off, fused activation, default attention."""
+    """The transformers config of the spec's model: dropout off, fused activation, default attention.
+
+    Built once per model spec in a job (the data, the memory plan, the FLOP count, the probe and the model all
+    ask for it; a Hub or local model reads its config.json each time it is built) and handed out as a copy,
+    since callers set fields on it (the attention implementation, the layers to keep). A job starts with none
+    built (`forget_model_configs`): a directory's config may have changed since the last job."""
+    return copy.deepcopy(_built_config(spec.model_dump_json()))
+
+
+def forget_model_configs() -> None:
+    _built_config.cache_clear()
+
+
+@functools.lru_cache(maxsize=8)
+def _built_config(spec_json: str) -> PretrainedConfig:
+    # Keyed by the spec's JSON: a model spec with a config mapping is not hashable itself.
+    return _new_config(ModelSpec.model_validate_json(spec_json))
+
+
+def _new_config(spec: ModelSpec) -> PretrainedConfig:
     fields = spec.architecture()
     if fields is None:
         field = "model.hub" if spec.hub else "model.path"
