@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from padbench.contract.kernel_families import BEST_FLASH, attention_aliases, families, sweep_aliases
+from padbench.contract.kernel_family import ENTRY_POINT_WORDS
 from padbench.contract.kinds import DEFAULT_KIND, JOB_KINDS, JOB_SPEC_ADAPTER
-from padbench.contract.spec import TRANSFORMERS_ATTENTION_NAMES
-from padbench.kinds.attention.contract import TRANSFORMERS_SWEEP_KERNEL_NAMES
 
 # Sections in reading order: each job kind's spec, in the order the kinds were registered, then the parts
 # they refer to, in this order; parts not named here follow alphabetically.
@@ -84,9 +84,24 @@ def written_as_strings() -> list[str]:
         "",
         "Where a spec names an attention kernel (`attention`, a strategy's `attention`), transformers' names "
         f"for its attention implementations are accepted and stored as the kernel they run: "
-        f"{_aliases(TRANSFORMERS_ATTENTION_NAMES)}. In an attention sweep's `kernels`: "
-        f"{_aliases(TRANSFORMERS_SWEEP_KERNEL_NAMES)}.",
+        f"{_aliases(attention_aliases())}. In an attention sweep's `kernels`: {_aliases(sweep_aliases())}.",
+        "",
+        *kernel_families(),
     ]
+
+
+def kernel_families() -> list[str]:
+    """The attention kernel families, each with the paths it has: a spec naming one for a path it lacks (a
+    generate job's KV cache, say) is refused at submission."""
+    lines = ["Attention kernel families (`padbench/kernels/`), and the paths each has: a padding job's strategies "
+             "need padded or packed rows, a generate job the KV-cache path, an attention sweep names the sweep "
+             f"kernels. `{BEST_FLASH}` is the fastest flash implementation present for the path.", "",
+             "| family | what it runs | paths | sweep kernels |", "|---|---|---|---|"]
+    for family in families():
+        paths = ", ".join(ENTRY_POINT_WORDS[entry] for entry in family.entry_points if entry != "sweep")
+        sweep = ", ".join(f"`{kernel.name}`" for kernel in family.sweep)
+        lines.append(f"| `{family.name}` | {family.description} | {paths} | {sweep} |")
+    return lines
 
 
 def render_reference() -> str:

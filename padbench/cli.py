@@ -24,7 +24,7 @@ class Role:
 
 
 ROLES: tuple[Role, ...] = (
-    Role("padbench.worker.cli", "worker", ("run", "check", "plan", "worker")),
+    Role("padbench.worker.cli", "worker", ("run", "tune", "check", "plan", "worker")),
     Role("padbench.server.cli", "server", ("server", "db", "token")),
     Role("padbench.client.cli", None, ("submit", "status", "wait", "results", "list", "cancel", "workers", "prune",
                                        "compare", "plot", "schema", "init", "demo")),

@@ -17,15 +17,15 @@ import argparse
 import json
 import sys
 import time
-import typing
 from pathlib import Path
 
+from padbench.contract.kernel_families import sweep_kernel_names
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.kinds.attention.contract import AttentionJobSpec, AttentionResult, SweepKernelName
+from padbench.kinds.attention.contract import AttentionJobSpec, AttentionResult
 from padbench.kinds.attention.report import render_table
 from padbench.worker.jobs.attention.job import run_attention_job
 
-ALL_KERNELS = list(typing.get_args(SweepKernelName))
+ALL_KERNELS = sweep_kernel_names()
 # (batch, heads, head_dim) by name: the FA2/FA3 tables' configuration and FlashTile's.
 CONFIGS = {"b8h32": (8, 32, 64), "b4h12": (4, 12, 64)}
 TINY_CONFIGS = {"b8h32": (2, 4, 16), "b4h12": (1, 2, 16)}

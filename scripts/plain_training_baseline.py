@@ -3,7 +3,8 @@
 What a user writes without padbench: the model from transformers in bf16, torch's varlen flash kernel
 registered as its attention (cumulative lengths found from the position ids inside it; `--attention` picks
 transformers' own for models that soft-cap, as in plain_packed_baseline.py), full logits and `F.cross_entropy`,
-backward, `torch.optim.AdamW(foreach=True)`, no compile, the packs timed in order in one loop until `--min-seconds`
+backward, `torch.optim.AdamW(foreach=True)`, no compile (`--compile`: `torch.compile(model)`, as users turn it on,
+its compile time reported apart and never timed), the packs timed in order in one loop until `--min-seconds`
 have passed (checked every few steps, so a long pass over many packs still ends on time). It packs the same
 sequences, drawn by padbench's data loader with the same seed, into the same packs as padbench's `packed`
 strategy, so the figures differ only in how the step is run.
@@ -72,6 +73,8 @@ def arguments() -> argparse.Namespace:
     parser = training_arguments(max_length=640, batch_size=16)
     parser.add_argument("--layout", choices=("packed", "binned"), default="packed")
     parser.add_argument("--bins", type=int, default=16, help="length groups of --layout binned")
+    parser.add_argument("--compile", action="store_true",
+                        help="torch.compile(model) before the warm-up; the warm-up steps then include compiling")
     parser.add_argument("--json")
     return parser.parse_args()
 
@@ -103,13 +106,17 @@ def main() -> None:
     packs: list[Batch] = (list(same_packs(data, model.config.vocab_size, args.batch_size)) if args.layout == "packed"
                           else same_binned_batches(data, model.config.vocab_size, args.batch_size, args.bins))
     steps = [step_inputs(pack, device) for pack in packs]
+    # Packs vary in their number of sequences; dynamic shapes keep one graph rather than one per length.
+    run = torch.compile(model, dynamic=True) if args.compile else model
 
     def step(index: int) -> None:
-        train_on(model, optimizer, *steps[index % len(steps)])
+        train_on(run, optimizer, *steps[index % len(steps)])
 
+    warmup_start = time.perf_counter()
     for index in range(args.warmup):
         step(index)
     torch.cuda.synchronize()
+    warmup_seconds = time.perf_counter() - warmup_start
     torch.cuda.reset_peak_memory_stats()
     done, start = 0, time.perf_counter()
     while True:
@@ -127,7 +134,8 @@ def main() -> None:
     real_tokens = sum(packs[i % len(packs)].real_tokens for i in range(done))
     matmul = measure_matmul_tflops(device, dtype) * 1e12
     result = {"preset": args.preset, "layout": args.layout, "attention": attention, "gpu": torch.cuda.get_device_name(),
-              "torch": torch.__version__, "packs": len(packs), "steps": done, "real_tokens": real_tokens,
+              "torch": torch.__version__, "compiled": args.compile, "warmup_seconds_with_compile": warmup_seconds,
+              "packs": len(packs), "steps": done, "real_tokens": real_tokens,
               "seconds": seconds,
               "tokens_per_s": real_tokens / seconds, "matmul_tflops": matmul / 1e12,
               "mfu_vs_matmul": work / seconds / matmul, "peak_allocated_bytes": torch.cuda.max_memory_allocated()}

@@ -1,17 +1,21 @@
 """Which workers may run which jobs, as plain capability strings matched in SQL.
 
 A job requires `kind:<kind>` and what its kind's policy adds (`padbench/kinds/<kind>/policy.py`): `device:cuda`
-when its spec pins the GPU (or asks for several GPUs, or `all`, without `device: cpu`: its ranks need GPUs), and — for
-padding jobs — `attention:<family>` for every attention family its strategies name (`flash`, `sdpa`,
-`flex`, …) and `experts:<name>` for every experts implementation it names (`grouped_mm` runs only where torch
-has a grouped matmul for the GPU). A spec's `gpu: H100` adds `gpu:h100` (its text in lower case).
-A worker offers `kind:` for each job kind it runs, `device:<device>`, `attention:` for every attention family
-it lists and `experts:` for every experts implementation it lists: a worker names, beside each kernel that runs
-on it (`torch-flash-varlen`), the family that kernel implements (`torch-flash`), as the kernel itself declares
-it, so no family is read out of a kernel's name here. A worker offers `gpu:<text>` for every such requirement
-of a queued job whose text its GPU's name contains (in any case): containment is no exact match, so the claim
-asks which texts queued jobs name. A worker with several GPUs offers it only when every one of them matches: a
-throughput measured on one GPU model must never be taken on another.
+when its spec pins the GPU (or asks for several GPUs, or `all`, without `device: cpu`: its ranks need GPUs),
+`attention:<kind>:<family>` for every attention family it names (`flash`, `sdpa`, `flex`, …; a padding job's
+strategies, a generate job's KV-cache kernel) and `experts:<name>` for every experts implementation it names
+(`grouped_mm` runs only where torch has a grouped matmul for the GPU). A spec's `gpu: H100` adds `gpu:h100` (its
+text in lower case).
+A worker offers `kind:` for each job kind it runs, `device:<device>`, `experts:` for every experts implementation
+it lists, and `attention:<kind>:<family>` for every family it lists for that kind (`Capabilities.kernels_by_kind`),
+with `flash` where a flash implementation is among them: a family that runs here for padding jobs but has no
+KV-cache kernel is never offered to generate jobs. A worker from before the lists were per kind offers its one
+list for every kind it runs, as it always did; jobs queued before requirements named their kind require
+`attention:<family>`, which a worker offers for every family it lists for any kind.
+A worker offers `gpu:<text>` for every such requirement of a queued job whose text its GPU's name contains (in any
+case): containment is no exact match, so the claim asks which texts queued jobs name. A worker with several GPUs
+offers it only when every one of them matches: a throughput measured on one GPU model must never be taken on
+another.
 A spec's `worker_labels: [nvlink]` adds `label:nvlink` for each label, and a worker offers `label:` for each
 label its operator gave it: exact names, kept in lower case by the contract, so a job naming several labels
 goes only to a worker carrying all of them.
@@ -23,16 +27,14 @@ GPUs (see `server.queue.claim_next_job`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import get_args
 
 from padbench.contract.api import Capabilities
+from padbench.contract.kernel_families import BEST_FLASH, KERNEL_FAMILIES, attention_names
 from padbench.contract.parallel import GpuRequest
-from padbench.contract.spec import FLASH_KERNELS, AttentionName, JobSpecBase
+from padbench.contract.spec import JobSpecBase
+from padbench.kinds.policy import ATTENTION_PREFIX, attention_requirement
 from padbench.kinds.record import kind_spec
 
-# `flash` means "the best flash implementation present", so any specific flash family satisfies it.
-GENERIC_FLASH = "flash"
-ATTENTION_FAMILIES: frozenset[str] = frozenset(get_args(AttentionName))
 GPU_PREFIX = "gpu:"
 LABEL_PREFIX = "label:"
 
@@ -74,11 +76,23 @@ def gpu_capabilities(capabilities: Capabilities, wanted: Iterable[str]) -> set[s
             if need.startswith(GPU_PREFIX) and names and all(need[len(GPU_PREFIX):] in name for name in names)}
 
 
+def attention_offers(capabilities: Capabilities) -> set[str]:
+    """`attention:<kind>:<family>` for every family the worker lists for each kind, `flash` where a flash
+    implementation is among them; and `attention:<family>` for any of them, which jobs queued before requirements
+    named their kind require. A worker's kernels' names are no family and are offered nothing."""
+    by_kind = capabilities.kernels_by_kind or {kind: capabilities.kernels for kind in capabilities.job_kinds}
+    offered: set[str] = set()
+    for kind, names in by_kind.items():
+        families = set(attention_names()).intersection(names)
+        if any(KERNEL_FAMILIES.get(name).flash_rank is not None for name in families - {BEST_FLASH}):
+            families.add(BEST_FLASH)
+        offered |= {attention_requirement(kind, name) for name in families}
+        offered |= {ATTENTION_PREFIX + name for name in families}
+    return offered
+
+
 def offered_capabilities(capabilities: Capabilities) -> set[str]:
-    families = set(ATTENTION_FAMILIES.intersection(capabilities.kernels))
-    if families & (FLASH_KERNELS - {GENERIC_FLASH}):
-        families.add(GENERIC_FLASH)
-    offered = {f"kind:{kind}" for kind in capabilities.job_kinds} | {f"attention:{name}" for name in families}
+    offered = {f"kind:{kind}" for kind in capabilities.job_kinds} | attention_offers(capabilities)
     offered |= {f"experts:{name}" for name in capabilities.experts}
     offered.add(f"device:{capabilities.device}")
     offered.update(LABEL_PREFIX + label for label in capabilities.labels)

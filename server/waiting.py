@@ -43,7 +43,7 @@ def waiting_reason(spec: JobSpecBase, live_workers: Sequence[Capabilities]) -> s
 def _gpu_count_reason(request: GpuRequest, live_workers_owned: Sequence[int]) -> str | None:
     """What keeps the job off every live worker that carries its labels, each owning `live_workers_owned[i]`
     GPUs (0: a CPU worker); None when one of them could take it."""
-    if any(request.fits(owned) for owned in live_workers_owned):
+    if request.any_worker or any(request.fits(owned) for owned in live_workers_owned):
         return None
     gpus = request.gpus
     if request.on_cpu:

@@ -136,8 +136,14 @@ class Capabilities(Body):
     gpu_memory_bytes: Annotated[int, Field(ge=0, le=MAX_GPU_MEMORY_BYTES)] | None = None
     # Every GPU the worker owns and runs jobs on (none on a CPU worker): a job on N GPUs needs N of them free.
     gpus: Annotated[list[GpuInfo], Field(max_length=MAX_GPUS)] = []
-    # the attention kernels runnable on this worker, and the attention family each implements (`sdpa`, …)
+    # the names of every kind's list together (what servers read before `kernels_by_kind`); earlier workers
+    # listed their kernels here too, beside the families
     kernels: Annotated[list[Label], Field(max_length=64)] = []
+    # Per job kind, the names a spec of that kind may give for attention that runs here: a padding job's families
+    # run padded rows and packs here, a generate job's their KV-cache path, an attention sweep's kernels run. The
+    # server offers each job only what its own kind runs. Empty: a worker from before the lists were per kind.
+    kernels_by_kind: Annotated[dict[Label, Annotated[list[Label], Field(max_length=64)]],
+                               Field(max_length=16)] = {}
     # the experts implementations of mixtures of experts that run on this worker (`grouped_mm`, …)
     experts: Annotated[list[Label], Field(max_length=16)] = []
     job_kinds: Annotated[list[Label], Field(max_length=16)] = list(JOB_KINDS)

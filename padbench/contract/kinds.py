@@ -32,7 +32,8 @@ DEFAULT_KIND = "padding"
 
 
 JOB_KINDS: Registry[JobKind] = Registry("job kind")
-BUILT_IN_KINDS = ("padbench.kinds.padding", "padbench.kinds.attention", "padbench.kinds.generate")
+BUILT_IN_KINDS = ("padbench.kinds.padding", "padbench.kinds.attention", "padbench.kinds.generate",
+                  "padbench.kinds.tune")
 PLUGIN_KINDS_VARIABLE = "PADBENCH_KIND_PACKAGES"
 
 

@@ -61,11 +61,13 @@ class GpuRequest:
 
     gpus: int | Literal["all"]
     device: str  # cuda, cpu or auto
+    # A job that starts its own ranks (a tune's trials) runs as one process holding all its GPUs.
+    launches_own_ranks: bool = False
 
     @classmethod
     def of(cls, spec: Any) -> GpuRequest:
-        """The request of a job spec (every kind's spec has `gpus` and `device`)."""
-        return cls(spec.gpus, spec.device)
+        """The request of a job spec (every kind's spec has `gpus`, `device` and `LAUNCHES_OWN_RANKS`)."""
+        return cls(spec.gpus, spec.device, spec.LAUNCHES_OWN_RANKS)
 
     @classmethod
     def from_stored(cls, stored: int, device: str) -> GpuRequest:
@@ -90,17 +92,28 @@ class GpuRequest:
 
     def ranks(self, owned: int) -> int:
         """How many processes it runs as on a worker owning `owned` GPUs: one per GPU it takes; on device cpu,
-        `gpus` processes (`all` is one: a CPU has no GPUs to count)."""
+        `gpus` processes (`all` is one: a CPU has no GPUs to count); one for a job that starts its own."""
+        if self.launches_own_ranks:
+            return 1
+        return self.trial_ranks(owned)
+
+    def trial_ranks(self, owned: int) -> int:
+        """The processes one run of its work starts (a tune's trial: as many as a padding job's)."""
         if self.on_cpu:
             return self.gpus if isinstance(self.gpus, int) else 1
         return self.gpus_held(owned)
+
+    @property
+    def any_worker(self) -> bool:
+        """One GPU, or a CPU worker's one process: whichever worker comes can run it."""
+        return self.gpus == 1 and self.device not in ("cuda", "cpu")
 
     def fits(self, owned: int) -> bool:
         """Whether a worker owning `owned` GPUs (0: a CPU worker) could run it at all."""
         if self.on_cpu:  # its ranks on a CPU worker's processes, or on as many of a GPU worker's GPUs
             return owned == 0 or self.gpus == "all" or self.gpus <= owned
-        if self.gpus == 1 and self.device != "cuda":
-            return True  # any worker: one GPU, or a CPU worker's one process
+        if self.any_worker:
+            return True
         return owned >= (1 if self.gpus == "all" else self.gpus)
 
 

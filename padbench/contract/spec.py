@@ -1,8 +1,9 @@
 """Job specs: the one contract that the server validates, the worker runs and the client submits.
 
 This module holds what the kinds' specs share: the base every kind's spec extends (`JobSpecBase`) and the
-sections several kinds take (data, strategies, measurement, the OOM probe, dtypes, attention names). Each kind's
-own spec lives beside it (`padding.py`, `attention_sweep.py`, `generate.py`) and `kinds.py` registers them.
+sections several kinds take (data, strategies, measurement, the OOM probe, dtypes); the names a spec gives for
+attention are the kernel families' (`kernel_families.py`). Each kind's own spec lives in its folder
+(`padbench/kinds/<kind>/contract.py`) and `kinds.py` registers them.
 Every field a user can write is declared with its bounds, so a bad spec fails at submission (HTTP 422 / CLI
 error naming the field) rather than minutes later on a GPU.
 """
@@ -18,6 +19,7 @@ from padbench.contract.batch_size import BatchSizeChoice
 from padbench.contract.bounds import MAX_REPEATS, GpuName, Label, Name, PathName, Seed, WorkerLabels, refusing_urls
 from padbench.contract.experts import ExpertsName
 from padbench.contract.hub_dataset import is_hub_dataset, parse_hub_dataset
+from padbench.contract.kernel_families import AttentionChoice
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import GpuCount
 
@@ -35,22 +37,11 @@ Device = Literal["cuda", "cpu", "auto"]
 StrategyName = Literal["static", "dynamic", "binned", "packed", "wrapped"]
 # The layouts whose batches pad rows to a common width: `pad_to_multiple_of` rounds that width up.
 PADDED_STRATEGIES: frozenset[str] = frozenset({"static", "dynamic", "binned"})
-# transformers' names for its attention implementations (`attn_implementation`), accepted where a spec names
-# a kernel and stored as the kernel they run here, so both spellings are the same job and the same row.
-TRANSFORMERS_ATTENTION_NAMES = {"flash_attention_2": "flash-attn", "sdpa": "sdpa", "flex_attention": "flex",
-                                "eager": "eager"}
 
 
-def _attention_alias(value: Any) -> Any:
-    return TRANSFORMERS_ATTENTION_NAMES.get(value, value) if isinstance(value, str) else value
-
-
-# `flash` resolves to the best flash implementation present (flash-attn-cute > flash-attn > torch-flash);
-# the three explicit names pin one. The result always records the kernel that actually ran.
-AttentionName = Literal["flash", "flash-attn", "flash-attn-cute", "torch-flash", "sdpa", "flex", "eager"]
-# What a spec may write for one: a name above or transformers' name for it.
-AttentionChoice = Annotated[AttentionName, BeforeValidator(_attention_alias)]
-FLASH_KERNELS: frozenset[str] = frozenset({"flash", "flash-attn", "flash-attn-cute", "torch-flash"})
+def strategy_entry_point(name: str) -> Literal["padded", "packed"]:
+    """The attention entry point a strategy's batches need: padded rows, or packs of sequences."""
+    return "padded" if name in PADDED_STRATEGIES else "packed"
 # torch.compile with dynamic shapes (one graph serves every batch shape): the whole model in inference, each
 # decoder layer on its own in training (as torchtitan compiles, so checkpointing and sharding wrap compiled
 # layers). `auto` compiles a row only where compiling pays for itself within its measured run, judged from eager
@@ -236,6 +227,8 @@ class JobSpecBase(StrictModel):
     # the worker has.
     device: Device = "auto"
     SPANS_GPUS: ClassVar[bool] = False
+    # A kind whose job starts its own ranks (a tune's trials) runs as one process holding all of its GPUs.
+    LAUNCHES_OWN_RANKS: ClassVar[bool] = False
 
     @model_validator(mode="after")
     def _one_gpu_unless_spanning(self) -> JobSpecBase:

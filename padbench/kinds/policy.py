@@ -20,6 +20,7 @@ from padbench.contract.spec import DataSpec
 NOT_FILES = ("synthetic",)
 
 S = TypeVar("S")  # the kind's spec model
+ATTENTION_PREFIX = "attention:"
 # Where a file name stands in a request body, e.g. ["spec", "data", "source"], and the name itself.
 NamedPath = tuple[list[str], str]
 
@@ -32,9 +33,16 @@ class JobCost:
 
 @dataclass(frozen=True)
 class KindPolicy(Generic[S]):
-    requirements: Callable[[S], set[str]]  # beyond `kind:<kind>`: `device:cuda`, `attention:<family>`, …
+    requirements: Callable[[S], set[str]]  # beyond `kind:<kind>`: `device:cuda`, `attention:<kind>:<family>`, …
     cost: Callable[[S], JobCost]
     named_paths: Callable[[S], list[NamedPath]]
+
+
+def attention_requirement(kind: str, name: str) -> str:
+    """What a job of `kind` naming attention `name` (a kernel family or `flash`) requires: `attention:generate:sdpa`.
+    Per kind, because a family may run for one kind and not another (flash-attn computes padded rows and packs,
+    but has no KV-cache path), and a worker lists per kind what it runs (`Capabilities.kernels_by_kind`)."""
+    return f"{ATTENTION_PREFIX}{kind}:{name}"
 
 
 def device_requirements(device: Literal["cuda", "cpu", "auto"]) -> set[str]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from padbench.contract.kinds import parse_job_spec
 from padbench.kinds.attention.contract import AttentionJobSpec, AttentionResult
 from padbench.kinds.attention.report import render_table
+from padbench.worker.jobs import spec_json
 from padbench.worker.jobs.attention import cells as cells_module
 from padbench.worker.jobs.attention.cells import run_cells
 from padbench.worker.runtime.isolation import run_in_child
@@ -19,7 +21,7 @@ def test_attention_job_end_to_end_with_an_oom_cell() -> None:
             "dtype": "fp32", "kernels": ["naive", "flash-attn"], "device": "cpu", "warmup": 1, "repeats": 3,
             "cpu_memory_budget_bytes": 12 * 2**20}
     progress: list[float] = []
-    report = run_in_child("padbench.worker.jobs:run_job", spec, timeout_s=240,
+    report = run_in_child("padbench.worker.jobs:run_job", spec_json(parse_job_spec(spec)), timeout_s=240,
                           on_progress=lambda fraction, message: progress.append(fraction))
     assert report.outcome == "ok", report.traceback
     result = AttentionResult.model_validate(report.value)

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from padbench.contract.api import Capabilities
+from padbench.contract.kinds import JOB_SPEC_ADAPTER, parse_job_spec
 from padbench.contract.spec import StrategySpec
 from padbench.kinds.padding.contract import PaddingJobSpec
+from padbench.server import queue
 from padbench.server.db.engine import Database
-from padbench.server.requirements import job_requirements
-from tests.integration.conftest import CPU_KERNELS, add_worker, claim, submit
+from padbench.server.db.workers import register_worker
+from padbench.server.requirements import job_requirements, offered_capabilities
+from tests.integration.conftest import CPU_KERNELS, add_worker, claim, job_row, submit
 
 
 def test_claim_leases_the_oldest_job_and_counts_the_attempt(queue_db: Database) -> None:
@@ -61,4 +65,32 @@ def test_an_attention_sweep_is_gated_on_kind_not_on_sweep_kernels(queue_db: Data
 
 def test_padding_defaults_need_the_flash_family(queue_db: Database) -> None:
     spec = PaddingJobSpec()
-    assert job_requirements(spec) == {"kind:padding", "attention:flash"}
+    assert job_requirements(spec) == {"kind:padding", "attention:padding:flash"}
+
+
+def test_a_job_gets_only_a_worker_that_runs_its_family_for_its_kind(queue_db: Database) -> None:
+    """flash-attn runs padded rows and packs but has no KV-cache kernel: the worker lists it for padding only, so
+    a generate job asking `flash` (a KV-cache flash kernel) waits, while its padding job and sdpa generate run."""
+    generate_flash = submit(queue_db, {"kind": "generate", "attention": "flash"})
+    padding_flash = submit(queue_db, {"attention": "flash-attn"})
+    generate_sdpa = submit(queue_db, {"kind": "generate", "attention": "sdpa"})
+    by_kind = {"padding": ["flash-attn", "flash-attn-varlen", "sdpa"], "generate": ["sdpa", "sdpa-kvcache"]}
+    capabilities = Capabilities(device="cuda", kernels=["flash-attn", "sdpa"], kernels_by_kind=by_kind,
+                                job_kinds=["padding", "generate"])
+    with queue_db.write.begin() as session:
+        worker, _ = register_worker(session, name="fa2", principal="test", capabilities=capabilities.model_dump())
+    fa2 = (worker.id, offered_capabilities(capabilities))
+    assert [claim(queue_db, fa2).id, claim(queue_db, fa2).id] == [padding_flash, generate_sdpa]
+    assert claim(queue_db, fa2) is None and job_row(queue_db, generate_flash).status == "queued"
+
+
+def test_a_job_queued_before_requirements_named_their_kind_is_still_claimed(queue_db: Database) -> None:
+    spec = parse_job_spec({"device": "cpu", "dtype": "fp32", "attention": "sdpa"})
+    with queue_db.write.begin() as session:
+        old = queue.insert_job(session, kind=spec.kind, name=None, submitter="alice", max_attempts=3,
+                               spec=JOB_SPEC_ADAPTER.dump_python(spec, mode="json"),
+                               requirements={"kind:padding", "attention:sdpa"}, gpus=1)
+    capabilities = Capabilities(device="cpu", kernels_by_kind={"padding": ["sdpa"]}, job_kinds=["padding"])
+    with queue_db.write.begin() as session:
+        worker, _ = register_worker(session, name="new", principal="test", capabilities=capabilities.model_dump())
+    assert claim(queue_db, (worker.id, offered_capabilities(capabilities))).id == old

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from padbench.cli import main
+from padbench.contract.api import Capabilities
 from tests.integration.conftest import LiveServer
 
 # (spec, where the 422 points, what its message says)
@@ -33,6 +34,8 @@ REFUSALS: list[tuple[dict[str, Any], str, str]] = [
      "documents: choose one"),
     ({"trl": {"packing": True, "pad_to_multiple_of": 64}}, "spec.trl",
      "pad_to_multiple_of rounds up the width of padded batches, but these settings run as packed"),
+    ({"kind": "generate", "attention": "flash-attn"}, "spec.attention",
+     "flash-attn has no KV-cache (decode) path; families with one: eager, flex, sdpa, torch-flash"),
 ]
 IDS = [location + ":" + next(iter(spec)) for spec, location, _ in REFUSALS]
 NOT_THE_USERS_WORDS = ("Value error", "padding", "Extra inputs", "ModelSourceError", "UnsupportedModel")
@@ -85,3 +88,29 @@ def test_transformers_attention_names_and_hub_models_are_stored_as_padbench_name
         stored = user.get(f"/v1/jobs/{created.json()['id']}").json()["spec"]
     assert stored["attention"] == "flash-attn" and stored["strategies"][1]["attention"] == "flex"
     assert {key: value for key, value in stored["model"].items() if value not in (None, False)} == {"hub": "gpt2"}
+
+
+def test_a_generate_job_naming_a_family_without_a_kv_cache_path_is_refused_not_claimed(
+        live_server: LiveServer) -> None:
+    """flash-attn computes padded rows and packs but has no KV-cache path: a generate job naming it is refused at
+    submission, never queued for a worker that runs flash-attn for padding jobs to claim and fail. Such a worker
+    takes the padding job naming it, and generate jobs only on the families it runs for them."""
+    by_kind = {"padding": ["flash-attn", "flash-attn-varlen", "sdpa", "sdpa-block-mask"],
+               "generate": ["sdpa-kvcache", "sdpa"]}
+    capabilities = Capabilities(device="cuda", kernels=sorted({*by_kind["padding"], *by_kind["generate"]}),
+                                kernels_by_kind=by_kind, job_kinds=["padding", "generate"])
+    with live_server.client("submitter") as user, live_server.client("worker") as worker:
+        refused = user.post("/v1/jobs", json={"spec": {"kind": "generate", "attention": "flash_attention_2"}})
+        assert refused.status_code == 422, refused.text
+        [error] = refused.json()["detail"]
+        assert error["loc"] == ["spec", "attention"]
+        assert error["msg"].startswith("flash-attn has no KV-cache (decode) path; families with one: eager, flex")
+        assert user.get("/v1/jobs").json()["total"] == 0
+        submitted = [user.post("/v1/jobs", json={"spec": spec}).json()["id"] for spec in (
+            {"kind": "generate", "attention": "flash"}, {"attention": "flash-attn"},
+            {"kind": "generate", "attention": "sdpa"})]
+        registered = worker.post("/v1/workers", json={"name": "fa2-box", "capabilities": capabilities.model_dump()})
+        claims = [worker.post("/v1/leases", json={"worker_id": registered.json()["id"]}) for _ in range(3)]
+    # `flash` for a generate job is torch-flash's KV-cache kernel, which this worker does not list: left queued.
+    assert [claim.json()["job"]["id"] for claim in claims[:2]] == submitted[1:]
+    assert claims[2].status_code == 204

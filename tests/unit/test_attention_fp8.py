@@ -10,6 +10,7 @@ import types
 import pytest
 import torch
 
+from padbench.kernels.flash_attn_cute import DENSE_ONLY, FORWARD_ONLY
 from padbench.worker.jobs.attention import fp8
 from padbench.worker.jobs.attention.kernels import SWEEP_KERNELS
 from tests.unit.test_attention_job_kernels import CPU, error_of, problem
@@ -18,8 +19,8 @@ from tests.unit.test_attention_job_kernels import CPU, error_of, problem
 def test_the_row_says_why_it_cannot_run_here_and_which_problems_it_never_runs() -> None:
     kernel = SWEEP_KERNELS.get("flash-attn-fp8")
     assert kernel.available(CPU, torch.bfloat16) == "needs a CUDA device"
-    assert kernel.unsupported(problem(direction="forward+backward")) == fp8.FORWARD_ONLY
-    assert kernel.unsupported(problem(layout="varlen")) == fp8.DENSE_ONLY
+    assert kernel.unsupported(problem(direction="forward+backward")) == FORWARD_ONLY
+    assert kernel.unsupported(problem(layout="varlen")) == DENSE_ONLY
     assert kernel.unsupported(problem()) is None
 
 

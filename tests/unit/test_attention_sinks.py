@@ -20,7 +20,6 @@ from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel,
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.data.batches import STRATEGIES, Batch, PackedBatch
 from padbench.worker.engine.decoding.cache import StepInputs
-from padbench.worker.engine.decoding.flex_decode import FlexDecode
 from padbench.worker.engine.decoding.registry import DECODE_KERNELS
 from padbench.worker.engine.measure.correctness import reference_logits
 from padbench.worker.engine.model.build import build_model, model_config
@@ -213,7 +212,7 @@ def test_gpt_oss_passes_the_gate_on_eager_and_flex_and_fails_without_sinks(gpt_o
         assert not gate(SinkDroppingFlex(), model, references, spec)
 
 
-class WindowDroppingFlexDecode(FlexDecode):
+class WindowDroppingFlexDecode(type(DECODE_KERNELS.get("flex-kvcache"))):  # type: ignore[misc]
     """flex-kvcache as it would be if it ignored the sliding window: every layer attends the whole range."""
 
     name = "flex-kvcache-without-window"

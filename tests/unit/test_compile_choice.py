@@ -15,6 +15,7 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from padbench.contract.horizon import RunHorizon
 from padbench.contract.spec import MeasurementSpec
 from padbench.kinds.padding.report import csv_rows, render_table
 from padbench.worker.engine.parallel.ranks import Ranks
@@ -22,10 +23,11 @@ from padbench.worker.engine.training import steps
 from padbench.worker.engine.training.checkpointing import checkpoint_layers, decoder_layers, is_checkpoint_wrapper
 from padbench.worker.engine.training.compilation import compile_layers, is_compiled, uncompile_layers
 from padbench.worker.jobs.padding import compiling, strategy_run
-from padbench.worker.jobs.padding.compiling import RowCompiler, choose_compiled_step, pays_back, planned_steps
+from padbench.worker.jobs.padding.compiling import RowCompiler, RowSettings, choose_compiled_step, pays_back
 from tests.unit.test_padding_job import assert_measured, run, tiny_spec
 
 CPU = torch.device("cpu")
+GPU = torch.device("cuda")  # never touched: the step times are canned
 QUICK = MeasurementSpec(min_seconds=0, min_batches=2, repeats=3)
 
 
@@ -40,14 +42,6 @@ def tiny_llama() -> nn.Module:
     config = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=4, num_attention_heads=2,
                          vocab_size=64)
     return LlamaForCausalLM(config)
-
-
-def test_planned_steps_are_whole_passes_until_both_minima_per_repeat() -> None:
-    settings = MeasurementSpec(min_seconds=1.0, min_batches=5, repeats=3)
-    assert planned_steps(4, settings, step_seconds=0.01) == 3 * 4 * 25  # 25 passes of 4 to last a second
-    assert planned_steps(4, settings, step_seconds=1.0) == 3 * 8  # two passes for min_batches
-    capped = settings.model_copy(update={"max_batches": 6})
-    assert planned_steps(4, capped, step_seconds=0.01) == 3 * 6
 
 
 def test_compiling_pays_back_only_when_the_time_saved_exceeds_the_compile_time() -> None:
@@ -81,36 +75,47 @@ def canned_times(monkeypatch: pytest.MonkeyPatch, eager: float, first: float, co
     return compiler
 
 
-def choose(compiler: RowCompiler, requested: Any, settings: MeasurementSpec = QUICK) -> Any:
-    return choose_compiled_step(requested, compiler, lambda model: lambda index: None, [0, 1], 100, settings, CPU,
+def choose(compiler: RowCompiler, requested: Any, horizon: RunHorizon | None = None) -> Any:
+    settings = RowSettings(horizon, tokens_per_step=1000.0)
+    return choose_compiled_step(requested, compiler, lambda model: lambda index: None, [0, 1], settings, GPU,
                                 Ranks())[1]
 
 
-def test_auto_keeps_the_compiled_model_when_it_pays_back_and_reports_the_times(monkeypatch: pytest.MonkeyPatch) -> None:
-    long_run = MeasurementSpec(min_seconds=600, min_batches=2, repeats=3)  # 30 minutes of eager steps
-    compiler = canned_times(monkeypatch, eager=0.1, first=30.06, compiled=0.06)
-    report = choose(compiler, "auto", long_run)
+def test_auto_with_no_horizon_compiles_whenever_the_compiled_step_is_faster(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A long run: a minute of compiling for 40% off every step pays, however short the benchmark's own run.
+    compiler = canned_times(monkeypatch, eager=0.1, first=60.06, compiled=0.06)
+    report = choose(compiler, "auto")
     assert report.compiled and report.scope == "decoder-layers" and not compiler.undone
-    assert report.eager_step_s == 0.1 and report.compiled_step_s == 0.06
+    assert report.compile_seconds == pytest.approx(60.0)
+    assert report.reason.startswith("compiled: a step in 0.06 s against 0.1 s eagerly, faster; over a long run")
+    slower = canned_times(monkeypatch, eager=0.1, first=5.12, compiled=0.12)
+    assert not choose(slower, "auto").compiled and slower.undone
+
+
+def test_auto_keeps_the_compiled_model_when_it_pays_back_over_the_horizon(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiler = canned_times(monkeypatch, eager=0.1, first=30.06, compiled=0.06)
+    report = choose(compiler, "auto", RunHorizon(seconds=1800))  # 18,000 eager steps
+    assert report.compiled and report.eager_step_s == 0.1 and report.compiled_step_s == 0.06
     assert report.compile_seconds == pytest.approx(30.0)
-    assert report.reason.startswith("compiled: it saves 720.0 s over the measured run's 18000 steps")
+    assert "it saves 720.0 s over the horizon's 1,800 s, more than the 30.0 s it took to compile" in report.reason
+    by_tokens = canned_times(monkeypatch, eager=0.1, first=30.06, compiled=0.06)
+    assert choose(by_tokens, "auto", RunHorizon(tokens=18_000_000)).compiled  # 18,000 steps of 1,000 tokens
 
 
 def test_auto_goes_back_to_eager_when_the_compile_would_not_pay_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    run_of_a_minute = MeasurementSpec(min_seconds=20, min_batches=2, repeats=3)
     compiler = canned_times(monkeypatch, eager=0.1, first=60.06, compiled=0.06)
-    report = choose(compiler, "auto", run_of_a_minute)
+    report = choose(compiler, "auto", RunHorizon(seconds=60))
     assert compiler.compiled and compiler.undone and not report.compiled and report.scope is None
-    assert report.reason == ("not compiled: it would save 24.0 s over the measured run's 600 steps, less than the "
-                             "60.0 s it took to compile")
+    assert report.reason == ("not compiled: a step in 0.06 s against 0.1 s eagerly: it saves 24.0 s over the "
+                             "horizon's 60 s, less than the 60.0 s it took to compile")
 
 
-def test_auto_does_not_even_try_on_a_run_too_short_to_pay_back(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_does_not_even_try_on_a_horizon_too_short_to_pay_back(monkeypatch: pytest.MonkeyPatch) -> None:
     compiler = canned_times(monkeypatch, eager=0.01, first=1.0, compiled=0.005)
-    report = choose(compiler, "auto")
+    report = choose(compiler, "auto", RunHorizon(seconds=3))
     assert not compiler.compiled and not report.compiled and report.compile_seconds is None
-    assert report.reason.startswith("not compiled: the measured run takes about 3.0 s eagerly (300 steps); "
-                                 "compiling takes at least 20 s and saves at most 50% of a step")
+    assert report.reason.startswith("not compiled: the horizon's 3 s take about 3.0 s eagerly; compiling takes at "
+                                    "least 20 s and saves at most 50% of a step")
 
 
 def test_true_compiles_whatever_it_costs_and_false_reports_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -164,7 +169,7 @@ def test_auto_leaves_a_short_cpu_run_eager_and_says_why() -> None:
     row = result.strategies[0]
     assert_measured(row, result)
     assert row.compilation is not None and row.compilation.requested == "auto" and not row.compilation.compiled
-    assert row.compilation.reason.startswith("not compiled: the measured run takes about")
+    assert row.compilation.reason.startswith("not compiled: on the CPU, compile: auto compiles only for a stated")
     table = render_table(result)
     assert "torch.compile (auto):\n  packed / " in table and " · compiled · " not in table
     assert csv_rows(result)[0]["compiled"] is False
@@ -179,7 +184,8 @@ def test_the_compile_decision_times_one_batch_repeated(monkeypatch: pytest.Monke
         return [0.1] * len(indices)
 
     monkeypatch.setattr(compiling, "_timed", record)
-    choose_compiled_step(True, FakeCompiler(), lambda model: lambda index: None, [4, 7, 9], 100, QUICK, CPU, False)
+    choose_compiled_step(True, FakeCompiler(), lambda model: lambda index: None, [4, 7, 9],
+                         RowSettings(None, tokens_per_step=1.0), CPU, Ranks())
     assert timed == [[4, 4, 4], [4, 4, 4]]
 
 
@@ -206,3 +212,11 @@ def test_a_compiled_row_warms_up_on_every_batch_shape(eager_backend: None, monke
     compiled, eager = warmups
     assert eager[0] == 0 and len(eager) <= 3  # its first batch, the smallest and the largest
     assert len(compiled) > len(eager) and compiled[0] == 0
+
+
+def test_auto_on_the_cpu_compiles_only_for_a_stated_horizon(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiler = canned_times(monkeypatch, eager=0.1, first=60.06, compiled=0.06)
+    settings = RowSettings(None, tokens_per_step=1000.0)
+    report = choose_compiled_step("auto", compiler, lambda model: lambda index: None, [0], settings, CPU, Ranks())[1]
+    assert report is not None and not compiler.compiled and not report.compiled
+    assert report.reason.startswith("not compiled: on the CPU, compile: auto compiles only for a stated horizon")

@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from padbench.contract.kernel_families import flash_families
 from padbench.contract.spec import ModelSpec
 from padbench.worker.engine import attention
 from padbench.worker.engine.attention import ATTENTION_KERNELS, KernelUnavailable, available_kernels, resolve_kernel
@@ -100,8 +101,10 @@ def reference_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
 
 
 class ReferenceVarlen(attention.packed.VarlenKernel):
+    """The varlen plumbing on the one-sequence-at-a-time op: a kernel outside any family sets its own facts."""
+
     name, family = "test-reference-varlen", "test"
-    half_precision_only = False
+    applies_window = True
     varlen = staticmethod(reference_varlen)
 
 
@@ -164,8 +167,8 @@ def test_flash_on_fp32_is_refused_naming_the_kernel() -> None:
 
 
 def test_flash_with_nothing_available_lists_every_candidate(monkeypatch: pytest.MonkeyPatch) -> None:
-    for family in attention.FLASH_PREFERENCE:
-        kernel = attention.kernel_for(family, PackedBatch)
+    for family in flash_families("packed"):
+        kernel = attention.kernel_for(family.name, PackedBatch)
         monkeypatch.setattr(kernel, "unavailable_reason", lambda device, dtype: "absent here")
     with pytest.raises(KernelUnavailable) as raised:
         resolve_kernel("flash", PackedBatch, CPU, torch.bfloat16)

@@ -117,7 +117,7 @@ def test_every_strategy_and_cpu_kernel_passes_the_gate(family: tuple, strategy: 
             assert decoder.generated[request.row, :request.output_length].tolist() == references[request.row].tokens
         ran.append(kernel.name)
     expected = ["eager-kvcache", "flex-kvcache"]
-    assert ran == (expected if name == "tiny-gemma2" else ["sdpa-kvcache", *expected])
+    assert sorted(ran) == (expected if name == "tiny-gemma2" else [*expected, "sdpa-kvcache"])
 
 
 def test_sdpa_refuses_gemma2_soft_capping() -> None:

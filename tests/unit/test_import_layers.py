@@ -1,6 +1,6 @@
 """Dependencies point one way: every import of a padbench module goes down the layers, never up or across.
 
-    contract (with each kind's models, kinds/<kind>/contract.py)
+    contract (with each kind's models, kinds/<kind>/contract.py, and the kernel families, kernels/)
               <  shared helpers (http, specfile, report, kinds, tokens, machine, terminal_text)  <  server | client
     contract  <  worker runtime  <  engine  <  job kinds  <  supervisor  <  worker commands
     padbench.cli (the one `padbench` command) sits on top of everything.
@@ -28,7 +28,8 @@ PACKAGE_FOLDERS = {"padbench": "padbench", "server": "padbench.server", "worker"
 # Layer name -> module prefixes in it; a module belongs to the layer with the longest matching prefix.
 LAYERS: dict[str, tuple[str, ...]] = {
     # A kind's folder is shared helpers (its policy, report, plot, record) but for its models, which are contract.
-    "contract": ("padbench.contract", "padbench.kinds.*.contract"),
+    # The kernel families' declarations (padbench/kernels/) are contract too: the specs' attention names.
+    "contract": ("padbench.contract", "padbench.kinds.*.contract", "padbench.kernels"),
     "shared": ("padbench.http", "padbench.specfile", "padbench.spec_overrides", "padbench.report", "padbench.tokens",
                "padbench.machine", "padbench.terminal_text", "padbench.kinds"),
     "server": ("padbench.server",),

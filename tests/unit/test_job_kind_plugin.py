@@ -91,7 +91,7 @@ def test_without_its_registration_the_kind_is_unknown() -> None:
 def test_every_kind_the_contract_registers_has_a_record_with_a_report_plot_policy_and_dashboard_view() -> None:
     """The layers outside the worker (whose runners its own tests list): a kind missing one would be refused
     with a 500 at submission, printed as an unknown kind, or shown raw on the dashboard."""
-    assert list(JOB_KINDS) == ["padding", "attention", "generate"]
+    assert list(JOB_KINDS) == ["padding", "attention", "generate", "tune"]
     assert [JOB_KINDS.get(name).package for name in JOB_KINDS] == list(BUILT_IN_KINDS)
     for name in JOB_KINDS:
         record = kind_spec(name)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from padbench.contract.api import Capabilities, GpuInfo
-from padbench.contract.kinds import parse_job_spec
+from padbench.contract.kinds import JOB_KINDS, parse_job_spec
 from padbench.server.api.errors import clean_location
 from padbench.server.db.models import ALL_GPUS
 from padbench.server.paths import path_errors
@@ -12,31 +12,47 @@ from padbench.server.waiting import waiting_reason
 
 
 def test_a_worker_offers_the_families_it_lists_never_one_read_from_a_kernel_name() -> None:
+    """A worker from before the lists were per kind: its one list for every kind it runs, as before."""
     offered = offered_capabilities(Capabilities(device="cpu", kernels=["sdpa", "sdpa-block-mask", "flex-padding-mask"]))
-    assert offered == {"kind:padding", "kind:attention", "kind:generate", "device:cpu", "attention:sdpa"}
+    kinds = list(JOB_KINDS)
+    assert offered == {"device:cpu", "attention:sdpa", *(f"kind:{kind}" for kind in kinds),
+                       *(f"attention:{kind}:sdpa" for kind in kinds)}
+
+
+def test_a_worker_offers_each_kind_only_the_families_it_runs_for_that_kind() -> None:
+    """flash-attn computes padded rows and packs here but has no KV-cache path: no generate job is offered it, nor
+    `flash` unless a flash family with a KV-cache kernel runs."""
+    by_kind = {"padding": ["flash-attn", "flash-attn-varlen", "sdpa"], "generate": ["sdpa-kvcache", "sdpa"],
+               "attention": ["naive", "flash-attn"]}
+    offered = offered_capabilities(Capabilities(device="cuda", kernels=["flash-attn", "sdpa"], kernels_by_kind=by_kind))
+    assert {"attention:padding:flash-attn", "attention:padding:flash", "attention:generate:sdpa"} <= offered
+    assert not {"attention:generate:flash-attn", "attention:generate:flash", "attention:padding:flash-attn-varlen",
+                "attention:generate:sdpa-kvcache"} & offered
+    assert {"attention:flash-attn", "attention:flash", "attention:sdpa"} <= offered  # jobs queued before
 
 
 def test_padding_job_requires_each_attention_family_and_pinned_device() -> None:
     spec = parse_job_spec({"device": "cuda", "attention": "flash",
                            "strategies": ["static", {"name": "packed", "attention": "flex"}]})
-    assert job_requirements(spec) == {"kind:padding", "device:cuda", "attention:flash", "attention:flex"}
+    assert job_requirements(spec) == {"kind:padding", "device:cuda", "attention:padding:flash",
+                                      "attention:padding:flex"}
 
 
 def test_a_mixture_requires_each_experts_implementation_it_names_and_a_worker_offers_those_it_lists() -> None:
     spec = parse_job_spec({"model": "tiny-olmoe", "attention": "sdpa", "experts": ["grouped_mm", "eager"],
                            "strategies": ["static", {"name": "packed", "experts": "batched_mm"}]})
-    assert job_requirements(spec) == {"kind:padding", "attention:sdpa", "experts:grouped_mm", "experts:eager",
-                                      "experts:batched_mm"}
-    assert job_requirements(parse_job_spec({"model": "tiny-olmoe"})) == {"kind:padding", "attention:flash"}
+    assert job_requirements(spec) == {"kind:padding", "attention:padding:sdpa", "experts:grouped_mm",
+                                      "experts:eager", "experts:batched_mm"}
+    assert job_requirements(parse_job_spec({"model": "tiny-olmoe"})) == {"kind:padding", "attention:padding:flash"}
     offered = offered_capabilities(Capabilities(device="cpu", kernels=["sdpa"], experts=["eager", "batched_mm"]))
     assert {"experts:eager", "experts:batched_mm"} <= offered and "experts:grouped_mm" not in offered
 
 
 def test_generate_job_requires_its_attention_family_and_pinned_device() -> None:
     spec = parse_job_spec({"kind": "generate", "device": "cuda", "attention": "torch-flash"})
-    assert job_requirements(spec) == {"kind:generate", "device:cuda", "attention:torch-flash"}
+    assert job_requirements(spec) == {"kind:generate", "device:cuda", "attention:generate:torch-flash"}
     cpu = parse_job_spec({"kind": "generate", "device": "cpu", "dtype": "fp32", "attention": "sdpa"})
-    assert job_requirements(cpu) == {"kind:generate", "attention:sdpa"}
+    assert job_requirements(cpu) == {"kind:generate", "attention:generate:sdpa"}
 
 
 def test_generate_job_names_its_data_tokenizer_and_model_files() -> None:
@@ -53,8 +69,10 @@ def test_sweep_requires_kind_only() -> None:
 def test_any_specific_flash_offers_generic_flash() -> None:
     offered = offered_capabilities(Capabilities(device="cuda", kernels=["torch-flash-varlen", "torch-flash"],
                                                 job_kinds=["padding"]))
-    assert offered == {"kind:padding", "device:cuda", "attention:torch-flash", "attention:flash"}
-    assert "attention:flash" not in offered_capabilities(Capabilities(device="cpu", kernels=["sdpa"]))
+    assert offered == {"kind:padding", "device:cuda", "attention:padding:torch-flash", "attention:padding:flash",
+                       "attention:torch-flash", "attention:flash"}
+    assert not {"attention:flash", "attention:padding:flash"} & offered_capabilities(Capabilities(device="cpu",
+                                                                                                 kernels=["sdpa"]))
 
 
 def test_error_locations_drop_body_union_tags_and_validator_labels() -> None:
@@ -77,7 +95,7 @@ def test_several_gpus_or_all_need_a_gpu_worker_unless_the_ranks_run_on_the_cpu()
     assert "device:cuda" in job_requirements(parse_job_spec({"gpus": 2, "attention": "sdpa"}))
     assert "device:cuda" in job_requirements(parse_job_spec({"gpus": "all", "attention": "sdpa"}))
     on_cpu = parse_job_spec({"gpus": 4, "device": "cpu", "dtype": "fp32", "attention": "sdpa"})
-    assert job_requirements(on_cpu) == {"kind:padding", "attention:sdpa"}
+    assert job_requirements(on_cpu) == {"kind:padding", "attention:padding:sdpa"}
     assert stored_gpus(on_cpu) == 4 and stored_gpus(parse_job_spec({"gpus": "all"})) == ALL_GPUS
 
 
@@ -128,6 +146,6 @@ def test_a_labelled_job_waits_for_a_live_worker_carrying_every_label_with_enough
 def test_a_job_requires_its_labels_and_a_worker_offers_its_own() -> None:
     spec = parse_job_spec({"attention": "sdpa", "worker_labels": [" NVLink", "team-a", "nvlink"]})
     assert spec.worker_labels == ["nvlink", "team-a"]
-    assert job_requirements(spec) == {"kind:padding", "attention:sdpa", "label:nvlink", "label:team-a"}
+    assert job_requirements(spec) == {"kind:padding", "attention:padding:sdpa", "label:nvlink", "label:team-a"}
     offered = offered_capabilities(Capabilities(device="cpu", labels=["team-a", "NVLINK"]))
     assert {"label:nvlink", "label:team-a"} <= offered

@@ -12,8 +12,9 @@ from pathlib import Path
 from tests.unit.test_supervisor_loop import process_alive, wait_for
 
 PARENT = """
+import json
 from padbench.worker.runtime.isolation import run_in_child
-run_in_child("tests.unit.supervisor_targets:run_until_killed", {{"pid_file": {pid_file!r}}})
+run_in_child("tests.unit.supervisor_targets:run_until_killed", json.dumps({{"pid_file": {pid_file!r}}}))
 """
 
 

@@ -1,5 +1,6 @@
-"""Worker-side subcommands: `padbench run` (engine, no server), `padbench check` (what a spec would run here),
-`padbench plan` (its model's memory per GPU, on paper) and `padbench worker` (supervisor)."""
+"""Worker-side subcommands: `padbench run` (engine, no server), `padbench tune` (the fastest configuration that
+fits, found here), `padbench check` (what a spec would run here), `padbench plan` (its model's memory per GPU, on
+paper) and `padbench worker` (supervisor)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import argparse
 from padbench.worker.cli.check import add_check_command
 from padbench.worker.cli.plan import add_plan_command
 from padbench.worker.cli.run import add_run_command
+from padbench.worker.cli.tune import add_tune_command
 from padbench.worker.cli.work import add_worker_command
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     add_run_command(subparsers)
+    add_tune_command(subparsers)
     add_check_command(subparsers)
     add_plan_command(subparsers)
     add_worker_command(subparsers)

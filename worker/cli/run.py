@@ -37,6 +37,12 @@ def add_run_command(subparsers: argparse._SubParsersAction) -> None:
                     "1 when the job produced no result, or stopped (--timeout, or its process died) after "
                     "finishing some rows, which are still printed and written, marked partial; 2 for an "
                     "invalid spec.")
+    add_run_options(parser)
+    parser.set_defaults(handler=run_spec_command, prog="padbench run")
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """What `padbench run` takes, and every command that runs a spec here as it does (`padbench tune`)."""
     parser.add_argument("spec", metavar="SPEC.yaml", help="a job spec (YAML or JSON)")
     parser.add_argument("--json", metavar="PATH", type=Path,
                         help="also write the full result as JSON to PATH (a sweep: PATH-1.json, PATH-2.json, …)")
@@ -45,7 +51,6 @@ def add_run_command(subparsers: argparse._SubParsersAction) -> None:
                         help="stop the job after this many seconds, keeping the rows it finished (default: no "
                              "limit)")
     parser.add_argument("--traceback", action="store_true", help="print the job's traceback when it fails")
-    parser.set_defaults(handler=run_spec_command)
 
 
 class ProgressPrinter:
@@ -73,8 +78,8 @@ class ProgressPrinter:
             self.terminal.stop()
 
 
-def describe_failure(report: ChildReport, show_traceback: bool) -> str:
-    lines = [f"padbench run: the job ended with {report.outcome}: {report.error}"]
+def describe_failure(report: ChildReport, show_traceback: bool, prog: str = "padbench run") -> str:
+    lines = [f"{prog}: the job ended with {report.outcome}: {report.error}"]
     if show_traceback and report.traceback:
         lines.append(report.traceback.rstrip())
     return "\n".join(lines)
@@ -89,15 +94,19 @@ def run_spec_command(args: argparse.Namespace) -> int:
     try:
         points = load_points(args.spec, args.sets, args.sweeps)
     except SpecError as error:
-        print(f"padbench run: {error}", file=sys.stderr)
+        print(f"{args.prog}: {error}", file=sys.stderr)
         return EXIT_BAD_SPEC
+    return run_points(points, args)
+
+
+def run_points(points: list[SpecPoint], args: argparse.Namespace) -> int:
     if args.timeout is not None and args.timeout <= 0:
-        print("padbench run: --timeout must be a positive number of seconds", file=sys.stderr)
+        print(f"{args.prog}: --timeout must be a positive number of seconds", file=sys.stderr)
         return EXIT_BAD_SPEC
     exit_code = 0
     for index, point in enumerate(points, start=1):
         if len(points) > 1:
-            print(f"padbench run: job {index} of {len(points)}: {point.label}", file=sys.stderr)
+            print(f"{args.prog}: job {index} of {len(points)}: {point.label}", file=sys.stderr)
         json_file = json_path(args.json, index, len(points)) if args.json is not None else None
         exit_code = max(exit_code, run_point(point, args, json_file))
     return exit_code
@@ -107,7 +116,7 @@ def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None
     spec = point.spec
     warning = gpu_sizing_warning(spec, str(args.spec))
     if warning is not None:
-        print(f"padbench run: {warning}", file=sys.stderr)
+        print(f"{args.prog}: {warning}", file=sys.stderr)
     printer = ProgressPrinter(sys.stderr)
     kept = LatestPartial()
     try:
@@ -119,18 +128,18 @@ def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None
     if report.outcome == "ok":
         result = JOB_RESULT_ADAPTER.validate_python(report.value)
     else:
-        print(describe_failure(report, args.traceback), file=sys.stderr)
+        print(describe_failure(report, args.traceback, args.prog), file=sys.stderr)
         if kept.latest is None:
             return EXIT_FAILED
         # Rows finished before the limit or the failure are whole measurements: keep them, marked partial,
         # rather than throw away minutes of GPU time with the rows that never ran.
         result = marked_stopped(kept.latest, "timed_out" if report.outcome == "timeout" else "failed")
-        print("padbench run: the rows finished before it stopped follow, marked partial", file=sys.stderr)
+        print(f"{args.prog}: the rows finished before it stopped follow, marked partial", file=sys.stderr)
     if json_file is not None:
         try:
             json_file.write_text(render_json(result) + "\n", encoding="utf-8")
         except OSError as error:
-            print(f"padbench run: cannot write --json {json_file}: {error.strerror}", file=sys.stderr)
+            print(f"{args.prog}: cannot write --json {json_file}: {error.strerror}", file=sys.stderr)
             print(render_table(result))
             return EXIT_FAILED
     if point.label:  # a sweep's tables, one after another on stdout, each under its job's name

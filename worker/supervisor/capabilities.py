@@ -47,21 +47,23 @@ def detect_in_child(ctx: ChildContext) -> dict[str, Any]:
         properties = torch.cuda.get_device_properties(position)
         gpus.append({"index": index, "name": properties.name, "memory_bytes": int(properties.total_memory)})
     device = "cuda" if gpus else "cpu"
+    by_kind = runnable_kernel_names(device)
     return {
         "device": device,
         "gpu_name": gpus[0]["name"] if gpus else None,
         "gpu_memory_bytes": gpus[0]["memory_bytes"] if gpus else None,
         "gpus": gpus,
-        "kernels": runnable_kernel_names(device),
+        "kernels": sorted({name for names in by_kind.values() for name in names}),
+        "kernels_by_kind": by_kind,
         "experts": runnable_experts(device),
         "job_kinds": list(JOB_KINDS),
     }
 
 
-def runnable_kernel_names(device: str) -> list[str]:
-    """Every name a spec may use for a kernel that runs here, as each kind's runner lists them: the server
-    matches a job's names against these."""
-    return sorted({name for kind in JOB_KINDS for name in get_job_runner(kind).kernel_names(device)})
+def runnable_kernel_names(device: str) -> dict[str, list[str]]:
+    """Per kind, every name a spec of that kind may use for attention that runs here, as its runner lists them
+    (families; an attention sweep's kernels): the server matches a job's names against its own kind's."""
+    return {kind: sorted(get_job_runner(kind).kernel_names(device)) for kind in JOB_KINDS}
 
 
 def runnable_experts(device: str) -> list[str]:

@@ -4,28 +4,19 @@ result, one `AttentionCell` per (kernel, sequence length)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import Field, model_validator
 
 from padbench.contract.bounds import Label, Seed
 from padbench.contract.job_kind import JobKind
+from padbench.contract.kernel_families import SweepKernelChoice
 from padbench.contract.results import JobResultBase, PartialResult, ResultModel, check_partial_rows
 from padbench.contract.spec import Dtype, JobSpecBase, MemoryBudget, SeqLen, StrictModel, TimeoutSeconds
 
-# In an attention sweep, transformers' eager attention (scores materialised, softmax, then values) is `naive`.
-TRANSFORMERS_SWEEP_KERNEL_NAMES = {"flash_attention_2": "flash-attn", "flex_attention": "flex", "eager": "naive"}
-
-
-def _sweep_kernel_alias(value: Any) -> Any:
-    return TRANSFORMERS_SWEEP_KERNEL_NAMES.get(value, value) if isinstance(value, str) else value
-
-
-SweepKernelName = Literal[
-    "naive", "sdpa-math", "sdpa-efficient", "sdpa-flash", "varlen", "flex", "flash-attn", "flash-attn-cute",
-    "flash-attn-fp8",  # FlashAttention-3's float8 forward (Hopper and later), the "FA3 FP8" column users quote
-]
-SweepKernelChoice = Annotated[SweepKernelName, BeforeValidator(_sweep_kernel_alias)]
+# The sweep's kernels are the kernel families' sweep kernels (`padbench/kernels/`); a family's aliases name its
+# `sweep_alias` there (transformers' eager attention is `naive`).
+SweepKernelName = str
 
 
 class VarlenLayout(StrictModel):

@@ -14,6 +14,7 @@ from pydantic import Field, WithJsonSchema, model_validator
 
 from padbench.contract.bounds import MAX_REPEATS, Label
 from padbench.contract.job_kind import JobKind
+from padbench.contract.kernel_families import DecodeAttentionChoice, missing_entry_point, needs_half_precision
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.results import (
     Environment,
@@ -29,8 +30,6 @@ from padbench.contract.results import (
     check_partial_rows,
 )
 from padbench.contract.spec import (
-    FLASH_KERNELS,
-    AttentionChoice,
     DataSpec,
     Dtype,
     JobSpecBase,
@@ -103,7 +102,8 @@ class GenerateJobSpec(JobSpecBase):
         list(GENERATE_STRATEGIES)  # noqa: RUF012
     references: Annotated[list[ReferenceName], Field(max_length=2)] = \
         ["transformers-generate", "transformers-continuous"]  # noqa: RUF012
-    attention: AttentionChoice = "flash"
+    # A kernel family with a KV-cache (decode) path, or `flash`: the fastest flash implementation with one.
+    attention: DecodeAttentionChoice = "flash"
     # Sequences decoding at once (a static batch's rows, a continuous batch's slots); `auto`: the most whose
     # KV cache and activations fit, found by the OOM probe in child processes.
     batch_size: Annotated[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] | Literal["auto"],
@@ -126,7 +126,7 @@ class GenerateJobSpec(JobSpecBase):
     @model_validator(mode="after")
     def _consistent(self) -> GenerateJobSpec:
         check_tokenizer_named(self.data, self.model)
-        if self.attention in FLASH_KERNELS and self.dtype == "fp32":
+        if needs_half_precision(self.attention, "decode") and self.dtype == "fp32":
             raise ValueError(f"attention {self.attention!r} needs dtype bf16 or fp16, not fp32")
         if len(set(self.strategies)) != len(self.strategies):
             raise ValueError(f"strategies repeat a name: {self.strategies}")
@@ -142,7 +142,11 @@ class GenerateJobSpec(JobSpecBase):
         return self
 
     def new_job_problems(self) -> list[NewJobProblem]:
-        return model_and_probe_problems(self.model, self.batch_size == "auto", self.device, self.probe)
+        problems = model_and_probe_problems(self.model, self.batch_size == "auto", self.device, self.probe)
+        # A family without a KV-cache kernel is refused here, not claimed by a worker that runs it for padding
+        # jobs and failed there.
+        missing = missing_entry_point(self.attention, "decode")
+        return problems if missing is None else [(("attention",), missing), *problems]
 
     def max_output_tokens(self) -> int:
         lengths = self.output_length

@@ -12,12 +12,20 @@ from __future__ import annotations
 
 from padbench.contract.model_spec import weights_upper_bound, width_and_depth
 from padbench.kinds.generate.contract import GenerateJobSpec
-from padbench.kinds.policy import JobCost, KindPolicy, NamedPath, device_requirements, model_and_data_paths
+from padbench.kinds.policy import (
+    JobCost,
+    KindPolicy,
+    NamedPath,
+    attention_requirement,
+    device_requirements,
+    model_and_data_paths,
+)
 
 
 def generate_requirements(spec: GenerateJobSpec) -> set[str]:
-    """The attention family asked (`flash`, `sdpa`, …), and the device if pinned."""
-    return {f"attention:{spec.attention}"} | device_requirements(spec.device)
+    """The attention family asked (`flash`, `sdpa`, …), run for a generate job (its KV-cache path), and the device
+    if pinned."""
+    return {attention_requirement(spec.kind, spec.attention)} | device_requirements(spec.device)
 
 
 def generate_tokens(spec: GenerateJobSpec) -> int:

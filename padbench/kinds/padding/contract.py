@@ -17,7 +17,9 @@ from padbench.contract.experts import (
     experts_of,
     stated_experts,
 )
+from padbench.contract.horizon import Horizon
 from padbench.contract.job_kind import JobKind
+from padbench.contract.kernel_families import AttentionName, missing_entry_point, needs_half_precision
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import DistributedSpec, ParallelRun, RankShares
 from padbench.contract.results import (
@@ -33,9 +35,7 @@ from padbench.contract.results import (
     check_partial_rows,
 )
 from padbench.contract.spec import (
-    FLASH_KERNELS,
     AttentionChoice,
-    AttentionName,
     CompileChoice,
     DataSpec,
     Dtype,
@@ -46,6 +46,7 @@ from padbench.contract.spec import (
     StrategySpec,
     check_tokenizer_named,
     model_and_probe_problems,
+    strategy_entry_point,
     strategy_label,
 )
 from padbench.contract.training import StepSplit, TrainingRun, TrainingSpec
@@ -69,6 +70,10 @@ class PaddingJobSpec(JobSpecBase):
     dtype: Dtype = "bf16"
     mode: Literal["inference", "training"] = "inference"
     compile: CompileChoice = "auto"
+    # The run this benchmark stands for (`2h`, `5B tokens`): `compile: auto` compiles a row when the time its
+    # faster steps save over that run exceeds the compile time. Unset: a long run, so `auto` compiles whenever the
+    # compiled steady step is faster. The compile time is reported apart either way, never inside a measurement.
+    horizon: Horizon | None = None
     measurement: MeasurementSpec = MeasurementSpec()
     probe: ProbeSpec = ProbeSpec()
     training: TrainingSpec = TrainingSpec()
@@ -93,7 +98,7 @@ class PaddingJobSpec(JobSpecBase):
                 raise ValueError(f"{strategy.label}: max_length {self.data.max_length} padded to a multiple of "
                                  f"{strategy.pad_to_multiple_of} exceeds the model's positions ({positions})")
             kernel = self.attention_for(strategy)
-            if kernel in FLASH_KERNELS and self.dtype == "fp32":
+            if needs_half_precision(kernel, strategy_entry_point(strategy.name)) and self.dtype == "fp32":
                 raise ValueError(f"attention {kernel!r} ({strategy.label}) needs dtype bf16 or fp16, not fp32")
         if self.training.precision == "amp" and self.dtype == "fp32":
             raise ValueError("training.precision amp computes in a half-precision dtype: set dtype bf16 or fp16")
@@ -115,6 +120,18 @@ class PaddingJobSpec(JobSpecBase):
         experts_problem = self._experts_problem()
         if experts_problem is not None:
             problems.append((("experts",), experts_problem))
+        return problems + self._attention_problems()
+
+    def _attention_problems(self) -> list[NewJobProblem]:
+        """A strategy whose attention has no kernel for its layout (a family without packs, say): refused here
+        rather than claimed by a worker and failed there. Where the job-level attention is the one lacking it,
+        the job-level field is named."""
+        problems: list[NewJobProblem] = []
+        for index, strategy in enumerate(self.strategies):
+            missing = missing_entry_point(self.attention_for(strategy), strategy_entry_point(strategy.name))
+            where = ("strategies", str(index), "attention") if strategy.attention else ("attention",)
+            if missing is not None:
+                problems.append((where, f"{missing} (strategy {strategy.label})"))
         return problems
 
     def _experts_problem(self) -> str | None:

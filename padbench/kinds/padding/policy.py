@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from padbench.contract.model_spec import weights_upper_bound
 from padbench.kinds.padding.contract import PaddingJobSpec
-from padbench.kinds.policy import JobCost, KindPolicy, NamedPath, device_requirements, model_and_data_paths
+from padbench.kinds.policy import (
+    JobCost,
+    KindPolicy,
+    NamedPath,
+    attention_requirement,
+    device_requirements,
+    model_and_data_paths,
+)
 
 # Training does a backward pass of about twice the forward's work (the usual 6·N vs 2·N per token).
 TRAINING_FACTOR = 3
@@ -15,7 +22,7 @@ TRAINING_FACTOR = 3
 def padding_requirements(spec: PaddingJobSpec) -> set[str]:
     """Every attention family the strategies name (`flash`, `sdpa`, `flex`, …), every experts implementation
     (`grouped_mm`, …), and the device if pinned."""
-    families = {f"attention:{spec.attention_for(strategy)}" for strategy in spec.strategies}
+    families = {attention_requirement(spec.kind, spec.attention_for(strategy)) for strategy in spec.strategies}
     experts = {f"experts:{name}" for strategy in spec.strategies for name in spec.experts_for(strategy) if name}
     return families | experts | device_requirements(spec.device)
 

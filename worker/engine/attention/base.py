@@ -21,7 +21,6 @@ from typing import Any, ClassVar
 import torch
 from transformers import AttentionInterface
 
-from padbench.contract.registry import Registry
 from padbench.worker.engine.attention.features import (
     AttentionFeatures,
     GqaHandling,
@@ -46,14 +45,13 @@ _AVAILABILITY: dict[tuple[str, str, torch.dtype], str | None] = {}
 class AttentionKernel(ABC):
     """One way of computing a causal language model's self-attention for one batch layout."""
 
+    # The name and family, and the facts below them up to `applies_window`, are the kernel's declaration's
+    # (`padbench/kernels/<family>.py`), bound to the implementation when the worker loads the family
+    # (`padbench.worker.engine.families`); a subclass for a test sets its own.
     name: ClassVar[str]  # what actually runs, recorded with the result (e.g. `torch-flash-varlen`)
     family: ClassVar[str]  # the spec's attention name it implements: torch-flash, flash-attn, sdpa, flex, …
     layout: ClassVar[type[PaddedBatch] | type[PackedBatch]]
     half_precision_only: ClassVar[bool] = False
-    # Kernels that JIT-compile per new input shape (flash-attn-4's CuTe DSL): the warm-up must show them every
-    # batch once, or compilation lands inside the timed region (seen on an H200: the median batch ran 1.09M
-    # tokens/s while Σ tokens / Σ time read 0.84M).
-    compiles_per_shape: ClassVar[bool] = False
     # Logit soft-capping (Gemma 2) and attention sinks (gpt-oss): only kernels that apply them may run a model
     # that uses them (where the installed library takes them: `library_reason`).
     applies_softcap: ClassVar[bool] = False
@@ -61,6 +59,10 @@ class AttentionKernel(ABC):
     # Sliding windows (Mistral; Gemma 2/3 and gpt-oss on their local layers): only kernels that band each
     # layer's attention by the window it is called with may run a model whose window sequences outgrow.
     applies_window: ClassVar[bool] = False
+    # How the implementation computes, its own to say. Kernels that JIT-compile per new input shape
+    # (flash-attn-4's CuTe DSL): the warm-up must show them every batch once, or compilation lands inside the
+    # timed region (seen on an H200: the median batch ran 1.09M tokens/s while Σ tokens / Σ time read 0.84M).
+    compiles_per_shape: ClassVar[bool] = False
     # Kernels that materialise a (tokens × tokens) mask over a whole pack: their memory grows with the square
     # of the batch size, not in proportion to it, and the OOM probe fits its curve accordingly.
     quadratic_memory: ClassVar[bool] = False
@@ -244,13 +246,6 @@ def attention_implementation(model: torch.nn.Module, name: str) -> Iterator[None
         yield
     finally:
         config._attn_implementation = previous
-
-
-ATTENTION_KERNELS: Registry[AttentionKernel] = Registry("attention kernel")
-
-
-def register_kernel(kernel: AttentionKernel) -> AttentionKernel:
-    return ATTENTION_KERNELS.add(kernel.name, kernel)
 
 
 def autocast_inputs(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:

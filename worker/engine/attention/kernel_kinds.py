@@ -22,10 +22,11 @@ from padbench.worker.engine.data.batches import Batch
 class FlashLibraryKernel(AttentionKernel):
     """A kernel calling flash-attn or flash-attn-4, whose versions differ in the features their functions take."""
 
-    library_function: ClassVar[str]  # the function of the family's library the kernel calls
+    library: ClassVar[str]  # whose module it calls, a key of `ops.FLASH_MODULES`: `flash-attn`, `flash-attn-cute`
+    library_function: ClassVar[str]  # the function of that module the kernel calls
 
     def library_reason(self, parameter: str) -> str | None:
-        return ops.flash_library_reason(self.family, self.library_function, parameter)
+        return ops.flash_library_reason(self.library, self.library_function, parameter)
 
 
 class MaskedKernel(AttentionKernel):
@@ -38,7 +39,6 @@ class MaskedKernel(AttentionKernel):
     """
 
     masked_op: ClassVar[Callable[..., torch.Tensor]]  # ops.sdpa_dense or ops.naive_dense
-    applies_window = True
 
     @abstractmethod
     def build_mask(self, batch: Batch, window: int | None) -> torch.Tensor:
@@ -63,8 +63,6 @@ class FlexKernel(AttentionKernel):
     Soft-capping runs inside the fused kernel as a score_mod, combined with the block mask; sinks rescale its
     output by the log-sum-exp it returns (`flex.flex_dense`).
     """
-
-    applies_window = applies_softcap = applies_sinks = True
 
     @abstractmethod
     def build_block_mask(self, batch: Batch, window: int | None) -> BlockMask: ...

@@ -65,7 +65,9 @@ def flash_attn_cute_module() -> ModuleType:
     os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
     module = optional_module("flash_attn.cute")
     if module is None or not hasattr(module, "flash_attn_varlen_func"):
-        raise KernelUnavailable("flash-attn-cute", "flash_attn.cute (flash-attn-4) is not importable")
+        # The FlashAttention-3/4 class, which transformers' `flash_attention_3` runs as: none is installed.
+        raise KernelUnavailable("flash-attn-cute", "flash_attn.cute (flash-attn-4, the FlashAttention-3/4 class) is "
+                                                   "not importable")
     return module
 
 

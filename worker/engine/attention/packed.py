@@ -4,6 +4,8 @@ Position ids restart per sequence (the strategy builds them), and each kernel ke
 sequence: the varlen kernels through `cu_seqlens` and the Python-int maximum length the strategy computed
 once per batch; flex through a document block mask; `sdpa`/`eager` through the materialised block-diagonal
 causal mask — O(total²) memory, the "packed without flash" baseline.
+
+As for padded rows, each kernel's name, family and facts are its family's declaration (`padbench/kernels/`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import torch
 from torch.nn.attention.flex_attention import BlockMask
 
 from padbench.worker.engine.attention import masks, ops
-from padbench.worker.engine.attention.base import AttentionKernel, feature_inputs, register_kernel
+from padbench.worker.engine.attention.base import AttentionKernel, feature_inputs
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling, window_bites
 from padbench.worker.engine.attention.kernel_kinds import FlashLibraryKernel, FlexKernel, MaskedKernel
 from padbench.worker.engine.data.batches import Batch, PackedBatch
@@ -33,10 +35,9 @@ class PackedKernel(AttentionKernel):
 
 
 class VarlenKernel(PackedKernel):
-    """Flash varlen: attention over (total_tokens, heads, head_dim) bounded by cu_seqlens, no mask at all."""
+    """Flash varlen: attention over (total_tokens, heads, head_dim) bounded by cu_seqlens, no mask at all. Each
+    call takes the layer's window as a flash (left, right) window_size."""
 
-    half_precision_only = True
-    applies_window = True  # each varlen call takes the layer's window as a flash (left, right) window_size
     varlen: ClassVar[Callable[..., torch.Tensor]]  # the ops-level call: (q, k, v, cu_q, cu_k, max_q, max_k, …)
 
     def model_inputs(self, batch: Batch) -> dict[str, Any]:
@@ -55,7 +56,6 @@ class VarlenKernel(PackedKernel):
 
 
 class TorchFlashVarlen(VarlenKernel):
-    name, family = "torch-flash-varlen", "torch-flash"
     varlen = staticmethod(ops.torch_varlen)
 
     def gqa_handling(self, device: torch.device, dtype: torch.dtype) -> GqaHandling:
@@ -80,17 +80,13 @@ def _varlen_takes_window() -> bool:
 
 
 class FlashAttnVarlen(VarlenKernel, FlashLibraryKernel):
-    name, family = "flash-attn-varlen", "flash-attn"
-    applies_softcap = True
-    library_function = "flash_attn_varlen_func"
+    library, library_function = "flash-attn", "flash_attn_varlen_func"
     varlen = staticmethod(ops.flash_attn_varlen)
 
 
 class FlashAttnCuteVarlen(VarlenKernel, FlashLibraryKernel):
-    name, family = "flash-attn-cute-varlen", "flash-attn-cute"
     compiles_per_shape = True
-    applies_softcap = applies_sinks = True
-    library_function = "flash_attn_varlen_func"
+    library, library_function = "flash-attn-cute", "flash_attn_varlen_func"
     varlen = staticmethod(ops.flash_attn_cute_varlen)
 
 
@@ -107,14 +103,11 @@ class BlockDiagonalMaskKernel(PackedKernel, MaskedKernel):
 
 
 class SdpaBlockMask(BlockDiagonalMaskKernel):
-    name, family = "sdpa-block-mask", "sdpa"
     masked_op = staticmethod(ops.sdpa_dense)
 
 
 class EagerBlockMask(BlockDiagonalMaskKernel):
-    name, family = "eager-block-mask", "eager"
     masked_op = staticmethod(ops.naive_dense)
-    applies_softcap = applies_sinks = True
 
     def gqa_handling(self, device: torch.device, dtype: torch.dtype) -> GqaHandling:
         return "expanded"  # the materialised scores need one key per query head
@@ -123,12 +116,5 @@ class EagerBlockMask(BlockDiagonalMaskKernel):
 class FlexDocumentMask(PackedKernel, FlexKernel):
     """FlexAttention with a document-and-causal block mask: tiles across documents are skipped."""
 
-    name, family = "flex-document-mask", "flex"
-
     def build_block_mask(self, batch: Batch, window: int | None) -> BlockMask:
         return masks.document_causal_block_mask(_document_ids(batch), window)
-
-
-for _kernel in (TorchFlashVarlen(), FlashAttnVarlen(), FlashAttnCuteVarlen(), SdpaBlockMask(), EagerBlockMask(),
-                FlexDocumentMask()):
-    register_kernel(_kernel)

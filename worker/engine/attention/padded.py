@@ -4,6 +4,9 @@ Rows are right-padded and attention is causal, so a real token only ever sees ea
 flash kernels need no mask at all (pad positions compute garbage that nobody reads). The masked kernels
 (`sdpa`, `flex-padding-mask`, `eager`) are the baselines that also keep pads from seeing pads, exactly as
 transformers' own padding mask does; their masks are built once per batch in `prepare`.
+
+Each class is how a kernel computes; its name, family and what it applies are declared in its family's module
+(`padbench/kernels/<family>.py`), which names the class, and bound to it when the worker loads the family.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.flex_attention import BlockMask
 
 from padbench.worker.engine.attention import masks, ops
-from padbench.worker.engine.attention.base import AttentionKernel, feature_inputs, register_kernel
+from padbench.worker.engine.attention.base import AttentionKernel, feature_inputs
 from padbench.worker.engine.attention.features import GqaHandling
 from padbench.worker.engine.attention.kernel_kinds import FlashLibraryKernel, FlexKernel, MaskedKernel
 from padbench.worker.engine.data.batches import Batch, PaddedBatch
@@ -38,9 +41,6 @@ class TorchFlashPadded(PaddedKernel):
     falling back to another backend, so a result labelled torch-flash really ran the flash kernel. It takes
     no mask and no window (only `is_causal`), so it is refused for a model whose window sequences outgrow.
     """
-
-    name = family = "torch-flash"
-    half_precision_only = True
 
     def runtime_context(self) -> Any:
         return sdpa_kernel(SDPBackend.FLASH_ATTENTION)
@@ -72,10 +72,7 @@ def _flash_sdpa_takes_gqa(device: torch.device, dtype: torch.dtype) -> bool:
 
 
 class FlashAttnPadded(PaddedKernel, FlashLibraryKernel):
-    name = family = "flash-attn"
-    half_precision_only = True
-    applies_window = applies_softcap = True
-    library_function = "flash_attn_func"
+    library, library_function = "flash-attn", "flash_attn_func"
 
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
                padbench_window: int | None = None, **inputs: Any) -> torch.Tensor:
@@ -84,11 +81,8 @@ class FlashAttnPadded(PaddedKernel, FlashLibraryKernel):
 
 
 class FlashAttnCutePadded(PaddedKernel, FlashLibraryKernel):
-    name = family = "flash-attn-cute"
-    half_precision_only = True
     compiles_per_shape = True
-    applies_window = applies_softcap = applies_sinks = True
-    library_function = "flash_attn_func"
+    library, library_function = "flash-attn-cute", "flash_attn_func"
 
     def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
                padbench_window: int | None = None, **inputs: Any) -> torch.Tensor:
@@ -110,16 +104,13 @@ class PaddingMaskKernel(PaddedKernel, MaskedKernel):
 class SdpaPadded(PaddingMaskKernel):
     """torch's SDPA with the padding mask, backend chosen by torch (what transformers' `sdpa` does)."""
 
-    name = family = "sdpa"
     masked_op = staticmethod(ops.sdpa_dense)
 
 
 class EagerPadded(PaddingMaskKernel):
     """The materialised score matrix with the padding mask: the plain implementation."""
 
-    name = family = "eager"
     masked_op = staticmethod(ops.naive_dense)
-    applies_softcap = applies_sinks = True
 
     def gqa_handling(self, device: torch.device, dtype: torch.dtype) -> GqaHandling:
         return "expanded"  # the materialised scores need one key per query head
@@ -128,7 +119,6 @@ class EagerPadded(PaddingMaskKernel):
 class FlexPadded(PaddedKernel, FlexKernel):
     """FlexAttention with a causal-and-real-keys block mask: fully padded tiles are skipped."""
 
-    name, family = "flex-padding-mask", "flex"
     # Compiled with dynamic shapes, flex still recompiles where dynamo specialises a size (a batch of one row,
     # rows of one 128-token block), and binned batches have such shapes. On an H100, Gemma 2's uncompiled
     # binned training read flex at 0.62x eager while those recompiles were timed, and on par once the warm-up
@@ -139,8 +129,3 @@ class FlexPadded(PaddedKernel, FlexKernel):
 
     def build_block_mask(self, batch: Batch, window: int | None) -> BlockMask:
         return masks.padding_causal_block_mask(_device_lengths(batch), batch.input_ids.shape[1], window)
-
-
-for _kernel in (TorchFlashPadded(), FlashAttnPadded(), FlashAttnCutePadded(), SdpaPadded(), EagerPadded(),
-                FlexPadded()):
-    register_kernel(_kernel)

@@ -109,9 +109,7 @@ def slot_range_mask(first: torch.Tensor, last: torch.Tensor, capacity: int, bloc
 
 
 class FlexDecode(DecodeKernel):
-    name = "flex-kvcache"
-    family = "flex"
-    applies_softcap = applies_sinks = True
+    """FlexAttention over the cache in place: by slot for a pure decode step, packed beside it otherwise."""
 
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, step: StepInputs, scale: float,
                softcap: float | None, window: int | None, sinks: torch.Tensor | None = None) -> torch.Tensor:

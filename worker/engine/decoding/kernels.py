@@ -15,7 +15,9 @@ the new keys and values into the layer's cache rows, then attends each slot's qu
 - `flex-kvcache` (`flex_decode.py`): FlexAttention with block masks over the cache, soft-capping and sinks
   included.
 
-`registry.py` holds them by name.
+Each class is how a kernel computes; its name, family and what it applies are declared in its family's module
+(`padbench/kernels/<family>.py`), which names the class, and bound to it when the worker loads the family
+(`registry.py` holds them by name).
 
 Queries with no key to attend to (the pads in front of a left-padded prompt) produce zeros, never NaN: their
 keys and values land in cache rows nobody attends to, but a NaN there would still poison a masked matmul.
@@ -40,10 +42,13 @@ HF_NAME_PREFIX = "padbench-decode-"
 
 
 class DecodeKernel(ABC):
+    # The name, the family and the facts up to `applies_window` are the kernel's declaration's, bound to the class
+    # when the worker loads its family (`padbench.worker.engine.families`).
     name: ClassVar[str]  # what results record
     family: ClassVar[str]  # the spec's attention name it implements
     applies_softcap: ClassVar[bool] = False
     applies_sinks: ClassVar[bool] = False  # gpt-oss's learned per-head logit in every softmax's denominator
+    applies_window: ClassVar[bool] = False
     half_precision_only: ClassVar[bool] = False
     # Whether a pure decode step's attention keeps fixed shapes and reads no host integers (CUDA graphs).
     graph_safe: ClassVar[bool] = True
@@ -75,7 +80,9 @@ class DecodeKernel(ABC):
             return f"it needs bf16 or fp16, not {str(dtype).removeprefix('torch.')}"
         return None
 
-    def unsupported_reason(self, softcap: float | None, sinks: bool = False) -> str | None:
+    def unsupported_reason(self, softcap: float | None, sinks: bool = False, window: int | None = None) -> str | None:
+        if window is not None and not self.applies_window:
+            return f"{self.name} does not apply a sliding window (the model attends within {window} tokens)"
         if softcap is not None and not self.applies_softcap:
             return (f"{self.name} does not apply attention logit soft-capping (the model caps at {softcap:g}); "
                     "eager-kvcache does")
@@ -90,7 +97,7 @@ class DecodeKernel(ABC):
                                 sliding_window: int | None = None, **kwargs: Any) -> tuple[torch.Tensor, None]:
         step: StepInputs = kwargs["padbench_step"]
         sinks = kwargs.get("s_aux")
-        reason = self.unsupported_reason(softcap or None, sinks is not None)
+        reason = self.unsupported_reason(softcap or None, sinks is not None, sliding_window or None)
         if reason is not None:
             raise KernelUnavailable(self.name, reason)
         layer = int(module.layer_idx)  # type: ignore[arg-type]
@@ -111,9 +118,7 @@ class DecodeKernel(ABC):
 
 
 class TorchFlashDecode(DecodeKernel):
-    name = "torch-flash-kvcache"
-    family = "torch-flash"
-    half_precision_only = True
+    """torch's FlashAttention-2 varlen forward, reading every slot's range of the cache in place."""
 
     def unavailable_reason(self, device: torch.device, dtype: torch.dtype) -> str | None:
         reason = super().unavailable_reason(device, dtype)
@@ -214,8 +219,7 @@ def causal_window_mask(queries: int, keys: int, window: int | None, device: torc
 
 
 class SdpaDecode(SlotLoopKernel):
-    name = "sdpa-kvcache"
-    family = "sdpa"
+    """scaled_dot_product_attention: one masked call over every slot's region in a pure decode step."""
 
     def attend_one(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, softcap: float | None,
                    window: int | None, sinks: torch.Tensor | None = None) -> torch.Tensor:
@@ -247,9 +251,8 @@ def decode_mask(step: StepInputs, window: int | None) -> torch.Tensor:
 
 
 class EagerDecode(SlotLoopKernel):
-    name = "eager-kvcache"
-    family = "eager"
-    applies_softcap = applies_sinks = True
+    """The scores, softmax and values written out per slot: the plain computation."""
+
     graph_safe = False
 
     def attend_one(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, softcap: float | None,

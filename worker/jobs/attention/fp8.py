@@ -6,7 +6,8 @@ and values, each scaled into e4m3's range by a per-(batch, head) factor that the
 holds its KV cache in float8, so the timed call is the kernel alone; its error against float64 is the cell's
 error, as for every other row. FlashAttention-3 is a separate build of flash-attn (its `hopper/` folder, the
 `flash_attn_interface` module, https://github.com/Dao-AILab/flash-attention#flashattention-3-beta-release);
-where it is absent, or the GPU has no float8 tensor cores, every cell of the row says so.
+where it is absent, or the GPU has no float8 tensor cores, every cell of the row says so. What it needs and never
+runs (a backward, documents) is declared with the row, in `padbench/kernels/flash_attn_cute.py`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from padbench.worker.engine.attention import ops
 from padbench.worker.jobs.attention.inputs import InputSet, Problem
 
 FP8 = torch.float8_e4m3fn
-FORWARD_ONLY = "FlashAttention-3's float8 path is a forward kernel: it has no backward to time"
-DENSE_ONLY = "the FP8 row measures padded (dense) problems; use `flash-attn-cute` or `varlen` for documents"
 
 
 def fa3_module() -> ModuleType:
@@ -44,14 +43,6 @@ def quantised(tensor: torch.Tensor, groups: int = 1) -> tuple[torch.Tensor, torc
     scale = torch.finfo(FP8).max / amax
     scaled = (tensor.float() * scale.repeat_interleave(groups, dim=1)[:, None, :, None]).to(FP8)
     return scaled, (1.0 / scale).contiguous()
-
-
-def fp8_unsupported(problem: Problem) -> str | None:
-    if problem.backward:
-        return FORWARD_ONLY
-    if problem.layout == "varlen":
-        return DENSE_ONLY
-    return None
 
 
 def bind_fp8(problem: Problem, inputs: InputSet) -> Callable[[], torch.Tensor]:

@@ -22,8 +22,9 @@ import torch
 
 from padbench.kinds.attention.contract import AttentionCell
 from padbench.worker.engine.measure.timing import time_calls
+from padbench.worker.jobs.attention.bindings import KernelCall
 from padbench.worker.jobs.attention.inputs import InputSet, Problem, make_input_sets
-from padbench.worker.jobs.attention.kernels import KernelCall, SweepKernel
+from padbench.worker.jobs.attention.kernels import SweepKernel
 from padbench.worker.runtime import procfs
 from padbench.worker.runtime.memory import host_peak_rss_bytes
 

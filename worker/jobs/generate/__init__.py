@@ -24,15 +24,11 @@ class GenerateJob:
         return run_generate_job(spec, progress, on_partial)
 
     def kernel_names(self, device: str) -> list[str]:
-        """The KV-cache kernels that run here and the families they implement."""
-        import torch
+        """The attention families whose KV-cache (decode) kernel runs here: families without one (a flash library
+        that only computes padded rows and packs) are never offered to generate jobs."""
+        from padbench.worker.engine.decoding.registry import runnable_decode_families
 
-        from padbench.worker.engine.decoding.registry import DECODE_KERNELS
-
-        target = torch.device(device)
-        kernels = [name for name, kernel in DECODE_KERNELS.items()
-                   if kernel.unavailable_reason(target, torch.bfloat16) is None]
-        return [*kernels, *sorted({DECODE_KERNELS.get(name).family for name in kernels})]
+        return runnable_decode_families(device)
 
     def findings(self, spec: GenerateJobSpec) -> Iterator[tuple[bool, str]]:
         from padbench.worker.jobs.checks import generate_findings

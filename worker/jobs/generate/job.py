@@ -122,7 +122,7 @@ def run_row(job: GenerateSetup, name: str, context: int | None, progress: Progre
         return reference_row(name, job.model, job.requests, slots, job.pad_id, job.device,  # type: ignore[arg-type]
                              spec.measurement.repeats, spec.measurement.warmup_requests, spec.measurement.noise_cv)
     requests = job.requests if context is None else context_requests(job.requests, context, slots)
-    return StrategyRow(job, name, requests, context, progress).run()  # type: ignore[arg-type]
+    return StrategyRow(job, name, requests, context, progress).run()
 
 
 def release(device: torch.device) -> None:

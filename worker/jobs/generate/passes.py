@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import torch
 
-from padbench.kinds.generate.contract import GenerateStrategyName
 from padbench.worker.engine.decoding.cache import HostPlan
 from padbench.worker.engine.decoding.decoder import Decoder
 from padbench.worker.engine.measure.timing import clock_for
-from padbench.worker.jobs.generate.schedule import Request, Scheduler, StepRecord, sorted_order, static_batches
+from padbench.worker.jobs.generate.schedule import Request, Scheduler, StepRecord
+from padbench.worker.jobs.generate.strategies import GENERATE_STRATEGIES
 
 
 @dataclass(frozen=True)
@@ -28,17 +28,12 @@ class PassTiming:
         return sum(self.step_seconds)
 
 
-def plans(strategy: GenerateStrategyName, scheduler: Scheduler,
-          requests: Sequence[Request]) -> Iterator[tuple[HostPlan, StepRecord]]:
-    if strategy == "continuous":
-        yield from scheduler.continuous(requests)
-        return
-    ordered = sorted_order(requests) if strategy == "sorted" else list(requests)
-    for batch in static_batches(ordered, scheduler.slots):
-        yield from scheduler.batch(batch)
+def plans(strategy: str, scheduler: Scheduler, requests: Sequence[Request]) -> Iterator[tuple[HostPlan, StepRecord]]:
+    """The steps of one pass of the registered strategy `strategy` over `requests`."""
+    return GENERATE_STRATEGIES.get(strategy).steps(scheduler, requests)
 
 
-def run_pass(strategy: GenerateStrategyName, scheduler: Scheduler, decoder: Decoder, requests: Sequence[Request],
+def run_pass(strategy: str, scheduler: Scheduler, decoder: Decoder, requests: Sequence[Request],
              device: torch.device) -> PassTiming:
     clock = clock_for(device)
     records = []

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from padbench.contract.results import GpuActivity, MemoryStats
-from padbench.kinds.generate.contract import GenerateJobSpec, GenerateRow, GenerateStrategyName
+from padbench.kinds.generate.contract import GenerateJobSpec, GenerateRow
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.decoding.cache import CacheShape, KvCache, TokenBuckets
 from padbench.worker.engine.decoding.decoder import Decoder
@@ -27,6 +27,7 @@ from padbench.worker.jobs.generate.figures import ModelCosts, repeat_rates, row_
 from padbench.worker.jobs.generate.gate import GateOutcome, ReferenceRun, judge
 from padbench.worker.jobs.generate.passes import PassTiming, run_pass
 from padbench.worker.jobs.generate.schedule import Request, Scheduler
+from padbench.worker.jobs.generate.strategies import GENERATE_STRATEGIES
 from padbench.worker.runtime.gpu_activity import sample_gpu_activity
 from padbench.worker.runtime.memory import track_peak_memory
 from padbench.worker.runtime.messages import failed_row_line
@@ -57,7 +58,7 @@ class RowFailed(Exception):
 
 
 class StrategyRow:
-    def __init__(self, job: GenerateSetup, strategy: GenerateStrategyName, requests: Sequence[Request],
+    def __init__(self, job: GenerateSetup, strategy: str, requests: Sequence[Request],
                  context: int | None, progress: ProgressFn) -> None:
         self.job, self.strategy, self.requests, self.context = job, strategy, list(requests), context
         self.progress = progress
@@ -134,8 +135,8 @@ class StrategyRow:
         longest_output = max(r.output_length for r in requests)
         capacity = longest_prompt + longest_output + 1
         spec, model = self.job.spec, self.job.model
-        # Continuous batching's steps with prefills replay graphs of a few token counts where they can.
-        buckets = TokenBuckets() if self.strategy == "continuous" and \
+        # Steps with prefills beside decodes replay graphs of a few token counts where they can.
+        buckets = TokenBuckets() if GENERATE_STRATEGIES.get(self.strategy).prefills_beside_decodes and \
             Decoder.replays_prefills(kernel, self.job.device, spec.cuda_graphs) else None
         cache = KvCache(CacheShape.of(config_of(model)), slots, capacity, self.job.device, self.job.dtype,
                         scratch=buckets.step if buckets else 0)

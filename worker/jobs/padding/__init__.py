@@ -23,12 +23,13 @@ class PaddingJob:
         return run_padding_job(spec, progress, on_partial)
 
     def kernel_names(self, device: str) -> list[str]:
-        """The attention kernels that run here and the families they implement: a padding spec names
-        families (`sdpa`, `torch-flash`, …), its results the kernels (`torch-flash-varlen`)."""
-        from padbench.worker.engine.attention import ATTENTION_KERNELS, available_kernels
+        """The attention families whose every padded and packed kernel runs here: a padding spec names families
+        (`sdpa`, `torch-flash`, …). A family that runs only some of its layouts here is left out, so no job is
+        claimed for a layout that would fail. (Its kernels go unlisted: some share their family's name, and
+        `torch-flash` running padded rows is not the family running.)"""
+        from padbench.worker.engine.attention import runnable_families
 
-        kernels = available_kernels(device)
-        return [*kernels, *sorted({ATTENTION_KERNELS.get(name).family for name in kernels})]
+        return runnable_families(device)
 
     def findings(self, spec: PaddingJobSpec) -> Iterator[tuple[bool, str]]:
         from padbench.worker.jobs.checks import padding_findings

@@ -2,16 +2,17 @@
 
 A few steps are timed eagerly, then the model is compiled (`worker/engine/training/compilation.py`) and the same steps
 are timed again, the first of them on its own: its time beyond a compiled step's is the compile time. `auto`
-keeps the compiled model when the time it saves over the measured run's planned steps is more than the compile
-cost, and goes back to the eager model otherwise. A run too short for any compile to pay back is not compiled at
-all: compiling a decoder takes tens of seconds, and saves at most a fraction of each step. All of this happens
-before the warm-up; the row states the decision, its reason and the times, so compile time is never hidden in
-(nor silently left out of) what the row reports.
+weighs that against the run the benchmark stands for, not the benchmark's own few seconds: the spec's `horizon`
+(`2h`, `5B tokens`), over which it keeps the compiled model when the time it saves exceeds the compile time; with
+no horizon, a long run, where a compiled step that is faster pays for any compile (on a GPU; on the CPU, `auto`
+compiles only for a stated horizon). A horizon too short for any
+compile to pay back is not compiled at all: compiling a decoder takes tens of seconds, and saves at most a
+fraction of each step. All of this happens before the warm-up; the row states the decision, its reason and the
+times, so compile time is never hidden in (nor silently left out of) what the row reports.
 """
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -22,7 +23,8 @@ from typing import Literal
 import torch
 from torch import nn
 
-from padbench.contract.spec import CompileChoice, MeasurementSpec
+from padbench.contract.horizon import RunHorizon
+from padbench.contract.spec import CompileChoice
 from padbench.kinds.padding.contract import CompileReport
 from padbench.worker.engine.parallel.ranks import Ranks
 from padbench.worker.engine.training import steps
@@ -37,20 +39,39 @@ LEAST_COMPILE_SECONDS = 20.0
 MOST_SAVED_SHARE = 0.5
 
 Scope = Literal["model", "decoder-layers"]
+# Inductor builds CPU kernels for minutes and they seldom beat a transformer's eager step on a CPU, so there `auto`
+# compiles only for a run it is told of.
+CPU_WITHOUT_HORIZON = ("not compiled: on the CPU, compile: auto compiles only for a stated horizon (horizon: 2h), "
+                       "since compiling there takes minutes and seldom makes a step faster")
 
 
-def planned_steps(n_batches: int, settings: MeasurementSpec, step_seconds: float) -> int:
-    """How many steps the measurement will issue: whole passes until `min_seconds` and `min_batches`, per repeat."""
-    passes = max(1, math.ceil(settings.min_batches / n_batches),
-                 math.ceil(settings.min_seconds / (n_batches * step_seconds)) if step_seconds > 0 else 1)
-    per_repeat = passes * n_batches
-    if settings.max_batches is not None:
-        per_repeat = min(per_repeat, settings.max_batches)
-    return per_repeat * settings.repeats
-
-
-def pays_back(eager_step_s: float, compiled_step_s: float, compile_seconds: float, planned: int) -> bool:
+def pays_back(eager_step_s: float, compiled_step_s: float, compile_seconds: float, planned: float) -> bool:
     return (eager_step_s - compiled_step_s) * planned > compile_seconds
+
+
+@dataclass(frozen=True)
+class Horizon:
+    """The run `compile: auto` decides for, in steps of this row: None, a long run (any faster step pays)."""
+
+    steps: float | None
+    words: str  # the run, as the row's reason names it
+
+    @classmethod
+    def of(cls, horizon: RunHorizon | None, eager_step_s: float, tokens_per_step: float) -> Horizon:
+        if horizon is None:
+            return cls(None, "a long run (no horizon set)")
+        if horizon.seconds is not None:
+            return cls(horizon.seconds / eager_step_s, f"the horizon's {horizon.seconds:,.0f} s")
+        assert horizon.tokens is not None
+        return cls(horizon.tokens / max(tokens_per_step, 1.0), f"the horizon's {horizon.tokens:,} tokens")
+
+
+@dataclass(frozen=True)
+class RowSettings:
+    """What the decision needs of the row and its spec: the run it stands for and a step's real tokens."""
+
+    horizon: RunHorizon | None
+    tokens_per_step: float
 
 
 @dataclass
@@ -94,8 +115,8 @@ def _timed(step: StepFn, indices: Sequence[int], device: torch.device) -> list[f
 
 
 def choose_compiled_step(requested: CompileChoice, compiler: RowCompiler, build_step: Callable[[nn.Module], StepFn],
-                         indices: Sequence[int], n_batches: int, settings: MeasurementSpec,
-                         device: torch.device, ranks: Ranks) -> tuple[StepFn, CompileReport | None]:
+                         indices: Sequence[int], settings: RowSettings, device: torch.device,
+                         ranks: Ranks) -> tuple[StepFn, CompileReport | None]:
     """The step the row measures and what the row reports of compiling it (None for `compile: false`).
 
     On several ranks every decision is agreed (a rank compiles only where all do), so no rank runs a model the
@@ -109,12 +130,14 @@ def choose_compiled_step(requested: CompileChoice, compiler: RowCompiler, build_
     # model every shape before the measurement.
     indices = [indices[0]] * TIMED_STEPS
     eager_step_s = statistics.median(_timed(eager, indices, device))
-    planned = planned_steps(n_batches, settings, eager_step_s)
-    eager_run_s = eager_step_s * planned
+    horizon = Horizon.of(settings.horizon, eager_step_s, settings.tokens_per_step)
     report = CompileReport(requested=requested, compiled=False, eager_step_s=eager_step_s, reason="")
-    if requested == "auto" and not ranks.all_agree(eager_run_s * MOST_SAVED_SHARE >= LEAST_COMPILE_SECONDS):
+    if requested == "auto" and horizon.steps is None and device.type == "cpu":
+        return eager, report.model_copy(update={"reason": CPU_WITHOUT_HORIZON})
+    if requested == "auto" and horizon.steps is not None and not ranks.all_agree(
+            eager_step_s * horizon.steps * MOST_SAVED_SHARE >= LEAST_COMPILE_SECONDS):
         return eager, report.model_copy(update={"reason": (
-            f"not compiled: the measured run takes about {eager_run_s:.1f} s eagerly ({planned} steps); compiling "
+            f"not compiled: {horizon.words} take about {eager_step_s * horizon.steps:,.1f} s eagerly; compiling "
             f"takes at least {LEAST_COMPILE_SECONDS:g} s and saves at most {MOST_SAVED_SHARE:.0%} of a step, so it "
             "cannot pay back")})
     try:
@@ -130,14 +153,25 @@ def choose_compiled_step(requested: CompileChoice, compiler: RowCompiler, build_
     compiled_step_s = statistics.median(rest)
     compile_seconds = max(0.0, first - compiled_step_s)
     report = report.model_copy(update={"compiled_step_s": compiled_step_s, "compile_seconds": compile_seconds})
-    saved = (eager_step_s - compiled_step_s) * planned
-    if requested is True or ranks.all_agree(pays_back(eager_step_s, compiled_step_s, compile_seconds, planned)):
-        why = "compile: true" if requested is True else (
-            f"it saves {saved:.1f} s over the measured run's {planned} steps, more than the {compile_seconds:.1f} s "
-            "it took to compile")
+    keep, why = _decide(requested, horizon, eager_step_s, compiled_step_s, compile_seconds)
+    if ranks.all_agree(keep):
         return compiled, report.model_copy(update={"compiled": True, "scope": compiler.scope,
                                                    "reason": f"compiled: {why}"})
     compiler.undo()
-    return eager, report.model_copy(update={"reason": (
-        f"not compiled: it would save {max(saved, 0.0):.1f} s over the measured run's {planned} steps, less than "
-        f"the {compile_seconds:.1f} s it took to compile")})
+    return eager, report.model_copy(update={"reason": f"not compiled: {why}"})
+
+
+def _decide(requested: CompileChoice, horizon: Horizon, eager_step_s: float, compiled_step_s: float,
+            compile_seconds: float) -> tuple[bool, str]:
+    """Whether to keep the compiled model, and why, in the row's words."""
+    if requested is True:
+        return True, "compile: true"
+    steps = f"a step in {compiled_step_s:.3g} s against {eager_step_s:.3g} s eagerly"
+    if horizon.steps is None:
+        faster = compiled_step_s < eager_step_s
+        return faster, (f"{steps}, {'faster' if faster else 'no faster'}; over {horizon.words} the "
+                        f"{compile_seconds:.1f} s of compiling are paid once")
+    saved = (eager_step_s - compiled_step_s) * horizon.steps
+    keep = pays_back(eager_step_s, compiled_step_s, compile_seconds, horizon.steps)
+    return keep, (f"{steps}: it saves {max(saved, 0.0):,.1f} s over {horizon.words}, "
+                  f"{'more' if keep else 'less'} than the {compile_seconds:.1f} s it took to compile")

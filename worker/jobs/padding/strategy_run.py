@@ -46,7 +46,7 @@ from padbench.worker.engine.training.steps import (
     next_token_labels,
     training_step,
 )
-from padbench.worker.jobs.padding.compiling import RowCompiler, choose_compiled_step
+from padbench.worker.jobs.padding.compiling import RowCompiler, RowSettings, choose_compiled_step
 from padbench.worker.jobs.padding.rank_steps import (
     StrategyFailed,
     agreed_preparation,
@@ -113,7 +113,7 @@ class StrategyRun:
         # Whether to compile is decided on steps of its own, outside the peaks: the row's peak is its measured
         # configuration's. The batches (and a training step's optimizer state) stay resident, so the peaks,
         # reset at the block's start to what is allocated then, still count them.
-        step = self._step(kernel, host_batches, device_batches, warmup, settings)
+        step = self._step(kernel, host_batches, device_batches, warmup)
         if self.compilation is not None and self.compilation.compiled:
             warmup = with_every_shape(warmup, host_batches, self.job.ranks)
         with track_peak_memory(self.job.device) as memory:
@@ -220,7 +220,7 @@ class StrategyRun:
         return settings
 
     def _step(self, kernel: AttentionKernel, host_batches: list[Batch], device_batches: list[Batch],
-              warmup: list[int], settings: MeasurementSpec) -> StepFn:
+              warmup: list[int]) -> StepFn:
         """The step the row measures: eager or compiled, as `compile` and (for `auto`) timed steps decide."""
         forward = self._forward(kernel)
         build: Callable[[torch.nn.Module], StepFn]
@@ -234,9 +234,10 @@ class StrategyRun:
 
             def build(model: torch.nn.Module) -> StepFn:
                 return training_step(model, forward, device_batches, labels, optimizer, self.job.loss)
-        step, self.compilation = choose_compiled_step(
-            self.job.spec.compile, self.compiler, build, warmup or [0], len(device_batches), settings,
-            self.job.device, self.job.ranks)
+        tokens_per_step = sum(batch.real_tokens for batch in host_batches) / max(len(host_batches), 1)
+        row = RowSettings(self.job.spec.horizon, tokens_per_step)
+        step, self.compilation = choose_compiled_step(self.job.spec.compile, self.compiler, build, warmup or [0], row,
+                                                      self.job.device, self.job.ranks)
         return step
 
     # --- results -------------------------------------------------------------------------------------------

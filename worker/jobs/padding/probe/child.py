@@ -32,7 +32,8 @@ from typing import Literal
 import torch
 import torch.distributed as dist
 
-from padbench.contract.spec import AttentionName, Dtype, StrategyName
+from padbench.contract.kernel_families import AttentionName
+from padbench.contract.spec import Dtype, StrategyName
 from padbench.worker.engine.attention import ATTENTION_KERNELS, AttentionKernel, KernelUnavailable, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.data.batches import STRATEGIES, Batch

@@ -1,0 +1,156 @@
+"""A tune's plan before anything runs: its budget read as a duration, the configurations its space yields (and
+never those that cannot run together), what the memory plan prunes and why, the settings to paste, and the table
+every view renders from a result."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from padbench.contract.kinds import parse_job_spec
+from padbench.contract.results import Environment, Spread
+from padbench.kinds.padding.contract import PaddingJobSpec, StrategyResult
+from padbench.kinds.tune.contract import Finalist, TuneConfig, TuneJobSpec, TuneResult, TuneTrial
+from padbench.kinds.tune.report import render_table, result_table
+from padbench.worker.jobs.tune.equivalents import equivalents
+from padbench.worker.jobs.tune.memory import planner
+from padbench.worker.jobs.tune.space import configurations
+
+SPACE = {"layouts": ["dynamic", "packed"], "kernels": ["sdpa", "eager"], "batch_sizes": [4, 8],
+         "checkpointing": ["none", "full"], "compile": [False]}
+
+
+def tune(**fields: Any) -> TuneJobSpec:
+    document = {"kind": "tune", "model": "tiny", "device": "cpu", "dtype": "fp32",
+                "data": {"num_samples": 64, "max_length": 64}, "tune": {"space": SPACE}, **fields}
+    spec = parse_job_spec(document)
+    assert isinstance(spec, TuneJobSpec)
+    return spec
+
+
+@pytest.mark.parametrize(("budget", "seconds"), [(900, 900.0), ("15m", 900.0), ("2h", 7200.0), ("90s", 90.0),
+                                                  ("1.5 min", 90.0)])
+def test_a_budget_is_seconds_or_a_duration(budget: object, seconds: float) -> None:
+    assert tune(tune={"budget": budget}).tune.budget == seconds
+
+
+@pytest.mark.parametrize("budget", ["fast", "-5m", 0, "48h"])
+def test_a_budget_that_is_no_duration_is_refused_naming_the_field(budget: object) -> None:
+    with pytest.raises(ValidationError, match="budget"):
+        tune(tune={"budget": budget})
+
+
+def test_the_space_yields_every_combination_that_can_run_together() -> None:
+    assert len(configurations(tune(), ["sdpa"])) == 2 * 2 * 2 * 2
+    bf16 = tune(dtype="bf16", tune={"space": {**SPACE, "kernels": ["flash", "sdpa"], "precision": ["bf16", "fp8"]}})
+    assert {config.precision for config in configurations(bf16, [])} == {"bf16", "fp8"}
+    fp32 = configurations(tune(tune={"space": {**SPACE, "kernels": ["flash", "sdpa"]}}), [])
+    assert {config.kernel for config in fp32} == {"sdpa"}  # flash kernels need a half-precision dtype
+    inference = configurations(tune(mode="inference"), [])
+    assert {(config.checkpointing, config.precision) for config in inference} == {(None, None)}
+    assert len(inference) == 2 * 2 * 2
+
+
+def test_the_memory_plan_prunes_what_cannot_fit_and_says_why() -> None:
+    spec = tune()
+    plans = planner(spec, ranks=1)
+    needs = {config.label: plans.fit(config, None).needed for config in configurations(spec, [])}
+    largest = max(needs.values())
+    between = int(max(need for need in needs.values() if need < largest) / 0.9) + 1
+    fits = [plans.fit(config, between) for config in configurations(spec, [])]
+    pruned = [fit for fit in fits if not fit.fits]
+    assert 0 < len(pruned) < len(fits)
+    assert pruned[0].reason().startswith("the memory plan needs ") and "activations, estimated" in pruned[0].reason()
+    full = next(config for config in configurations(spec, []) if config.checkpointing == "full")
+    none = full.model_copy(update={"checkpointing": "none"})
+    assert plans.activations(full) < plans.activations(none)
+
+
+def test_the_answer_ends_with_settings_to_paste_and_says_what_has_no_equivalent() -> None:
+    spec = tune(mode="training")
+    chosen = TuneConfig(layout="packed", kernel="sdpa", batch_size=8, checkpointing="ops", compile=True,
+                        precision="auto")
+    found = {equivalent.tool: equivalent for equivalent in equivalents(spec, chosen)}
+    pasted = parse_job_spec(json.loads(found["padbench"].settings or ""))
+    assert isinstance(pasted, PaddingJobSpec) and pasted.batch_size == 8 and pasted.compile is True
+    assert pasted.training.activation_checkpointing == "ops" and [s.name for s in pasted.strategies] == ["packed"]
+    trl = json.loads(found["TRL SFTConfig"].settings or "")
+    assert trl["packing"] and trl["padding_free"] and trl["torch_compile"] and trl["gradient_checkpointing"]
+    assert any("recomputes whole layers only" in missing for missing in found["TRL SFTConfig"].missing)
+    assert 'selective_ac_option = "op"' in (found["torchtitan"].settings or "")
+    padded = equivalents(spec, chosen.model_copy(update={"layout": "static"}))
+    titan = next(equivalent for equivalent in padded if equivalent.tool == "torchtitan")
+    assert titan.settings is None and "packed sequences only" in titan.missing[0]
+
+
+def finished(spec: TuneJobSpec) -> TuneResult:
+    configs = configurations(spec, [])
+    trials = [TuneTrial(config=configs[0], fate="finalist", rounds=2, tokens_per_s=1000.0, peak_memory_bytes=2**20),
+              TuneTrial(config=configs[1], fate="finalist", rounds=2, tokens_per_s=900.0),
+              TuneTrial(config=configs[2], fate="stopped", rounds=1, tokens_per_s=500.0, reason="round 1: slower"),
+              TuneTrial(config=configs[3], fate="pruned", reason="the memory plan needs more")]
+    spread = Spread(repeats=3, min_tokens_per_s=990, max_tokens_per_s=1010, mean_tokens_per_s=1000,
+                    ci95_low_tokens_per_s=980, ci95_high_tokens_per_s=1020, cv=0.01, cv_threshold=0.05, noisy=False)
+    finalists = [Finalist(trial=0, tokens_per_s=1000.0, spread=spread, status="ok"),
+                 Finalist(trial=1, tokens_per_s=800.0, spread=spread.model_copy(update={"mean_tokens_per_s": 800}),
+                          status="ok")]
+    environment = Environment(hostname="box", device="cpu", python="3.11", torch="2.13", started_at="2026-11-27")
+    return TuneResult(spec=spec, environment=environment, trials=trials, finalists=finalists, winner=0,
+                      wall_seconds=42.0, equivalents=equivalents(spec, configs[0]))
+
+
+def test_the_table_leads_with_the_winner_and_ends_with_the_settings_to_paste() -> None:
+    result = finished(tune())
+    table = result_table(result)
+    assert [row.row for row in table.rows] == [0, 1, 2, 3] and table.rows[0].mark == "winner"
+    assert table.rows[3].mark == "doubtful" and table.notes == ["round 1: slower", "the memory plan needs more"]
+    assert table.verdict[0].startswith("verdict: fastest that fits: dynamic · sdpa · batch 4")
+    assert "1.25× the next finalist" in table.verdict[1] and "95% interval" in table.verdict[1]
+    text = render_table(result)
+    assert "settings to paste:" in text and '"kind": "padding"' in text and "the tune took 42 s" in text
+
+
+class CannedRunner:
+    """Measures a configuration as `rate(config)` tokens/s, recording what each call measured."""
+
+    def __init__(self, rate: Any) -> None:
+        self.rate, self.calls, self.environment = rate, [], None
+
+    def ranks(self) -> int:
+        return 1
+
+    def measure(self, configs: Any, batches: int, repeats: int, timeout_s: float, should_stop: Any) -> list[Any]:
+        from padbench.worker.jobs.tune.trials import Measured
+
+        self.calls.append(([config.label for config in configs], repeats))
+        rows = []
+        for config in configs:
+            row = StrategyResult(strategy=config.layout, attention=config.kernel, kernel=config.kernel,
+                                 batch_size=config.batch_size, status="ok", tokens_per_s=self.rate(config))
+            rows.append(Measured(row))
+        return rows
+
+
+def test_compiled_configurations_join_as_twins_of_the_fastest_eager_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    from padbench.worker.jobs.tune import job
+
+    spec = tune(tune={"budget": 600, "finalists": 2, "space": {**SPACE, "compile": [False, True]}})
+    runner = CannedRunner(lambda config: config.batch_size * (3.0 if config.compile else 1.0)
+                          * (2.0 if config.layout == "packed" else 1.0))
+    monkeypatch.setattr(job, "TrialRunner", lambda spec, on_message: runner)
+    monkeypatch.setattr(job.Tune, "fallback_environment", lambda self: Environment(
+        hostname="box", device="cpu", python="3.11", torch="2.13", started_at="2026-11-27"))
+    result = job.Tune(spec, lambda fraction, message: None, lambda partial: None, ["sdpa", "eager"]).run()
+    first_round = runner.calls[0][0] + runner.calls[1][0]
+    assert first_round and not any("compiled" in label for label in first_round)  # eager only at first
+    compiled = [trial for trial in result.trials if trial.config.compile]
+    measured = [trial for trial in compiled if trial.rounds > 0]
+    assert len(measured) == 2  # the twins of the two fastest eager configurations
+    assert all(trial.fate == "stopped" and "eager twin" in (trial.reason or "")
+               for trial in compiled if trial.rounds == 0)
+    winner = result.trials[result.winner or 0]
+    assert winner.config.compile and winner.config.layout == "packed" and winner.config.batch_size == 8
+    assert [repeats for _, repeats in runner.calls][-1] == spec.tune.repeats  # the finalists, with repeats

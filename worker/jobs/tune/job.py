@@ -1,0 +1,221 @@
+"""A tune: the configurations of its space that the memory plan lets through, narrowed by successive halving
+(Jamieson and Talwalkar, 2016; Li et al., Hyperband, 2018) within the time budget, the finalists then measured
+in full with repeats.
+
+Round r measures every surviving configuration for `first_round_batches · 2^r` batches and keeps the faster half
+(never fewer than the finalists); it stops when the finalists remain or the next round would not fit in what
+the budget leaves after the finalists' measurement. Compiling a configuration costs tens of seconds before its
+first step, so where the space holds both, the first round measures eager configurations only, and the
+compiled twins of its fastest (as many as the finalists) join the second: compiling makes each step faster by
+a similar factor across layouts and batch sizes, so the eager ranking picks which are worth compiling.
+
+Every configuration stays in the result with its fate: pruned by the plan (and why), stopped in a round (and its
+figure there), failed (and the error), or not reached when the budget ran out.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from padbench.contract.results import Environment, PartialResult
+from padbench.kinds.tune.contract import Finalist, TuneJobSpec, TuneResult, TuneTrial
+from padbench.worker.jobs import PartialFn
+from padbench.worker.jobs.tune.equivalents import equivalents
+from padbench.worker.jobs.tune.memory import available_bytes, planner
+from padbench.worker.jobs.tune.space import configurations, worker_families
+from padbench.worker.jobs.tune.trial_specs import grouped
+from padbench.worker.jobs.tune.trials import Measured, TrialRunner
+from padbench.worker.runtime.progress import ProgressFn
+
+# The finalists' full measurement is reserved this share of the budget before rounds are planned.
+FINALS_SHARE = 0.3
+# A finalists' group may run past the budget by this much at least: a finalist cut off mid-measurement would
+# leave the tune without the figure it exists for (the result states the tune's own wall time).
+FINAL_MIN_S = 120.0
+
+
+class Clock:
+    def __init__(self, budget_s: float) -> None:
+        self.start, self.budget_s = time.monotonic(), budget_s
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    @property
+    def left(self) -> float:
+        return max(self.budget_s - self.elapsed, 0.0)
+
+    def fraction(self) -> float:
+        return min(self.elapsed / self.budget_s, 0.99)
+
+
+class Tune:
+    def __init__(self, spec: TuneJobSpec, progress: ProgressFn, on_partial: PartialFn, kernel_names: list[str]):
+        self.spec, self.progress, self.on_partial = spec, progress, on_partial
+        self.clock = Clock(spec.tune.budget)
+        self.runner = TrialRunner(spec, lambda message: progress(self.clock.fraction(), message))
+        configs = configurations(spec, worker_families(kernel_names))
+        self.trials = [TuneTrial(config=config, fate="not reached", reason="the budget ran out first")
+                       for config in configs]
+        self.memory: int | None = None
+
+    def run(self) -> TuneResult:
+        alive = self.prune()
+        deferred = self.deferred_compiles(alive)
+        alive = self.halve([index for index in alive if index not in deferred], deferred)
+        finalists = self.finals(alive)
+        return self.result(finalists, partial=None)
+
+    # --- before anything runs ------------------------------------------------------------------------------
+    def prune(self) -> list[int]:
+        self.memory = available_bytes(self.spec)
+        plans = planner(self.spec, self.runner.ranks())
+        alive = []
+        for index, trial in enumerate(self.trials):
+            fit = plans.fit(trial.config, self.memory)
+            update: dict[str, object] = {"planned_bytes": fit.needed}
+            if fit.fits:
+                alive.append(index)
+            else:
+                update |= {"fate": "pruned", "reason": fit.reason()}
+            self.trials[index] = trial.model_copy(update=update)
+        self.progress(0.0, f"{len(self.trials)} configurations, {len(self.trials) - len(alive)} pruned by the memory "
+                           f"plan; {len(alive)} to try in {self.spec.tune.budget:.0f} s")
+        return alive
+
+    def deferred_compiles(self, alive: list[int]) -> set[int]:
+        """The compiled configurations left out of the first round: all of them when the space has eager ones."""
+        if False not in self.spec.tune.space.compile:
+            return set()
+        return {index for index in alive if self.trials[index].config.compile}
+
+    def admit_compiles(self, alive: list[int], deferred: set[int]) -> list[int]:
+        """The compiled twins of the fastest eager configurations kept after the first round."""
+        leaders = {self.trials[index].config.model_copy(update={"compile": True}).label for index in
+                   self.rank(alive)[:self.spec.tune.finalists]}
+        admitted = sorted(index for index in deferred if self.trials[index].config.label in leaders)
+        for index in deferred - set(admitted):
+            self.trials[index] = self.trials[index].model_copy(update={
+                "fate": "stopped", "reason": f"round 1: its eager twin was not among the {self.spec.tune.finalists} "
+                                            "fastest, which alone are tried compiled (each compile costs tens of "
+                                            "seconds)"})
+        return admitted
+
+    # --- rounds ---------------------------------------------------------------------------------------------
+    def halve(self, alive: list[int], deferred: set[int]) -> list[int]:
+        finalists = self.spec.tune.finalists
+        batches, last_round_s = self.spec.tune.first_round_batches, 0.0
+        for number in range(1, 64):
+            if number == 2 and deferred:
+                alive = alive + self.admit_compiles(alive, deferred)
+            if len(alive) <= finalists and not (number == 1 and deferred):
+                return alive
+            reserve = self.spec.tune.budget * FINALS_SHARE
+            if number > 1 and 2 * last_round_s > self.clock.left - reserve:  # the next round measures twice as long
+                break
+            started = time.monotonic()
+            alive = self.round(number, alive, batches, keep_all=number == 1 and len(alive) <= finalists)
+            self.report_partial()
+            last_round_s, batches = time.monotonic() - started, batches * 2
+        ranked = self.rank(alive)
+        for index in ranked[finalists:]:
+            self.trials[index] = self.trials[index].model_copy(update={
+                "fate": "stopped", "reason": f"the budget left no room for another round; not among the {finalists} "
+                                            "fastest"})
+        return ranked[:finalists]
+
+    def round(self, number: int, alive: list[int], batches: int, keep_all: bool = False) -> list[int]:
+        measured: dict[int, Measured] = {}
+        for members in grouped(alive, [trial.config for trial in self.trials]).values():
+            if self.clock.left <= 0:
+                break
+            self.progress(self.clock.fraction(), f"round {number}: {len(members)} configurations, {batches} batches "
+                                                 f"each ({self.trials[members[0]].config.label})")
+            rows = self.runner.measure([self.trials[index].config for index in members], batches, 1,
+                                       self.clock.left, lambda: self.clock.left <= 0)
+            measured.update(zip(members, rows, strict=True))
+        for index, outcome in measured.items():
+            self.record(index, outcome, number)
+        ranked = self.rank([index for index in measured if measured[index].tokens_per_s is not None])
+        kept = ranked if keep_all else ranked[:max(self.spec.tune.finalists, math.ceil(len(ranked) / 2))]
+        for index in ranked[len(kept):]:
+            best = self.trials[kept[-1]].tokens_per_s
+            self.trials[index] = self.trials[index].model_copy(update={
+                "fate": "stopped", "reason": f"round {number}: slower than the half kept (the slowest kept ran "
+                                            f"{best:,.0f} tokens/s)"})
+        return kept
+
+    def record(self, index: int, outcome: Measured, number: int) -> None:
+        trial, row = self.trials[index], outcome.row
+        update: dict[str, object] = {"rounds": number, "tokens_per_s": outcome.tokens_per_s}
+        if row is not None:
+            memory = row.memory
+            update |= {"kernel_ran": row.kernel, "peak_memory_bytes": None if memory is None else (
+                memory.peak_allocated_bytes or memory.host_peak_rss_bytes),
+                       "compile_seconds": None if row.compilation is None else row.compilation.compile_seconds}
+        if outcome.tokens_per_s is None:
+            update |= {"fate": "failed", "reason": _short(outcome.reason)}
+        self.trials[index] = trial.model_copy(update=update)
+
+    def rank(self, indices: list[int]) -> list[int]:
+        return sorted(indices, key=lambda index: -(self.trials[index].tokens_per_s or 0.0))
+
+    # --- the finalists --------------------------------------------------------------------------------------
+    def finals(self, alive: list[int]) -> list[Finalist]:
+        finalists: list[Finalist] = []
+        batches = self.spec.tune.first_round_batches * 2
+        for members in grouped(alive, [trial.config for trial in self.trials]).values():
+            self.progress(self.clock.fraction(), f"finalists: {self.trials[members[0]].config.label}, "
+                                                 f"{self.spec.tune.repeats} repeats")
+            rows = self.runner.measure([self.trials[index].config for index in members], batches,
+                                       self.spec.tune.repeats, max(self.clock.left, FINAL_MIN_S), lambda: False)
+            for index, outcome in zip(members, rows, strict=True):
+                self.trials[index] = self.trials[index].model_copy(update={"fate": "finalist"})
+                finalists.append(self.finalist(index, outcome))
+        return sorted(finalists, key=lambda finalist: -(finalist.tokens_per_s or 0.0))
+
+    @staticmethod
+    def finalist(index: int, outcome: Measured) -> Finalist:
+        row = outcome.row
+        status = "failed" if row is None else row.status
+        return Finalist(trial=index, tokens_per_s=outcome.tokens_per_s, spread=None if row is None else row.spread,
+                        gpu_activity=None if row is None else row.gpu_activity, status=status, reason=outcome.reason)
+
+    # --- the answer -----------------------------------------------------------------------------------------
+    def result(self, finalists: list[Finalist], partial: PartialResult | None) -> TuneResult:
+        winner = next((finalist.trial for finalist in finalists if finalist.status == "ok"), None)
+        environment = self.runner.environment or self.fallback_environment()
+        chosen = None if winner is None else self.trials[winner].config
+        return TuneResult(spec=self.spec, environment=environment, trials=list(self.trials), finalists=finalists,
+                          winner=winner, memory_bytes=self.memory, wall_seconds=self.clock.elapsed,
+                          equivalents=[] if chosen is None else equivalents(
+                              self.spec, chosen, self.trials[winner].kernel_ran if winner is not None else None),
+                          partial=partial)
+
+    def report_partial(self) -> None:
+        planned = len(self.trials)
+        self.on_partial(self.result([], PartialResult(rows_finished=planned, rows_planned=planned)))
+
+    def fallback_environment(self) -> Environment:
+        """Where the tune ran when no trial reported it (every one pruned or failed)."""
+        from padbench.worker.runtime.device import resolve_device
+        from padbench.worker.runtime.environment import collect_environment
+
+        return collect_environment(resolve_device(self.spec.device), dataset_digest=None, seeds={},
+                                   peak_flops=None, peak_source=None)
+
+
+def run_tune_job(spec: TuneJobSpec, progress: ProgressFn, on_partial: PartialFn,
+                 kernel_names: Callable[[], list[str]]) -> TuneResult:
+    return Tune(spec, progress, on_partial, kernel_names()).run()
+
+
+def _short(reason: str | None) -> str | None:
+    """An allocator's out-of-memory message is a paragraph; what matters is that the plan's estimate let it through."""
+    if reason is not None and "out of memory" in reason.lower():
+        return ("ran out of memory in its trial, though the memory plan's estimate let it through: "
+                + reason.split(". ")[0][:300])
+    return reason

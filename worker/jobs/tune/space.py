@@ -1,0 +1,54 @@
+"""The configurations a tune tries: every combination of its space's settings that can run together.
+
+What cannot run together is never tried: flash kernels in fp32, FP8 or bf16 training in another dtype, and the
+training settings (checkpointing, precision) in inference, where they mean nothing. Kernels the spec leaves
+unset are every attention family this worker runs for the job's layouts.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from padbench.contract.kernel_families import BEST_FLASH, attention_names, needs_half_precision
+from padbench.contract.training import Precision
+from padbench.kinds.tune.contract import TuneConfig, TuneJobSpec
+
+
+def worker_families(kernel_names: list[str]) -> list[str]:
+    """The attention names a tune tries when its spec names none: `flash` (the best flash implementation the
+    worker has) and every other family it runs, the flash implementations left to `flash`."""
+    named = [name for name in attention_names(("padded", "packed")) if name in kernel_names]
+    flash = [name for name in named if name != BEST_FLASH and needs_half_precision(name, "padded")]
+    return [BEST_FLASH, *(name for name in named if name not in flash)] if flash else named
+
+
+def _entry(layout: str) -> str:
+    return "packed" if layout == "packed" else "padded"
+
+
+def configurations(spec: TuneJobSpec, families: list[str]) -> list[TuneConfig]:
+    space = spec.tune.space
+    kernels = [str(kernel) for kernel in space.kernels] if space.kernels is not None else families
+    training = spec.mode == "training"
+    checkpointing = list(space.checkpointing) if training else [None]
+    # fp32 keeps everything in fp32 whatever is asked: `auto` is its one precision.
+    precisions: list[Precision | None] = \
+        ([precision for precision in space.precision if _precision_runs(precision, spec)] or ["auto"]) \
+        if training else [None]
+    found = []
+    for layout, kernel, size, ckpt, compiled, precision in itertools.product(
+            space.layouts, kernels, space.batch_sizes, checkpointing, space.compile, precisions):
+        if spec.dtype == "fp32" and needs_half_precision(kernel, _entry(layout)):  # type: ignore[arg-type]
+            continue
+        found.append(TuneConfig(layout=layout, kernel=kernel, batch_size=size, checkpointing=ckpt,
+                                compile=compiled, precision=precision))
+    return found
+
+
+def _precision_runs(precision: str, spec: TuneJobSpec) -> bool:
+    """fp8 and bf16 keep (part of) the model in bf16; amp computes in a half-precision dtype."""
+    if precision in ("fp8", "bf16"):
+        return spec.dtype == "bf16"
+    if precision == "amp":
+        return spec.dtype != "fp32"
+    return True

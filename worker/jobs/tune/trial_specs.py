@@ -1,0 +1,50 @@
+"""What each configuration runs as: a padding job (inference and training) whose rows are the configurations
+sharing its job-level settings (compile, checkpointing, precision), so one child measures them all, each row a
+(layout, kernel) at its batch sizes."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Literal
+
+from padbench.contract.spec import MeasurementSpec, StrategySpec
+from padbench.contract.training import TrainingSpec
+from padbench.kinds.padding.contract import PaddingJobSpec
+from padbench.kinds.tune.contract import TuneConfig, TuneJobSpec
+
+# Settings one padding job holds for all its rows.
+JobSettings = tuple[bool, str | None, str | None]  # compile, checkpointing, precision
+# Rows checked against the one-sequence reference before a trial is timed: enough to catch a broken layout or
+# kernel, few enough that a short round measures more than it checks.
+TRIAL_CORRECTNESS_SAMPLES = 2
+
+
+def job_settings(config: TuneConfig) -> JobSettings:
+    return config.compile, config.checkpointing, config.precision
+
+
+def grouped(indices: Sequence[int], configs: Sequence[TuneConfig]) -> dict[JobSettings, list[int]]:
+    groups: dict[JobSettings, list[int]] = defaultdict(list)
+    for index in indices:
+        groups[job_settings(configs[index])].append(index)
+    return dict(groups)
+
+
+def padding_spec(spec: TuneJobSpec, configs: Sequence[TuneConfig], batches: int, repeats: int = 1) -> PaddingJobSpec:
+    """One padding job measuring `configs` (all with the same job settings) for `batches` batches each."""
+    first = configs[0]
+    sizes: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for config in configs:
+        sizes[(config.layout, config.kernel)].append(config.batch_size)
+    strategies = [StrategySpec.model_validate({"name": layout, "attention": kernel,
+                                               "batch_size": sorted(set(batch_sizes))})
+                  for (layout, kernel), batch_sizes in sizes.items()]
+    training = TrainingSpec.model_validate({"precision": first.precision or "auto",
+                                            "activation_checkpointing": first.checkpointing or "none"})
+    measurement = MeasurementSpec(warmup_batches=2, min_seconds=0.0, min_batches=batches, max_batches=batches,
+                                  repeats=repeats, correctness_samples=TRIAL_CORRECTNESS_SAMPLES)
+    mode: Literal["inference", "training"] = "training" if spec.mode == "training" else "inference"
+    return PaddingJobSpec(model=spec.model, data=spec.data, dtype=spec.dtype, device=spec.device, gpus=spec.gpus,
+                          mode=mode, strategies=strategies, attention=first.kernel, compile=first.compile,
+                          training=training, measurement=measurement, name=f"tune trial ({first.label})")
