@@ -150,6 +150,8 @@ class Capabilities(Body):
     # Its operator's labels (`padbench worker --label nvlink`): a job naming `worker_labels` runs only on a
     # worker carrying all of them.
     labels: WorkerLabels = []
+    # The host memory a job's processes may hold together (the worker's memory cap); None from earlier workers.
+    job_memory_bytes: Annotated[int, Field(ge=0, le=2**50)] | None = None
 
     @field_validator("gpus")
     @classmethod

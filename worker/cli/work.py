@@ -121,7 +121,8 @@ def run_worker(args: argparse.Namespace) -> int:
             return 0
         print(f"padbench worker: {error}", file=sys.stderr)
         return 1
-    capabilities = capabilities.model_copy(update={"labels": settings.label_list})  # checked by the settings
+    capabilities = capabilities.model_copy(update={"labels": settings.label_list,  # checked by the settings
+                                                   "job_memory_bytes": settings.memory_cap_bytes})
     log.info("capabilities: %s", capabilities.model_dump_json())
     name = settings.worker_name or default_name(settings.gpu_list)
     config = WorkerConfig(name=name, job_timeout_s=settings.job_timeout_s,

@@ -42,6 +42,7 @@ from padbench.server.api.errors import HTTP_UNPROCESSABLE
 from padbench.server.api.responses import error_responses
 from padbench.server.api.transactions import UnitOfWorkRoute
 from padbench.server.api.views import finite_json, job_out, job_summary, table_of, verdict_of
+from padbench.server.capacity import capacity_problem
 from padbench.server.core.security import Principal
 from padbench.server.cost import over_limits
 from padbench.server.db import reads
@@ -82,6 +83,10 @@ def submit_job(body: JobCreate, response: Response, session: SessionDep, setting
     too_costly = over_limits(spec, max_tokens=settings.max_job_tokens, max_flops=settings.max_job_flops)
     if too_costly is not None:
         raise HTTPException(HTTP_UNPROCESSABLE, [{"loc": ["spec"], "msg": too_costly, "type": "job_too_costly"}])
+    too_large = capacity_problem(spec, reads.live_workers(session, within_seconds=settings.lease_seconds))
+    if too_large is not None:
+        raise HTTPException(HTTP_UNPROCESSABLE, [{"loc": ["spec", "model"], "msg": too_large,
+                                                  "type": "model_too_large"}])
     document = JOB_SPEC_ADAPTER.dump_python(spec, mode="json")
     job_id = queue.insert_job(
         session,
