@@ -195,3 +195,31 @@ def test_api_docs_render_from_the_servers_own_assets(live_server: LiveServer, br
     browser_page.wait_for_function(
         f"[...document.querySelectorAll({title_selector!r})].some(e => e.textContent.includes('padbench'))")
     assert all(url.startswith((live_server.url, "blob:", "data:")) for url in requested), requested
+
+
+def test_a_tunes_page_shows_every_trial_the_winner_and_the_chart_of_tokens_against_memory(
+        live_server: LiveServer, browser_page: Any, screenshots: Path) -> None:
+    from padbench.contract.kinds import parse_job_spec
+    from padbench.kinds.tune.report import verdict_lines as tune_verdict_lines
+    from tests.unit.test_tune_plan import finished, tune
+
+    spec = tune().model_dump(mode="json")
+    with live_server.client() as client:
+        job_id = client.submit(spec).id
+    with WorkerApi(live_server.url, live_server.tokens.worker) as api:
+        worker = api.register("stand-in", Capabilities(device="cpu", kernels=["sdpa"]))
+        lease = api.claim(worker.id)
+        assert lease is not None and lease.job.id == job_id
+        result = finished(parse_job_spec(lease.job.spec))  # type: ignore[arg-type]
+        api.complete(job_id, lease.lease_token, JOB_RESULT_ADAPTER.dump_python(result, mode="json"))
+    page = browser_page
+    page.goto(f"{live_server.url}/jobs/{job_id}")
+    page.fill("#token-input", live_server.tokens.viewer)
+    page.click("#token-entry button")
+    page.wait_for_selector("table.results tbody tr")
+    assert page.inner_text("#verdict") == tune_verdict_lines(result)[0]
+    rows = page.locator("table.results tbody tr:not(.details)")
+    assert rows.count() == len(result.trials) and page.locator("table.results tr.winner").count() == 1
+    assert "settings to paste:" in page.inner_text("pre.after")
+    page.wait_for_function("Chart.getChart(document.querySelector('#charts canvas')) !== undefined")
+    page.screenshot(path=screenshots / "dashboard-tune.png", full_page=True)
