@@ -6,6 +6,8 @@ from __future__ import annotations
 import multiprocessing
 from typing import Any
 
+import pytest
+
 from padbench.kinds.padding.contract import PaddingResult
 from padbench.worker.jobs.padding.job import run_padding_job
 from padbench.worker.runtime.isolation import _drain_finished, run_in_child
@@ -42,3 +44,19 @@ def test_a_padding_job_hands_over_each_finished_strategy_row_marked_partial() ->
     assert [row.strategy for row in first] == ["static"] and first[0].status == "ok"
     assert first[0].tokens_per_s == result.strategies[0].tokens_per_s  # the same measurement, kept as it was
     assert result.partial is None and len(result.strategies) == 2
+
+
+def test_a_rank_names_the_gpu_it_runs_on_and_says_cpu_only_without_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from padbench.worker.runtime import launcher
+
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert launcher.rank_place() == "rank 1 (GPU 5)"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert launcher.rank_place() == "rank 1 (cpu)"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    monkeypatch.setattr(launcher, "_cuda_available", lambda: True)  # every GPU visible, none named
+    assert launcher.rank_place() == "rank 1 (GPU 1)"
+    monkeypatch.setattr(launcher, "_cuda_available", lambda: False)
+    assert launcher.rank_place() == "rank 1 (cpu)"

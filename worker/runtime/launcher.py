@@ -68,11 +68,19 @@ class RankContext:
 def rank_place() -> str:
     """Where this rank runs, for error messages: its rank and the GPU it was given (or the CPU)."""
     rank, local = os.environ.get("RANK", "?"), int(os.environ.get("LOCAL_RANK", "0"))
+    if "CUDA_VISIBLE_DEVICES" not in os.environ and _cuda_available():
+        return f"rank {rank} (GPU {local})"  # `padbench run` on a GPU machine: every GPU is visible, in order
     visible = [gpu for gpu in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if gpu.strip()]
     if not visible:  # a job on the CPU is given no GPU at all
         return f"rank {rank} (cpu)"
     gpu = visible[local] if local < len(visible) else f"local {local}"
     return f"rank {rank} (GPU {gpu})"
+
+
+def _cuda_available() -> bool:
+    import torch  # a rank has it loaded already
+
+    return bool(torch.cuda.is_available())
 
 
 def rank_main(messages: Any, target: str, args: tuple[Any, ...]) -> Any:
