@@ -78,7 +78,7 @@ def test_the_wheel_holds_one_top_level_package_with_its_data(wheel: Path) -> Non
     assert "padbench/server/main.py" in names and "padbench/worker/jobs/__init__.py" in names
     # The dashboard and the offline API docs: templates, scripts and the vendored libraries.
     assert {"padbench/server/web/templates/base.html", "padbench/server/web/static/pages.js",
-            "padbench/padbench/kinds/padding/view.js", "padbench/padbench/kinds/attention/view.js",
+            "padbench/kinds/padding/view.js", "padbench/kinds/attention/view.js", "padbench/kinds/tune/view.js",
             "padbench/server/web/static/vendor/chartjs/chart.umd.min.js",
             "padbench/server/web/static/vendor/swagger-ui/swagger-ui-bundle.js",
             "padbench/server/web/static/vendor/redoc/redoc.standalone.js"} <= set(names)
