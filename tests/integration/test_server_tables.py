@@ -58,8 +58,10 @@ def test_a_comparison_is_served_by_the_clis_rule(live_server: LiveServer) -> Non
         mixed = alice.get(f"/v1/compare?ids={first},{other}")
         unknown = alice.get(f"/v1/compare?ids={first},999")
         alone = alice.get(f"/v1/compare?ids={first}")
+        past = alice.get(f"/v1/compare?ids={first},9999999999")
     assert served == comparison_model(compare([(first, result), (second, again)]))
     assert served.metric_label == "tokens/s" and all(ratio in (1.0, None) for row in served.rows
                                                      for ratio in row.ratios)
     assert mixed.status_code == 422 and "compare jobs of one kind" in mixed.json()["detail"]
     assert unknown.status_code == 404 and alone.status_code == 422
+    assert past.status_code == 422 and "past the largest job id" in past.json()["detail"]

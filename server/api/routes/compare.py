@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import ValidationError
 
+from padbench.contract.bounds import MAX_DB_ID
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.table import MAX_COMPARED, Comparison
 from padbench.report.compare import CompareError, compare, comparison_model
@@ -28,6 +29,9 @@ def get_comparison(ids: Annotated[str, Query(pattern=COMPARED_IDS, max_length=10
     """Two to eight finished jobs of one kind: each row's figure per job and its ratio to the first job's; 404
     for a job the caller cannot read or that has no result yet, 422 for jobs of different kinds."""
     job_ids = [int(part) for part in ids.split(",")]
+    past = [job_id for job_id in job_ids if job_id > MAX_DB_ID]
+    if past:  # no job has such an id, and the database's integer column cannot even be asked about it
+        raise HTTPException(HTTP_UNPROCESSABLE, f"ids: {past[0]} is past the largest job id ({MAX_DB_ID})")
     documents = [stored_result(session, job_id, principal) for job_id in job_ids]
     try:
         results = [JOB_RESULT_ADAPTER.validate_python(document) for document in documents]
