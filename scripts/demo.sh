@@ -4,5 +4,5 @@
 # print the results table and shut everything down. Extra arguments go to `padbench demo`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install.sh
+PADBENCH_INSTALL_NO_HINT=1 bash scripts/install.sh
 exec .venv/bin/padbench demo "$@"

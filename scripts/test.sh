@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Install (scripts/install.sh) and run the test suite: unit, integration and acceptance tiers.
+# Install with the dev tools (scripts/install.sh --dev) and run the test suite: unit, integration and
+# acceptance tiers.
 # Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -x
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install.sh
+PADBENCH_INSTALL_NO_HINT=1 bash scripts/install.sh --dev
 # The dashboard's browser test drives the distribution's Chromium (Playwright's own download is not needed).
 # Install it where this machine allows (root with apt-get); without it that one test skips and says why.
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]]; then
