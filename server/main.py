@@ -32,6 +32,7 @@ from padbench.server.core.config import Settings
 from padbench.server.core.security import TokenFileError, TokenStore, read_token_file
 from padbench.server.db.engine import Database
 from padbench.server.db.migrate import upgrade_to_head
+from padbench.server.db.recent_failures import RecentFailures
 from padbench.server.metrics import install_metrics
 from padbench.server.retention import Retention
 from padbench.server.web.pages import install_web
@@ -105,6 +106,7 @@ def create_app(settings: Settings, tokens: TokenStore | None = None) -> FastAPI:
     app.state.settings = settings
     quiet_access_log(settings.log_polls)
     app.state.tokens = tokens if tokens is not None else load_tokens(settings)
+    app.state.recent_failures = RecentFailures(settings.health_failure_window_seconds)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(AdmissionMiddleware, limits=lane_limits(settings))
     # Added last, so it runs first: nothing of an unauthenticated request's body is read.

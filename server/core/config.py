@@ -99,6 +99,9 @@ class Settings(BaseSettings):
     # /healthz answers 503 when the filesystem holding a SQLite database has less free space than this: a
     # full disk refuses new jobs and results (507), so the alarm should come first.
     min_free_disk_bytes: int = Field(default=256 * 1024 * 1024, ge=0)
+    # /healthz answers 503 for this long after a request met a database failure (a full disk, a corrupted
+    # file): its own small probe write can still succeed on a database that refuses every submit.
+    health_failure_window_seconds: float = Field(default=60.0, gt=0, le=24 * 3600, allow_inf_nan=False)
     # Finished jobs (succeeded, failed, cancelled) are removed, with their results, this many days after they
     # ended; unset keeps them forever. Queued and running jobs are never removed.
     retention_days: int | None = Field(default=None, ge=1, le=MAX_RETENTION_DAYS)

@@ -29,6 +29,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from padbench.server.core.config import Settings
+from padbench.server.db.failures import DatabaseCondition, DatabaseFailure
+from padbench.server.db.file_guard import SqliteFileGuard
 
 BEGIN_MODE_OPTION = "padbench_sqlite_begin"
 # Where a write session carries the lock its unit of work must hold (see padbench.server.api.transactions).
@@ -37,8 +39,11 @@ WRITE_LOCK_INFO_KEY = "padbench_write_lock"
 SPARE_CONNECTIONS = 4
 
 
-class DatabaseBusy(Exception):
+class DatabaseBusy(DatabaseCondition):
     """This process's SQLite writers did not get the write lock within the busy timeout."""
+
+    def __init__(self) -> None:
+        super().__init__(DatabaseFailure.busy)
 
 
 class WriterLock:
@@ -50,7 +55,7 @@ class WriterLock:
 
     def __enter__(self) -> WriterLock:
         if not self._lock.acquire(timeout=self.timeout_s):
-            raise DatabaseBusy(f"the database's write lock was not free within {self.timeout_s:g} s")
+            raise DatabaseBusy
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -76,15 +81,30 @@ def _prepare_sqlite_connection(dbapi_connection: Any, busy_timeout_ms: int) -> N
     cursor.close()
 
 
-def _begin_sqlite_transaction(connection: Connection) -> None:
+def _begin_sqlite_transaction(connection: Connection, guard: SqliteFileGuard | None) -> None:
+    if guard is not None:
+        guard.check()  # a transaction on a deleted file would be acknowledged and then lost
     mode = connection.get_execution_options().get(BEGIN_MODE_OPTION, "IMMEDIATE")
     connection.exec_driver_sql(f"BEGIN {mode}")
 
 
+def _guard_file(engine: Engine, guard: SqliteFileGuard) -> None:
+    """Check the file before each new connection opens it (SQLite would create an empty one at a deleted
+    file's path) and remember the file the first connection opened."""
+
+    def before_connect(*_: Any) -> None:
+        guard.check()
+
+    event.listen(engine, "do_connect", before_connect)
+    event.listen(engine, "connect", lambda _conn, _record: guard.remember_opened_file())
+
+
 def _create_sqlite_engine(url: str, settings: Settings, connections: int) -> Engine:
     database = make_url(url).database
+    guard = None
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)
+        guard = SqliteFileGuard(Path(database))
     engine = create_engine(
         url,
         connect_args={"check_same_thread": False, "timeout": settings.sqlite_busy_timeout_ms / 1000},
@@ -94,7 +114,9 @@ def _create_sqlite_engine(url: str, settings: Settings, connections: int) -> Eng
     )
     event.listen(engine, "connect", lambda conn, _record: _prepare_sqlite_connection(
         conn, settings.sqlite_busy_timeout_ms))
-    event.listen(engine, "begin", _begin_sqlite_transaction)
+    event.listen(engine, "begin", lambda connection: _begin_sqlite_transaction(connection, guard))
+    if guard is not None:
+        _guard_file(engine, guard)
     return engine
 
 

@@ -1,11 +1,13 @@
 """Database errors that are conditions, not bugs: a full disk is 507, a busy database or an exhausted
-connection pool 503 with Retry-After, each with a JSON reason; any other database error is left alone.
+connection pool 503 with Retry-After, a database out of service (corrupted, unreachable) 503 with a longer
+one, each with a JSON reason; any other database error is left alone.
 SQLite's errors are real ones, provoked on a small database; PostgreSQL's are psycopg's own classes."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sqlite3
 from pathlib import Path
 
@@ -16,8 +18,9 @@ from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.requests import Request
 
-from padbench.server.api.errors import database_error_handler
-from padbench.server.db.failures import DatabaseFailure, classify, describe
+from padbench.server.api.errors import DATABASE_RETRY_AFTER_SECONDS, OUTAGE_RETRY_AFTER_SECONDS, database_error_handler
+from padbench.server.db.engine import DatabaseBusy
+from padbench.server.db.failures import DatabaseCondition, DatabaseFailure, classify, describe
 
 
 def sqlite_full_error() -> DBAPIError:
@@ -109,3 +112,53 @@ def test_other_database_errors_are_left_to_the_server_error_handling() -> None:
     bug = ProgrammingError("SELECT", {}, psycopg.errors.UndefinedTable("relation does not exist"))
     with pytest.raises(ProgrammingError):
         handle(bug)
+
+
+def corrupted_sqlite_error(tmp_path: Path, damage_from: int) -> DBAPIError:
+    """The error SQLite raises reading a file whose bytes from `damage_from` on were overwritten."""
+    path = tmp_path / f"damaged-from-{damage_from}.sqlite3"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE t (x TEXT)")
+        connection.executemany("INSERT INTO t VALUES (?)", [("x" * 500,)] * 100)
+    connection.close()
+    with path.open("r+b") as file:
+        file.seek(damage_from)
+        file.write(b"\xa5" * (path.stat().st_size - damage_from))
+    engine = create_engine(f"sqlite:///{path}")
+    try:
+        with engine.connect() as connection, pytest.raises(DBAPIError) as raised:
+            connection.execute(text("SELECT count(*), max(x) FROM t")).all()
+    finally:
+        engine.dispose()
+    return raised.value
+
+
+def test_a_corrupted_sqlite_file_is_an_outage(tmp_path: Path) -> None:
+    pages = corrupted_sqlite_error(tmp_path, damage_from=4096)
+    header = corrupted_sqlite_error(tmp_path, damage_from=0)
+    assert classify(pages) is DatabaseFailure.corrupt and classify(header) is DatabaseFailure.not_a_database
+    assert all(failure.is_outage for failure in (classify(pages), classify(header)))
+
+
+def test_a_postgresql_server_that_refuses_the_connection_is_unreachable() -> None:
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    engine = create_engine(f"postgresql+psycopg://nobody@127.0.0.1:{port}/none")
+    with pytest.raises(OperationalError) as raised, engine.connect():
+        pass
+    assert classify(raised.value) is DatabaseFailure.unreachable
+    assert classify(wrapped(psycopg.errors.InvalidCatalogName("database does not exist"))) is DatabaseFailure.missing
+
+
+@pytest.mark.parametrize("error", [DatabaseCondition(DatabaseFailure.unlinked),
+                                   wrapped(sqlite3.DatabaseError("database disk image is malformed"))])
+def test_an_outage_is_503_with_the_reason_and_a_longer_retry_after(error: Exception) -> None:
+    status, headers, body = handle(error)
+    assert status == 503 and int(headers["retry-after"]) == OUTAGE_RETRY_AFTER_SECONDS
+    assert body["detail"].startswith(classify(error).value)  # type: ignore[union-attr]
+
+
+def test_this_processs_own_write_lock_timing_out_is_503() -> None:
+    status, headers, _ = handle(DatabaseBusy())
+    assert status == 503 and int(headers["retry-after"]) == DATABASE_RETRY_AFTER_SECONDS

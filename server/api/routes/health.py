@@ -13,6 +13,7 @@ from fastapi import APIRouter, status
 from fastapi.responses import JSONResponse
 
 from padbench.server.api.deps import DatabaseDep, SettingsDep
+from padbench.server.api.errors import OUTAGE_RETRY_AFTER_SECONDS
 from padbench.server.db.health import check_health
 
 router = APIRouter(tags=["health"])
@@ -28,4 +29,5 @@ def healthz(database: DatabaseDep, settings: SettingsDep) -> JSONResponse:
         return JSONResponse(body)
     body["detail"] = "; ".join(report.problems)
     log.warning("health check failed: %s", body["detail"])
-    return JSONResponse(body, status.HTTP_503_SERVICE_UNAVAILABLE)
+    return JSONResponse(body, status.HTTP_503_SERVICE_UNAVAILABLE,
+                        headers={"Retry-After": str(OUTAGE_RETRY_AFTER_SECONDS)})
