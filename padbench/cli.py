@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -78,9 +80,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        return handler(args)
+        status = handler(args)
+        sys.stdout.flush()  # so a reader that went away is seen here, not in the interpreter's exit
+        return status
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return closed_pipe()
+
+
+# What a shell reports for a command its pipe's reader left (`yes | head -1`): killed by SIGPIPE.
+CLOSED_PIPE_EXIT = 128 + getattr(signal, "SIGPIPE", 13)
+
+
+def closed_pipe() -> int:
+    """The reader of stdout went away (`padbench list | head -2`): end quietly, as other Unix tools do.
+
+    Python ignores SIGPIPE, so the write raised instead of the process ending. What is still buffered for stdout
+    goes to /dev/null, or the interpreter's last flush would raise again and print the traceback anyway
+    (https://docs.python.org/3/library/signal.html#note-on-sigpipe).
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return CLOSED_PIPE_EXIT
 
 
 if __name__ == "__main__":
