@@ -24,6 +24,7 @@ from padbench.client.api import PadbenchClient
 from padbench.client.display import format_page, format_status, format_workers, page_table, workers_table
 from padbench.client.exits import EXIT_FAILED, reported
 from padbench.client.progress import ProgressBar
+from padbench.client.views import SourceError, load_results
 from padbench.contract.api import JobOut, JobStatus
 from padbench.contract.bounds import MAX_RETENTION_DAYS
 from padbench.http import TokenFileUnreadable, token_from_file
@@ -38,6 +39,9 @@ FORMATS = ("table", "json", "csv")
 
 class UsageError(Exception):
     pass
+
+
+USAGE_ERRORS = (UsageError, SpecError, TokenFileUnreadable, SourceError)
 
 
 def _connection_options() -> argparse.ArgumentParser:
@@ -77,8 +81,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     wait.add_argument("job_id", type=int, metavar="ID")
     wait.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                       help="stop waiting after this long and exit 1; the job itself goes on")
-    results = _command(subparsers, "results", show_results, "print a finished job's results")
-    results.add_argument("job_id", type=int, metavar="ID")
+    results_help = "print a finished job's results, or a saved result file's"
+    results = subparsers.add_parser("results", help=results_help, description=results_help,
+                                    parents=[_connection_options()])
+    # A file needs no server: like `plot` and `compare`, it reads what `run --json` or `results -o` saved.
+    results.set_defaults(handler=lambda args: reported(args.command, lambda: show_results(args), USAGE_ERRORS))
+    results.add_argument("source", metavar="ID|FILE",
+                         help="a job ID on the server, or a result JSON file (from `padbench run --json` or "
+                              "`results --format json`)")
     results.add_argument("--format", choices=FORMATS, default=None,
                          help="table for people; json (the whole result document, everything measured) or csv "
                               "for tools (default: what --output's name ends in, .json or .csv; else table)")
@@ -105,7 +115,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(handler: Callable[[PadbenchClient, argparse.Namespace], int], args: argparse.Namespace) -> int:
-    return reported(args.command, lambda: _connected(handler, args), (UsageError, SpecError, TokenFileUnreadable))
+    return reported(args.command, lambda: _connected(handler, args), USAGE_ERRORS)
 
 
 def _connected(handler: Callable[[PadbenchClient, argparse.Namespace], int], args: argparse.Namespace) -> int:
@@ -165,13 +175,13 @@ def results_format(chosen: str | None, output: Path | None) -> str:
     return extension if extension in ("json", "csv") else "table"
 
 
-def show_results(client: PadbenchClient, args: argparse.Namespace) -> int:
-    result = client.results(args.job_id)
+def show_results(args: argparse.Namespace) -> int:
+    [(job_id, result)] = load_results([args.source], args)
     fmt = results_format(args.format, args.output)
     if args.output is None and fmt == "table":
         write_table(result, sys.stdout)
         return 0
-    text = render(result, fmt, job_id=args.job_id)
+    text = render(result, fmt, job_id=job_id)
     if args.output is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return 0
@@ -179,7 +189,8 @@ def show_results(client: PadbenchClient, args: argparse.Namespace) -> int:
         args.output.write_text(text, encoding="utf-8")
     except OSError as error:
         raise UsageError(f"cannot write {args.output}: {error.strerror}") from error
-    print(f"wrote {fmt} results of job {args.job_id} to {args.output}", file=sys.stderr)
+    what = f"job {job_id}" if job_id is not None else args.source
+    print(f"wrote {fmt} results of {what} to {args.output}", file=sys.stderr)
     return 0
 
 

@@ -19,6 +19,7 @@ from padbench.client.exits import reported
 from padbench.client.plot import PlotError, save_plot
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.results import JobResultBase
+from padbench.http import TokenFileUnreadable, token_from_file
 from padbench.report.compare import (
     FORMATS,
     CompareError,
@@ -58,10 +59,12 @@ def load_results(sources: list[str], args: argparse.Namespace) -> list[Labelled]
                 loaded.append((None, read_result_file(Path(source))))
                 continue
             if client is None:
-                if not args.server or not args.token:
-                    raise SourceError(f"{source} is a job ID: --server and --token (or PADBENCH_SERVER / "
-                                      "PADBENCH_TOKEN) are needed to read it")
-                client = PadbenchClient(args.server, args.token)
+                token = args.token or (token_from_file(args.token_file) if args.token_file else None)
+                if not args.server or not token:
+                    raise SourceError(f"{source} is a job ID: --server and --token-file or --token (or "
+                                      "PADBENCH_SERVER and PADBENCH_TOKEN_FILE or PADBENCH_TOKEN) are needed to "
+                                      "read it")
+                client = PadbenchClient(args.server, token)
             loaded.append((int(source), client.results(int(source))))
     finally:
         if client is not None:
@@ -89,7 +92,7 @@ def compare_command(args: argparse.Namespace) -> int:
 
 
 def run_view(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    return reported(args.command, lambda: handler(args), (SourceError, PlotError, CompareError))
+    return reported(args.command, lambda: handler(args), (SourceError, PlotError, CompareError, TokenFileUnreadable))
 
 
 def register_views(subparsers: argparse._SubParsersAction, connection: argparse.ArgumentParser) -> None:

@@ -1,4 +1,5 @@
-"""`padbench plot`, `compare`, `schema` and `init` from the command line, on saved result files (no server)."""
+"""`padbench plot`, `compare`, `results`, `schema` and `init` from the command line, on saved result files (no
+server)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from padbench.cli import main
 from padbench.client.plot import MISSING_EXTRA, PlotError, save_plot
+from padbench.client.views import read_result_file
 from padbench.contract.kinds import parse_job_spec
 from padbench.kinds.padding.plot import batch_curves
 from padbench.report import render_json
@@ -102,6 +104,30 @@ def test_a_file_that_is_not_a_result_is_named(tmp_path: Path, capsys: pytest.Cap
     bogus = tmp_path / "bogus.json"
     bogus.write_text('{"kind": "padding"}', encoding="utf-8")
     assert main(["compare", str(bogus), str(H100_RESULT)]) == 2
+    assert "bogus.json is not a padbench result" in capsys.readouterr().err
+
+
+def test_results_reads_a_file_in_every_format(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PADBENCH_SERVER", raising=False)  # a file needs no server
+    monkeypatch.delenv("PADBENCH_TOKEN", raising=False)
+    assert main(["results", str(H100_RESULT)]) == 0
+    assert capsys.readouterr().out.startswith("padding benchmark · ")
+    assert main(["results", str(H100_RESULT), "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert rows and rows[0]["job_id"] == "" and rows[0]["gpu"] == "NVIDIA H100 80GB HBM3"
+    copy = tmp_path / "copy.json"
+    assert main(["results", str(H100_RESULT), "-o", str(copy)]) == 0
+    assert read_result_file(copy) == read_result_file(H100_RESULT)
+    assert f"wrote json results of {H100_RESULT} to {copy}" in capsys.readouterr().err
+
+
+def test_results_names_a_file_it_cannot_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["results", str(tmp_path / "missing.json")]) == 2
+    assert "padbench results: cannot read " in capsys.readouterr().err
+    bogus = tmp_path / "bogus.json"
+    bogus.write_text('{"kind": "padding"}', encoding="utf-8")
+    assert main(["results", str(bogus)]) == 2
     assert "bogus.json is not a padbench result" in capsys.readouterr().err
 
 
