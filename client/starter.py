@@ -53,12 +53,13 @@ mode: inference             # or training: forward, backward and an AdamW step
 measurement:
   min_seconds: {min_seconds:<12} # a layout measured for less time, or fewer batches, is marked invalid
   min_batches: 10
-  repeats: 1                # >1 repeats each measurement to show its spread
+  repeats: 2                # each layout measured twice: the verdict gets an interval (more: a narrower one)
 """
 
-# What the starter measures on a GPU, and a CPU-sized version that finishes in well under a minute (a small
-# GPT-2 with a small vocabulary, fp32 and SDPA: flash kernels need a GPU and bf16/fp16). GPT-2's special ids
-# (50256) lie outside that vocabulary, and a benchmark forward never uses them: none are set.
+# What the starter measures on a GPU, and a CPU-sized version that finishes in well under a minute on two busy
+# cores (a small GPT-2 with a small vocabulary, fp32 and SDPA: flash kernels need a GPU and bf16/fp16). GPT-2's
+# special ids (50256) lie outside that vocabulary, and a benchmark forward never uses them: none are set.
+# Both measure each layout twice, so the first verdict has an interval.
 GPU_VALUES = {"model": " gpt2-seed", "max_length": 640, "num_samples": 2000, "attention": "flash", "batch_size": 32,
               "dtype": "bf16", "device": "auto", "min_seconds": 5.0}
 CPU_VALUES = {"model": "\n  config: {model_type: gpt2, n_layer: 2, n_embd: 64, n_head: 4, vocab_size: 2048, "

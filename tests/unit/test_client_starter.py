@@ -26,6 +26,7 @@ def test_without_a_cuda_gpu_init_writes_the_cpu_starter(tmp_path: Path, monkeypa
     monkeypatch.setattr(starter, "cuda_gpu_present", lambda: False)
     spec = write_starter(tmp_path)
     assert (spec.device, spec.dtype, spec.attention, spec.data.num_samples) == ("cpu", "fp32", "sdpa", 128)
+    assert spec.measurement.repeats == 2  # the first verdict has an interval
     assert "sized for a CPU, as this machine has no CUDA GPU (--gpu:" in capsys.readouterr().err
     assert write_starter(tmp_path, "--gpu").model.preset == "gpt2-seed"  # e.g. to submit to the service
 

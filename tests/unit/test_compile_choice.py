@@ -220,3 +220,9 @@ def test_auto_on_the_cpu_compiles_only_for_a_stated_horizon(monkeypatch: pytest.
     report = choose_compiled_step("auto", compiler, lambda model: lambda index: None, [0], settings, CPU, Ranks())[1]
     assert report is not None and not compiler.compiled and not report.compiled
     assert report.reason.startswith("not compiled: on the CPU, compile: auto compiles only for a stated horizon")
+    # A stated horizon over which the compiled step pays back: compiled on the CPU too.
+    with_horizon = RowSettings(RunHorizon(seconds=1800), tokens_per_step=1000.0)
+    report = choose_compiled_step("auto", compiler, lambda model: lambda index: None, [0], with_horizon, CPU,
+                                  Ranks())[1]
+    assert report is not None and compiler.compiled and report.compiled
+    assert "over the horizon's 1,800 s" in report.reason

@@ -37,7 +37,7 @@ def test_cpu_demo_runs_and_writes_the_full_result(tmp_path: Path, capsys: pytest
     assert [row.status for row in result.strategies] == ["ok"] * len(result.strategies)
     assert {row.strategy for row in result.strategies} == {"static", "dynamic", "binned", "packed"}
     # the table on stdout, progress on stderr
-    assert "tokens/s" in captured.out and "binned[8]" in captured.out and "eager-block-mask" in captured.out
+    assert "tokens/s" in captured.out and "binned[8]" in captured.out and "sdpa-block-mask" in captured.out
     assert "[100%] done" in captured.err and "measuring" in captured.err
 
 
