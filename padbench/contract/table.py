@@ -55,6 +55,8 @@ class ComparedRow(TableModel):
     values: Annotated[list[float | None], Field(max_length=MAX_COMPARED)]  # one per job; None: not measured
     shown: Annotated[list[Label], Field(max_length=MAX_COMPARED)]  # the values as `padbench compare` prints them
     ratios: Annotated[list[float | None], Field(max_length=MAX_COMPARED)]  # × faster than the first job
+    # The row's batch size as `padbench compare` prints it (`8`, or each job's: `4 / 8`); None: rows have none.
+    batch: Label | None = None
 
 
 class Comparison(TableModel):

@@ -6,8 +6,9 @@ for attention sweeps the first job's time divided by this one's. A figure that w
 invalid row, an OOM cell, a row the other job lacks) has no ratio.
 
 A ratio is only as telling as the jobs are alike: `differences` names every setting that differs between
-them (the device, the model, the data, dtype, mode…), so a comparison of two models or two data sets never
-passes for a comparison of two GPUs.
+them (the device, the model, the data, dtype, mode, and the rows' own: batch size, layouts, kernels…), so a
+comparison of two models, two data sets or two batch sizes never passes for a comparison of two GPUs; and where
+the kind's rows have a batch size, the table shows it beside the figures.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from padbench.contract.results import JobResultBase
 from padbench.contract.table import ComparedRow
 from padbench.contract.table import Comparison as ComparisonModel
 from padbench.kinds.record import kind_spec, kind_specs
+from padbench.report.cells import MISSING
 from padbench.report.identity import device_name, identity, title
 from padbench.report.kind import CompareKey, CompareRule
 from padbench.terminal_text import literal
@@ -43,6 +45,7 @@ class CompareRow:
     key: CompareKey  # (strategy, kernel) or (kernel, sequence length)
     values: list[float | None]  # one per job, in the jobs' order
     ratios: list[float | None]  # value relative to the first job's, "× faster"
+    batch_sizes: list[str | None]  # one per job, as its table prints it; None: the job has no such row
 
 
 @dataclass(frozen=True)
@@ -76,22 +79,29 @@ def compare(jobs: list[tuple[int | None, JobResultBase]]) -> Comparison:
         raise CompareError(f"cannot compare {first} with {second}: compare jobs of one kind")
     rule = kind_spec(jobs[0][1].kind).report.compare
     figures = [rule.figures(result) for _, result in jobs]
+    batch_sizes = [rule.batch_sizes(result) if rule.batch_sizes else {} for _, result in jobs]
     keys = list(dict.fromkeys(key for job_figures in figures for key in job_figures))
     if rule.sort_key is not None:
         keys.sort(key=rule.sort_key)
     rows = []
     for key in keys:
         values = [job_figures.get(key) for job_figures in figures]
-        rows.append(CompareRow(key, values, [_ratio(value, values[0], rule.higher_is_faster) for value in values]))
+        rows.append(CompareRow(key, values, [_ratio(value, values[0], rule.higher_is_faster) for value in values],
+                               [job_batches.get(key) for job_batches in batch_sizes]))
     return Comparison(kind=jobs[0][1].kind, rule=rule, jobs=jobs, rows=rows)
 
 
-# Spec settings that are not part of what a row's figure is *of*: the rows themselves say the layout, kernel,
-# batch size and sequence length, and the measurement's own settings change its precision, not its figure.
-NOT_COMPARED = frozenset({
-    "name", "device", "strategies", "attention", "batch_size", "measurement", "probe",  # padding jobs
-    "kernels", "seq_lens", "warmup", "repeats", "check_error", "cell_timeout_s", "cpu_memory_budget_bytes",
-})
+def batch_cell(row: CompareRow) -> str:
+    """The row's batch size: one figure where every job ran it at the same, else each job's in order (`4 / 8`)."""
+    shown = [MISSING if size is None else size for size in row.batch_sizes]
+    return shown[0] if len(set(shown)) == 1 else " / ".join(shown)
+
+
+# Spec settings that never tell two measurements apart: a job's name is a label (a sweep's points are named by
+# their settings, which are compared themselves), and the device is compared as the GPU the job ran on. Every
+# other setting is, the rows' own included: two jobs that differ only in batch size make a row's ratio measure
+# that batch size, and a row one job lacks is a layout or kernel the other never asked for.
+NOT_COMPARED = frozenset({"name", "device"})
 
 
 def _flat(document: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -140,7 +150,7 @@ def _setting(value: Any) -> str:
 
 
 def _figure(value: float | None, rule: CompareRule[Any]) -> str:
-    return "—" if value is None else rule.show(value)
+    return MISSING if value is None else rule.show(value)
 
 
 def _job_label(index: int, job_id: int | None) -> str:
@@ -153,6 +163,8 @@ def comparison_table(comparison: Comparison, plain: bool = False) -> Table:
                   box=None if plain else box.HEAVY_HEAD)
     for name in comparison.key_names:
         table.add_column(name.replace("_", " "), no_wrap=True)
+    if comparison.rule.batch_sizes is not None:
+        table.add_column("batch", justify="right", no_wrap=True)
     for index, (job_id, _) in enumerate(comparison.jobs):
         table.add_column(_job_label(index, job_id), justify="right", no_wrap=True)
         if index:
@@ -160,10 +172,12 @@ def comparison_table(comparison: Comparison, plain: bool = False) -> Table:
     for row in comparison.rows:
         # Keys carry names from specs and workers: text, never markup or a terminal's control sequence.
         cells: list[str | Text] = [Text(literal(part)) for part in row.key]
+        if comparison.rule.batch_sizes is not None:
+            cells.append(batch_cell(row))
         for index, (value, ratio) in enumerate(zip(row.values, row.ratios, strict=True)):
             cells.append(_figure(value, comparison.rule))
             if index:
-                cells.append("—" if ratio is None else f"{ratio:.2f}×")
+                cells.append(MISSING if ratio is None else f"{ratio:.2f}×")
         table.add_row(*cells)
     return table
 
@@ -185,9 +199,14 @@ def render_compare_json(comparison: Comparison) -> str:
         "jobs": [identity(result, job_id) for job_id, result in comparison.jobs],
         "differences": differences(comparison),
         "rows": [{comparison.key_names[0]: row.key[0], comparison.key_names[1]: row.key[1],
-                  "values": row.values, "ratios_vs_first": row.ratios} for row in comparison.rows],
+                  **_batch_sizes(comparison, row), "values": row.values, "ratios_vs_first": row.ratios}
+                 for row in comparison.rows],
     }
     return json.dumps(document, indent=2) + "\n"
+
+
+def _batch_sizes(comparison: Comparison, row: CompareRow) -> dict[str, list[str | None]]:
+    return {"batch_sizes": row.batch_sizes} if comparison.rule.batch_sizes is not None else {}
 
 
 def comparison_model(comparison: Comparison) -> ComparisonModel:
@@ -200,7 +219,8 @@ def comparison_model(comparison: Comparison) -> ComparisonModel:
         differences={name: [_setting(value) for value in values]
                      for name, values in differences(comparison).items()},
         rows=[ComparedRow(key=list(row.key), values=row.values, shown=[_figure(value, rule) for value in row.values],
-                          ratios=row.ratios) for row in comparison.rows])
+                          ratios=row.ratios, batch=batch_cell(row) if rule.batch_sizes is not None else None)
+              for row in comparison.rows])
 
 
 def render_compare_csv(comparison: Comparison) -> str:
@@ -210,8 +230,9 @@ def render_compare_csv(comparison: Comparison) -> str:
     for position, (job_id, result) in enumerate(comparison.jobs):
         for row in comparison.rows:
             line = {**identity(result, job_id), comparison.key_names[0]: row.key[0],
-                    comparison.key_names[1]: row.key[1], comparison.metric: row.values[position],
-                    "ratio_vs_first": row.ratios[position]}
+                    comparison.key_names[1]: row.key[1],
+                    **({"batch_size": row.batch_sizes[position]} if comparison.rule.batch_sizes is not None else {}),
+                    comparison.metric: row.values[position], "ratio_vs_first": row.ratios[position]}
             if writer is None:
                 writer = csv.DictWriter(buffer, fieldnames=list(line))
                 writer.writeheader()

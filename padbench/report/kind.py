@@ -38,6 +38,9 @@ class CompareRule(Generic[R]):
     show: Callable[[float], str]  # a figure as the table prints it
     higher_is_faster: bool  # tokens/s; a time is faster when lower
     sort_key: Callable[[CompareKey], Any] | None = None  # None keeps the rows in the first job's order
+    # Each row's batch size as its table prints it: a row's own setting, which two jobs' rows of one key may not
+    # share (a `--sweep batch_size=4,8`), so the comparison shows it beside the figures. None: rows have none.
+    batch_sizes: Callable[[R], dict[CompareKey, str]] | None = None
 
 
 @dataclass(frozen=True)

@@ -60,12 +60,13 @@ def test_table_json_and_csv() -> None:
     assert "2,124,000" in text and "2.00×" in text
     document = json.loads(render_compare_json(comparison))
     assert [job["gpu"] for job in document["jobs"]] == ["NVIDIA H200", "NVIDIA H100"]
-    assert document["rows"][0] == {"strategy": "static", "kernel": "torch-flash", "values": [161_000.4, 322_000.8],
-                                   "ratios_vs_first": [1.0, 2.0]}
+    assert document["rows"][0] == {"strategy": "static", "kernel": "torch-flash", "batch_sizes": ["128", "128"],
+                                   "values": [161_000.4, 322_000.8], "ratios_vs_first": [1.0, 2.0]}
     assert document["differences"] == {"GPU": ["NVIDIA H200", "NVIDIA H100"]}
     lines = list(csv.DictReader(io.StringIO(render_compare_csv(comparison))))
     assert len(lines) == 8 and lines[0]["job_id"] == "3" and lines[4]["job_id"] == "4"
     assert lines[4]["ratio_vs_first"] == "2.0" and lines[4]["gpu"] == "NVIDIA H100"
+    assert lines[4]["batch_size"] == "128"
 
 
 def test_jobs_of_different_kinds_or_a_single_job_are_refused() -> None:
@@ -95,7 +96,7 @@ def test_the_table_draws_box_lines_only_on_a_terminal(terminal: bool) -> None:
     assert bool(BOX_DRAWING.search(text)) is terminal
     if not terminal:
         header = next(line for line in text.splitlines() if line.startswith("strategy"))
-        assert header.split() == ["strategy", "kernel", "job", "3", "job", "4", "×", "job", "3"]
+        assert header.split() == ["strategy", "kernel", "batch", "job", "3", "job", "4", "×", "job", "3"]
 
 
 def test_alike_jobs_get_no_warning() -> None:
@@ -127,3 +128,33 @@ def test_attention_sweeps_of_other_shapes_are_named() -> None:
     narrow = attention_result()
     wide = narrow.model_copy(update={"spec": narrow.spec.model_copy(update={"heads": narrow.spec.heads * 2})})
     assert differences(compare([(1, narrow), (2, wide)])) == {"heads": [narrow.spec.heads, narrow.spec.heads * 2]}
+
+
+def at_batch_size(result: PaddingResult, batch_size: int, factor: float) -> PaddingResult:
+    """The same job run at another batch size (one point of `--sweep batch_size=...`), `factor` times as fast."""
+    rows = [row.model_copy(update={"batch_size": batch_size,
+                                   "tokens_per_s": row.tokens_per_s * factor if row.tokens_per_s else None})
+            for row in result.strategies]
+    spec = result.spec.model_copy(update={"batch_size": batch_size, "name": f"demo[batch_size={batch_size}]"})
+    return result.model_copy(update={"strategies": rows, "spec": spec})
+
+
+def test_jobs_that_differ_only_in_batch_size_show_it_and_are_warned() -> None:
+    comparison = compare([(5, at_batch_size(sample_result(), 4, 1.0)), (6, at_batch_size(sample_result(), 8, 1.5))])
+    assert differences(comparison) == {"batch_size": [4, 8]}
+    assert difference_warning(comparison) == ("warning: the results differ in batch_size: 4 vs 8 — each ratio "
+                                              "measures that difference")
+    console = Console(file=io.StringIO(), width=200)
+    render_compare_table(comparison, console)
+    row = next(line for line in console.file.getvalue().splitlines() if line.startswith("packed"))
+    assert row.split()[:3] == ["packed", "torch-flash-varlen", "4"] and "/" in row and row.split()[4] == "8"
+    assert json.loads(render_compare_json(comparison))["rows"][0]["batch_sizes"] == ["4", "8"]
+    assert [line["batch_size"] for line in csv.DictReader(io.StringIO(render_compare_csv(comparison)))][::4] == [
+        "4", "8"]
+
+
+def test_the_rows_own_settings_are_differences() -> None:
+    other = sample_result()
+    spec = other.spec.model_copy(update={"attention": "flex", "strategies": other.spec.strategies[:2]})
+    found = differences(compare([(3, sample_result()), (4, other.model_copy(update={"spec": spec}))]))
+    assert set(found) == {"attention", "strategies"}

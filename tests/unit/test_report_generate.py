@@ -121,8 +121,8 @@ def test_results_compare_title_and_partial_go_through_the_registry() -> None:
     assert json.loads(render(result, "json"))["kind"] == "generate"
     compared = json.loads(render_compare_json(compare([(1, result), (2, context_result())])))
     assert compared["metric"] == "output_tokens_per_s"
-    assert {"strategy": "ref: transformers-generate", "kernel": "transformers-sdpa", "values": [900.0, None],
-            "ratios_vs_first": [1.0, None]} in compared["rows"]
+    assert {"strategy": "ref: transformers-generate", "kernel": "transformers-sdpa", "batch_sizes": ["16", None],
+            "values": [900.0, None], "ratios_vs_first": [1.0, None]} in compared["rows"]
     partial = generate_result(rows_at()[:2]).model_copy(
         update={"partial": PartialResult(rows_finished=2, rows_planned=5)})
     assert render_table(partial).startswith("PARTIAL RESULT: the job was cancelled after 2 of 5 rows")

@@ -189,15 +189,18 @@ def run_facts(result: GenerateResult) -> RunFacts:
     return RunFacts(model=result.spec.model.label, dtype=result.spec.dtype, mode="generate")
 
 
+def comparison_keys(result: GenerateResult) -> list[tuple[CompareKey, GenerateRow]]:
+    """Each row by its compare key: strategy (with its context length, in a context table) and kernel."""
+    return [((row_label(row) if row.context is None else f"{row_label(row)} @ {row.context}", row.kernel), row)
+            for row in result.rows]
+
+
 def comparison_figures(result: GenerateResult) -> dict[CompareKey, float | None]:
-    """Keyed by strategy (with its context length, in a context table) and kernel."""
-    figures: dict[CompareKey, float | None] = {}
-    for row in result.rows:
-        label = row_label(row) if row.context is None else f"{row_label(row)} @ {row.context}"
-        figures[(label, row.kernel)] = row.output_tokens_per_s if row.status == "ok" else None
-    return figures
+    return {key: row.output_tokens_per_s if row.status == "ok" else None for key, row in comparison_keys(result)}
 
 
 COMPARE = CompareRule[GenerateResult](
     figures=comparison_figures, key_names=("strategy", "kernel"), metric="output_tokens_per_s",
-    metric_label="output tokens/s", show=lambda value: f"{value:,.0f}", higher_is_faster=True)
+    metric_label="output tokens/s", show=lambda value: f"{value:,.0f}", higher_is_faster=True,
+    batch_sizes=lambda result: {key: MISSING if row.batch_size is None else str(row.batch_size)
+                                for key, row in comparison_keys(result)})

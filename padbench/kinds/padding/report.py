@@ -166,17 +166,19 @@ def run_facts(result: PaddingResult) -> RunFacts:
     return RunFacts(model=result.spec.model.label, dtype=result.spec.dtype, mode=result.spec.mode)
 
 
-def comparison_figures(result: PaddingResult) -> dict[CompareKey, float | None]:
-    """Keyed by strategy and kernel (with the experts' implementation of a mixture of experts); a layout measured
-    at several batch sizes has a row per size."""
+def comparison_keys(result: PaddingResult) -> list[tuple[CompareKey, StrategyResult]]:
+    """Each row by its compare key: strategy and kernel (with the experts' implementation of a mixture of experts);
+    a layout measured at several batch sizes has a row per size."""
     pairs = [(row.label, compare_kernel(row)) for row in result.strategies]
-    figures: dict[CompareKey, float | None] = {}
-    for row, pair in zip(result.strategies, pairs, strict=True):
-        strategy = f"{row.label} @ {row.batch_size}" if pairs.count(pair) > 1 else row.label
-        figures[(strategy, pair[1])] = row.tokens_per_s if row.status == "ok" else None
-    return figures
+    return [((f"{row.label} @ {row.batch_size}" if pairs.count(pair) > 1 else row.label, pair[1]), row)
+            for row, pair in zip(result.strategies, pairs, strict=True)]
+
+
+def comparison_figures(result: PaddingResult) -> dict[CompareKey, float | None]:
+    return {key: row.tokens_per_s if row.status == "ok" else None for key, row in comparison_keys(result)}
 
 
 COMPARE = CompareRule[PaddingResult](
     figures=comparison_figures, key_names=("strategy", "kernel"), metric="tokens_per_s", metric_label="tokens/s",
-    show=lambda value: f"{value:,.0f}", higher_is_faster=True)
+    show=lambda value: f"{value:,.0f}", higher_is_faster=True,
+    batch_sizes=lambda result: {key: batch_cell(row) for key, row in comparison_keys(result)})

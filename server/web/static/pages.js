@@ -158,9 +158,12 @@ async function startCompare() {
     .map(([name, values]) => `${name}: ${values.join(" / ")}`).join("; ");
   document.getElementById("compare-metric").textContent = `${comparison.metric_label}; ratios: times faster than `
     + `job ${ids[0]}${differing ? `. The jobs differ in ${differing}` : ""}`;
-  const header = [...comparison.key_names,
+  // A row's batch size (`4 / 8` where the jobs ran it at different sizes), for kinds whose rows have one.
+  const batched = comparison.rows.some((row) => row.batch !== null);
+  const header = [...comparison.key_names, ...(batched ? ["batch"] : []),
                   ...ids.flatMap((id, index) => (index ? [`job ${id}`, `× job ${ids[0]}`] : [`job ${id}`]))];
   const body = comparison.rows.map((row) => el("tr", {}, ...row.key.map((part) => el("td", { text: part })),
+    ...(batched ? [el("td", { text: row.batch ?? "—" })] : []),
     ...row.shown.flatMap((shown, index) => (index ? [el("td", { text: shown }), el("td", { text: fmt.ratio(row.ratios[index]) })]
                                                   : [el("td", { text: shown })]))));
   document.getElementById("comparison").replaceChildren(
