@@ -29,6 +29,9 @@ LossChoice = Literal["fused", "full"]
 # `ops` every layer but keeping what its matmuls and attention computed (only the cheap ops between them rerun:
 # torchtitan's op-level selective checkpointing).
 Checkpointing = Literal["none", "full", "selective", "ops"]
+# What a spec may ask: one of those, or `auto`, the least recompute whose step fits at the batch sizes asked
+# (decided by the memory plan's estimate and confirmed by the OOM probe), which the result states with why.
+CheckpointingChoice = Literal["auto", "none", "full", "selective", "ops"]
 # `lora`: low-rank adapters trained on frozen weights (PEFT); `qlora`: the same over a 4-bit base (bitsandbytes).
 Method = Literal["full", "lora", "qlora"]
 
@@ -56,9 +59,16 @@ class LoraSpec(TrainingSection):
 class TrainingSpec(TrainingSection):
     precision: Precision = "auto"
     loss: LossChoice = "fused"
-    activation_checkpointing: Checkpointing = "none"
+    activation_checkpointing: CheckpointingChoice = "none"
     method: Method = "full"
     lora: LoraSpec = LoraSpec()
+
+
+def concrete_checkpointing(choice: CheckpointingChoice) -> Checkpointing:
+    """The recompute a model is built with: `auto` is decided before any model is built (by the worker's probe)."""
+    if choice == "auto":
+        raise ValueError("activation_checkpointing auto must be decided before the model is built")
+    return choice
 
 
 def precision_run(precision: Precision, dtype: Literal["bf16", "fp16", "fp32"], ranks: int) -> RunPrecision:
@@ -77,6 +87,27 @@ class TrainingResultSection(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=100_000)
 
 
+# How a level of recompute fared when `auto` chose: it fit the probe, ran out of memory there, was over the memory
+# plan's estimate (not probed), or was not needed (a level with less recompute fit first).
+RecomputeOutcome = Literal["fits", "out of memory", "over the plan", "not tried"]
+
+
+class RecomputeCandidate(TrainingResultSection):
+    checkpointing: Checkpointing
+    outcome: RecomputeOutcome
+    planned_bytes: Annotated[int, Field(ge=0)]  # the plan's estimate for the job's largest step, per GPU
+    peak_bytes: Annotated[int, Field(ge=0)] | None = None  # the probe's largest peak, where it ran
+
+
+class AutoCheckpointing(TrainingResultSection):
+    """How `activation_checkpointing: auto` chose: each level of recompute, least first, and its fate."""
+
+    chosen: Checkpointing
+    available_bytes: Annotated[int, Field(ge=0)] | None  # what a step had to fit in per GPU (None: no limit known)
+    candidates: Annotated[list[RecomputeCandidate], Field(max_length=4)]
+    reason: Annotated[str, Field(max_length=1_000)]
+
+
 class TrainingRun(TrainingResultSection):
     """How a training job actually trained (the same for each of its rows)."""
 
@@ -87,6 +118,7 @@ class TrainingRun(TrainingResultSection):
     method: Method
     trainable_parameters: Annotated[int, Field(ge=0)]
     total_parameters: Annotated[int, Field(ge=0)]
+    auto_checkpointing: AutoCheckpointing | None = None  # set where the spec asked `auto`
 
 
 class StepSplit(TrainingResultSection):

@@ -25,12 +25,22 @@ def fake_device(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
     return _fake_measurement(request.size, request.kernel)
 
 
-def _fake_measurement(size: int, kernel: str) -> ProbeMeasurement:
-    peak = FAKE_BASELINE + FAKE_PER_SIZE * size
+def _fake_measurement(size: int, kernel: str, per_size: int = FAKE_PER_SIZE) -> ProbeMeasurement:
+    peak = FAKE_BASELINE + per_size * size
     if peak > FAKE_CAPACITY:
         raise MemoryError(f"fake device: {peak} bytes do not fit")
     return ProbeMeasurement(peak_bytes=peak, peak_allocated_bytes=None, capacity_bytes=FAKE_CAPACITY,
                             baseline_bytes=FAKE_BASELINE, kernel=kernel, seconds=0.0)
+
+
+# MiB a unit of size keeps on the fake device by the recompute its training does: only `ops` and more fit 8.
+FAKE_PER_SIZE_BY_RECOMPUTE = {"none": 12 * MIB, "ops": 9 * MIB, "selective": 6 * MIB, "full": 2 * MIB}
+
+
+def fake_recompute_device(ctx: ChildContext, request: ProbeRequest) -> ProbeMeasurement:
+    """The fake device where activations shrink with recompute: at size 8, none runs out and ops fits."""
+    level = request.training.activation_checkpointing if request.training is not None else "none"
+    return _fake_measurement(request.size, request.kernel, FAKE_PER_SIZE_BY_RECOMPUTE[level])
 
 
 def fake_slots(ctx: ChildContext, request: SlotsRequest) -> ProbeMeasurement:

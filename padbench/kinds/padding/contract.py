@@ -52,6 +52,10 @@ from padbench.contract.spec import (
 from padbench.contract.training import StepSplit, TrainingRun, TrainingSpec
 from padbench.contract.trl import TrlSettings, with_trl_strategy
 
+AUTO_CHECKPOINTING_NEEDS_SIZES = (
+    "auto chooses the least recompute that fits the batch sizes asked, and batch_size auto sizes the batch to the "
+    "recompute: name one of the two (a batch size, or none, ops, selective or full)")
+
 
 class PaddingJobSpec(JobSpecBase):
     kind: Literal["padding"] = "padding"
@@ -120,6 +124,8 @@ class PaddingJobSpec(JobSpecBase):
         experts_problem = self._experts_problem()
         if experts_problem is not None:
             problems.append((("experts",), experts_problem))
+        if probed and self.mode == "training" and self.training.activation_checkpointing == "auto":
+            problems.append((("training", "activation_checkpointing"), AUTO_CHECKPOINTING_NEEDS_SIZES))
         return problems + self._attention_problems()
 
     def _attention_problems(self) -> list[NewJobProblem]:

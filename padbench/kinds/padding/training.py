@@ -14,8 +14,12 @@ def training_lines(result: PaddingResult) -> list[str]:
     if run is None:
         return []
     trainable = f"{run.trainable_parameters / 1e6:,.1f}M of {run.total_parameters / 1e6:,.1f}M parameters trainable"
-    return [f"trained: weights in {run.precision}, loss {run.loss}, activation checkpointing "
-            f"{run.activation_checkpointing}, method {run.method} ({trainable})"]
+    lines = [f"trained: weights in {run.precision}, loss {run.loss}, activation checkpointing "
+             f"{run.activation_checkpointing}, method {run.method} ({trainable})"]
+    if run.auto_checkpointing is not None:
+        lines.append(f"activation checkpointing auto chose {run.auto_checkpointing.chosen}: "
+                     f"{run.auto_checkpointing.reason}")
+    return lines
 
 
 def _split_line(row: StrategyResult) -> list[str]:

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from padbench.contract.training import Checkpointing, Method, RunPrecision, TrainingRun, TrainingSpec
+from padbench.contract.training import (
+    Checkpointing,
+    Method,
+    RunPrecision,
+    TrainingRun,
+    TrainingSpec,
+    concrete_checkpointing,
+)
 from padbench.worker.engine.model.adapters import add_adapters, missing_library_reason
 from padbench.worker.engine.model.float8 import convert_linears_to_float8, float8_unavailable_reason
 from padbench.worker.engine.model.parameter_count import parameter_count
@@ -42,7 +49,8 @@ class AppliedTraining:
 
     @classmethod
     def of(cls, model: nn.Module, training: TrainingSpec, precision: RunPrecision) -> AppliedTraining:
-        return cls(method=training.method, activation_checkpointing=training.activation_checkpointing,
+        checkpointing = concrete_checkpointing(training.activation_checkpointing)
+        return cls(method=training.method, activation_checkpointing=checkpointing,
                    precision=precision, trainable_parameters=parameter_count(model, trainable_only=True),
                    total_parameters=parameter_count(model), checkpointed_layers=checkpointed_layers(model),
                    float8_layers=sum(type(module).__name__ == FLOAT8_LAYER_CLASS for module in model.modules()))
@@ -81,6 +89,6 @@ def apply_training(model: nn.Module, training: TrainingSpec, precision: RunPreci
         raise TrainingUnsupported(f"training.precision fp8: {type(model).__name__} has no linear layer whose "
                                   "dimensions float8 matmuls take (nn.Linear, multiples of 16)")
     try:
-        checkpoint_layers(model, training.activation_checkpointing)
+        checkpoint_layers(model, concrete_checkpointing(training.activation_checkpointing))
     except ValueError as error:
         raise TrainingUnsupported(str(error)) from None

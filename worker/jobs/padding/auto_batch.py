@@ -118,15 +118,20 @@ def _at_width(spec: PaddingJobSpec, longest: int) -> PaddingJobSpec:
 def _tier_span(span: ProgressFn, tier: int, tiers: int) -> ProgressFn:
     if tiers == 1:
         return span
-    return _labelled(progress_span(span, tier / tiers, (tier + 1) / tiers), f"tier {tier + 1}/{tiers}: ")
+    return labelled(progress_span(span, tier / tiers, (tier + 1) / tiers), f"tier {tier + 1}/{tiers}: ")
 
 
 def _probe(spec: PaddingJobSpec, strategy: StrategySpec, device: torch.device, progress: ProgressFn,
            shared: SharedProbes, group: RankProbing | None) -> ProbeReport:
-    layout = STRATEGIES.get(strategy.name).layout
-    kernel = resolve_kernel(spec.attention_for(strategy), layout, device, torch_dtype(spec.dtype))
-    return find_batch_size(spec, strategy, kernel.name, _labelled(progress, f"{strategy.label} / {kernel.name}: "),
+    kernel = probed_kernel(spec, strategy, device)
+    return find_batch_size(spec, strategy, kernel, labelled(progress, f"{strategy.label} / {kernel}: "),
                            shared=shared, group=group)
+
+
+def probed_kernel(spec: PaddingJobSpec, strategy: StrategySpec, device: torch.device) -> str:
+    """The kernel a strategy's row will run, which its probe children run too (raises `KernelUnavailable`)."""
+    layout = STRATEGIES.get(strategy.name).layout
+    return resolve_kernel(spec.attention_for(strategy), layout, device, torch_dtype(spec.dtype)).name
 
 
 def unprobed_result(spec: PaddingJobSpec, strategy: StrategySpec, error: str) -> StrategyResult:
@@ -147,5 +152,5 @@ def attach_probe_reports(results: list[StrategyResult], sizes: AutoSizes) -> lis
             if position in sizes.reports else result for position, result in enumerate(results)]
 
 
-def _labelled(progress: ProgressFn, prefix: str) -> ProgressFn:
+def labelled(progress: ProgressFn, prefix: str) -> ProgressFn:
     return lambda fraction, message: progress(fraction, prefix + message)

@@ -19,7 +19,7 @@ from padbench.contract.experts import dense_model_experts_problem
 from padbench.contract.parallel import Parallelism, ParallelRun
 from padbench.contract.results import Environment, PartialResult
 from padbench.contract.spec import DataSpec
-from padbench.contract.training import RunPrecision, TrainingRun, precision_run
+from padbench.contract.training import AutoCheckpointing, RunPrecision, TrainingRun, precision_run
 from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult, StrategyResult
 from padbench.worker.engine.data.sources import SYNTHETIC, load_sequences
 from padbench.worker.engine.measure.correctness import gate_sample, references_with_noise
@@ -40,6 +40,7 @@ from padbench.worker.jobs.padding.auto_batch import (
     probe_auto_batch_sizes,
     unprobed_result,
 )
+from padbench.worker.jobs.padding.auto_checkpointing import decide_checkpointing
 from padbench.worker.jobs.padding.fit import check_model_fits, inference_parallelism, whole_copy_fits
 from padbench.worker.jobs.padding.probe.trials import RankProbing
 from padbench.worker.jobs.padding.rank_steps import rank_device
@@ -199,10 +200,12 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     check_model_fits(spec, device, ranks.world)
     check_experts_named(spec)
     expanded = expand_axes(spec)
-    probe_end = PROBE_SHARE if needs_probe(expanded) else 0.0
+    deciding = spec.mode == "training" and spec.training.activation_checkpointing == "auto"
+    probe_end = PROBE_SHARE if needs_probe(expanded) or deciding else 0.0
     group = None if not ranks.spread else RankProbing(
         ranks, training_precision(spec, ranks), choose_parallelism(spec, ranks, device) == "sharded",
         backend or "gloo", spec.distributed.collective_timeout_s)
+    expanded, recompute = decide_checkpointing(expanded, device, progress_span(progress, 0.0, probe_end), group)
     sizes = probe_auto_batch_sizes(expanded, device, progress_span(progress, 0.0, probe_end), group,
                                    lengths=lambda: job_lengths(spec))
     measured = sizes.spec
@@ -228,9 +231,9 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
             release_device_memory(job.device)
         if on_partial is not None:
             partial = PartialResult(rows_finished=len(results), rows_planned=planned)
-            on_partial(assemble_result(spec, environment, job, results, sizes, partial, parallel))
+            on_partial(assemble_result(spec, environment, job, results, sizes, partial, parallel, recompute))
     progress(1.0, "done")
-    return assemble_result(spec, environment, job, results, sizes, None, parallel)
+    return assemble_result(spec, environment, job, results, sizes, None, parallel, recompute)
 
 
 def check_experts_named(spec: PaddingJobSpec) -> None:
@@ -241,11 +244,12 @@ def check_experts_named(spec: PaddingJobSpec) -> None:
         raise SpecProblem(f"experts: {dense_model_experts_problem(spec.model.label)}")
 
 
-def training_run(job: JobSetup) -> TrainingRun | None:
-    """How a training job trained, as the result states it (None for inference)."""
+def training_run(job: JobSetup, recompute: AutoCheckpointing | None = None) -> TrainingRun | None:
+    """How a training job trained, as the result states it (None for inference), with how `auto` chose the
+    recompute where the spec asked it."""
     if job.applied_training is None or job.loss_name is None:
         return None
-    return job.applied_training.run(job.loss_name)
+    return job.applied_training.run(job.loss_name).model_copy(update={"auto_checkpointing": recompute})
 
 
 def parallel_run(job: JobSetup, backend: Backend | None) -> ParallelRun | None:
@@ -258,8 +262,8 @@ def parallel_run(job: JobSetup, backend: Backend | None) -> ParallelRun | None:
 
 
 def assemble_result(spec: PaddingJobSpec, environment: Environment, job: JobSetup, rows: Sequence[StrategyResult],
-                    sizes: AutoSizes, partial: PartialResult | None,
-                    parallel: ParallelRun | None = None) -> PaddingResult:
+                    sizes: AutoSizes, partial: PartialResult | None, parallel: ParallelRun | None = None,
+                    recompute: AutoCheckpointing | None = None) -> PaddingResult:
     """The result document for the strategy rows finished so far (all of them unless `partial` says not)."""
     lengths = [len(sequence) for sequence in job.data.sequences]
     return PaddingResult(
@@ -267,5 +271,6 @@ def assemble_result(spec: PaddingJobSpec, environment: Environment, job: JobSetu
         model_parameters=parameter_count(job.model), active_parameters=active_parameter_count(job.model),
         flops_per_token=flops_per_token(job),
         matmul_tflops=job.matmul_flops / 1e12 if job.matmul_flops else None,
-        num_sequences=len(lengths), real_tokens_total=sum(lengths), parallel=parallel, training=training_run(job),
+        num_sequences=len(lengths), real_tokens_total=sum(lengths), parallel=parallel,
+        training=training_run(job, recompute),
         strategies=attach_probe_reports(with_speedups(rows), sizes), partial=partial)

@@ -73,7 +73,7 @@ def find_batch_size(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: s
             progress(1.0, f"batch size from the probe cache: largest fit {cached.largest_fit}")
             return _report(spec, cached, facts, seconds=time.monotonic() - started, cached=True)
         label = f"{strategy.label} with {kernel_name}"
-        sizes = _oracle(spec, strategy, kernel_name, facts, label, progress, probes, probe_target, group)
+        sizes = size_oracle(spec, strategy, kernel_name, facts, label, progress, probes, probe_target, group)
         try:
             result = SEARCHES[spec.probe.mode](sizes, curve=memory_curve(kernel_name), ceiling=ceiling)
         finally:
@@ -100,7 +100,7 @@ class RankProbing:
     timeout_s: float
 
 
-def _oracle(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, facts: DeviceFacts, label: str,
+def size_oracle(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, facts: DeviceFacts, label: str,
             progress: ProgressFn, probes: SharedProbes, target: str, group: RankProbing | None) -> ChildOracle:
     common = (label, progress, probes.session, target, spec.probe.probe_timeout_s, probes.starts_before_strategy)
     if group is None:
