@@ -31,6 +31,8 @@ from padbench.server.api.routes import compare, health, jobs, leases, workers
 from padbench.server.core.config import Settings
 from padbench.server.core.security import TokenFileError, TokenStore, read_token_file
 from padbench.server.db.engine import Database
+from padbench.server.db.health import HealthMonitor
+from padbench.server.db.integrity import IntegrityWatch
 from padbench.server.db.migrate import upgrade_to_head
 from padbench.server.db.recent_failures import RecentFailures
 from padbench.server.metrics import install_metrics
@@ -74,14 +76,18 @@ def build_lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncConte
         database = Database.connect(settings)
         await run_in_threadpool(upgrade_to_head, database.engine)
         app.state.database = database
-        reaper = asyncio.create_task(reap_periodically(
-            database, settings.reaper_interval_seconds, Retention(settings.retention_days)))
+        integrity = IntegrityWatch(database, settings.integrity_check_interval_seconds)
+        app.state.health = HealthMonitor(database, settings.min_free_disk_bytes, integrity, app.state.recent_failures)
+        tasks = [asyncio.create_task(reap_periodically(
+            database, settings.reaper_interval_seconds, Retention(settings.retention_days))),
+            asyncio.create_task(integrity.run_periodically())]
         try:
             yield
         finally:
-            reaper.cancel()
-            with suppress(asyncio.CancelledError):
-                await reaper
+            for task in tasks:
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
             database.dispose()
 
     return lifespan
@@ -89,6 +95,7 @@ def build_lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncConte
 
 def lane_limits(settings: Settings) -> LaneLimits:
     return LaneLimits(worker=settings.lane_worker, write=settings.lane_write, read=settings.lane_read,
+                      health=settings.lane_health,
                       max_wait_s=settings.lane_max_wait_seconds, max_queue=settings.lane_max_queue)
 
 

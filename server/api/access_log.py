@@ -9,8 +9,9 @@ from __future__ import annotations
 import logging
 
 ACCESS_LOGGER = "uvicorn.access"
-# (method, path, status) of the polls: an empty claim (204), a heartbeat (200) and the health check.
-QUIET_REQUESTS: frozenset[tuple[str, str, int]] = frozenset({("POST", "/v1/leases", 204), ("GET", "/healthz", 200)})
+# (method, path, status) of the polls: an empty claim (204), a heartbeat (200) and the health checks.
+QUIET_REQUESTS: frozenset[tuple[str, str, int]] = frozenset(
+    {("POST", "/v1/leases", 204), ("GET", "/healthz", 200), ("GET", "/livez", 200)})
 HEARTBEAT_SUFFIX = "/heartbeat"
 
 

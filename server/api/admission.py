@@ -1,10 +1,12 @@
 """Admission lanes: how many requests of each class run at once, and how long one may wait for a place.
 
-Three lanes, each with its own capacity, so no class of traffic can queue behind another:
+Four lanes, each with its own capacity, so no class of traffic can queue behind another:
 - `worker`: registrations, claims, heartbeats and reports. A worker whose heartbeat waits behind a crowd
   of pollers loses its lease, and with it a GPU run; this lane is never shared with anyone else.
 - `write`: the other state changes (submits, cancels, prunes).
-- `read`: everything else that reads the database (job pages, results, health, metrics).
+- `read`: everything else that reads the database (job pages, results, metrics).
+- `health`: `/healthz` and `/livez`. A load balancer or an orchestrator gives its probe a second or so; one
+  that waited behind a crowd of pollers would mark the server dead exactly when it is busiest.
 The capacities add up to less than the worker threads and the database connections the server has (see
 `padbench.server.main`), so an admitted request never waits for a thread or a connection: requests cannot
 wait on each other in a cycle. A request that finds its lane full waits in line (asynchronously, holding
@@ -27,11 +29,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from padbench.contract.api import API_PREFIX
 
 log = logging.getLogger("padbench.server.admission")
-LaneName = Literal["worker", "write", "read"]
+LaneName = Literal["worker", "write", "read", "health"]
+LANES: tuple[LaneName, ...] = ("worker", "write", "read", "health")
 WORKER_PATHS = (f"{API_PREFIX}/leases", f"{API_PREFIX}/workers")
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Paths that touch the database; the dashboard's pages and static files do not, and pass straight through.
-DATABASE_PATHS = (f"{API_PREFIX}/", "/healthz", "/metrics")
+DATABASE_PATHS = (f"{API_PREFIX}/", "/metrics")
+HEALTH_PATHS = frozenset({"/healthz", "/livez"})
 HTTP_SERVICE_UNAVAILABLE = 503
 
 
@@ -40,12 +44,13 @@ class LaneLimits:
     worker: int
     write: int
     read: int
+    health: int
     max_wait_s: float
     max_queue: int
 
     @property
     def total(self) -> int:
-        return self.worker + self.write + self.read
+        return self.worker + self.write + self.read + self.health
 
 
 class Lane:
@@ -82,6 +87,8 @@ class Saturated(Exception):
 
 def lane_of(method: str, path: str) -> LaneName | None:
     """Which lane a request belongs to; None for requests that never touch the database."""
+    if path in HEALTH_PATHS:
+        return "health"
     if not path.startswith(DATABASE_PATHS):
         return None
     if path.startswith(WORKER_PATHS) and method not in READ_METHODS:
@@ -94,7 +101,7 @@ class AdmissionMiddleware:
         self.app = app
         self.limits = limits
         self.lanes = {name: Lane(name, getattr(limits, name), limits.max_wait_s, limits.max_queue)
-                      for name in ("worker", "write", "read")}
+                      for name in LANES}
         self.shed: Counter[str] = Counter()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -85,6 +85,8 @@ class Settings(BaseSettings):
     lane_worker: int = Field(default=8, ge=1, le=256)
     lane_write: int = Field(default=4, ge=1, le=256)
     lane_read: int = Field(default=16, ge=1, le=1024)
+    # /healthz and /livez: their own places, so a load balancer's probe never waits behind pollers.
+    lane_health: int = Field(default=4, ge=1, le=64)
     # A request that waits this long for a place in its lane gets 503 with Retry-After; so does one that
     # finds this many already waiting. Both mean the server is saturated, not that the request failed.
     lane_max_wait_seconds: float = Field(default=5.0, gt=0, le=300, allow_inf_nan=False)
@@ -102,6 +104,9 @@ class Settings(BaseSettings):
     # /healthz answers 503 for this long after a request met a database failure (a full disk, a corrupted
     # file): its own small probe write can still succeed on a database that refuses every submit.
     health_failure_window_seconds: float = Field(default=60.0, gt=0, le=24 * 3600, allow_inf_nan=False)
+    # How often a SQLite database's pages are read through by PRAGMA quick_check, in the background; /healthz
+    # reports the last verdict. It costs time in proportion to the file, so not on every probe.
+    integrity_check_interval_seconds: float = Field(default=300.0, ge=1, le=7 * 24 * 3600, allow_inf_nan=False)
     # Finished jobs (succeeded, failed, cancelled) are removed, with their results, this many days after they
     # ended; unset keeps them forever. Queued and running jobs are never removed.
     retention_days: int | None = Field(default=None, ge=1, le=MAX_RETENTION_DAYS)
@@ -137,7 +142,7 @@ class Settings(BaseSettings):
     def worker_threads(self) -> int:
         """Threads (and database connections) for request work: every lane's places, plus a few for the
         reaper and for requests outside the lanes (the dashboard's pages)."""
-        return self.lane_worker + self.lane_write + self.lane_read + 4
+        return self.lane_worker + self.lane_write + self.lane_read + self.lane_health + 4
 
     @property
     def trusted_proxy_list(self) -> list[str]:

@@ -37,6 +37,7 @@ BEGIN_MODE_OPTION = "padbench_sqlite_begin"
 WRITE_LOCK_INFO_KEY = "padbench_write_lock"
 # Connections kept beyond the worker threads: start-up, the CLI's own commands, a request racing shutdown.
 SPARE_CONNECTIONS = 4
+IN_MEMORY = ("", ":memory:")
 
 
 class DatabaseBusy(DatabaseCondition):
@@ -99,12 +100,17 @@ def _guard_file(engine: Engine, guard: SqliteFileGuard) -> None:
     event.listen(engine, "connect", lambda _conn, _record: guard.remember_opened_file())
 
 
-def _create_sqlite_engine(url: str, settings: Settings, connections: int) -> Engine:
-    database = make_url(url).database
-    guard = None
-    if database and database != ":memory:":
-        Path(database).parent.mkdir(parents=True, exist_ok=True)
-        guard = SqliteFileGuard(Path(database))
+def sqlite_file_guard(settings: Settings) -> SqliteFileGuard | None:
+    """The guard of the SQLite file the settings name; None for PostgreSQL and an in-memory database."""
+    url = make_url(normalize_database_url(settings.database_url))
+    if url.get_backend_name() != "sqlite" or (url.database or "") in IN_MEMORY:
+        return None
+    return SqliteFileGuard(Path(str(url.database)))
+
+
+def _create_sqlite_engine(url: str, settings: Settings, connections: int, guard: SqliteFileGuard | None) -> Engine:
+    if guard is not None:
+        guard.path.parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(
         url,
         connect_args={"check_same_thread": False, "timeout": settings.sqlite_busy_timeout_ms / 1000},
@@ -129,11 +135,11 @@ def read_only_engine(engine: Engine) -> Engine:
     return engine.execution_options(isolation_level="AUTOCOMMIT")
 
 
-def create_db_engine(settings: Settings) -> Engine:
+def create_db_engine(settings: Settings, guard: SqliteFileGuard | None = None) -> Engine:
     url = normalize_database_url(settings.database_url)
     connections = settings.worker_threads
     if url.startswith("sqlite"):
-        return _create_sqlite_engine(url, settings, connections)
+        return _create_sqlite_engine(url, settings, connections, guard)
     # No ping before each checkout: it would cost every request a round trip. A connection the database
     # dropped fails its request with a disconnect, which empties the pool and answers 503 with Retry-After
     # (padbench.server.db.failures), so the retry gets a fresh connection.
@@ -151,10 +157,12 @@ class Database:
     write: sessionmaker[Session]
     read: sessionmaker[Session]
     writer_lock: WriterLock | None = field(default=None)
+    file_guard: SqliteFileGuard | None = field(default=None)
 
     @classmethod
     def connect(cls, settings: Settings) -> Database:
-        engine = create_db_engine(settings)
+        guard = sqlite_file_guard(settings)
+        engine = create_db_engine(settings, guard)
         reader = read_only_engine(engine)
         lock = WriterLock(settings.sqlite_busy_timeout_ms / 1000) if engine.dialect.name == "sqlite" else None
         return cls(
@@ -162,6 +170,7 @@ class Database:
             write=sessionmaker(engine, expire_on_commit=False, info={WRITE_LOCK_INFO_KEY: lock} if lock else None),
             read=sessionmaker(reader, expire_on_commit=False),
             writer_lock=lock,
+            file_guard=guard,
         )
 
     @contextmanager

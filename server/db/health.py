@@ -1,29 +1,41 @@
-"""The database's side of `/healthz`: does it answer, does it accept a write, and how much room is left.
+"""The database's side of `/healthz`: does it answer, does it accept a write, how much room is left, is
+the file whole (the last integrity check) and did requests meet failures lately.
 
 The write is one upsert of the single `health_probe` row, timed by the database clock: it takes the same
 locks and the same path to disk as a job's write, so a read-only, locked or unwritable database shows here
 before a submitter meets it. Room is reported for SQLite only (a file on this host); PostgreSQL's disk is
-the database server's to watch.
+the database server's to watch, and its filling shows as the failures requests met (a full PostgreSQL can
+still rewrite the probe's row in place while it refuses every new job).
+
+The probe runs at most once per `PROBE_INTERVAL_S`: callers within that second share the last report, and
+callers arriving while a probe runs wait for that one, so a storm of health checks costs the database one
+small write a second.
 """
 
 from __future__ import annotations
 
+import asyncio
 import shutil
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from padbench.server.db.clock import db_now
 from padbench.server.db.engine import Database
 from padbench.server.db.failures import describe
+from padbench.server.db.integrity import IntegrityWatch
 from padbench.server.db.models import HealthProbe
+from padbench.server.db.recent_failures import RecentFailures
 
 OK = "ok"
 PROBE_ROW_ID = 1
-IN_MEMORY = ("", ":memory:")
+PROBE_INTERVAL_S = 1.0
 
 
 def write_probe(session: Session) -> None:
@@ -36,14 +48,6 @@ def write_probe(session: Session) -> None:
     sqlite_insert = sqlite.insert(HealthProbe).values(id=PROBE_ROW_ID, written_at=db_now())
     session.execute(sqlite_insert.on_conflict_do_update(index_elements=[HealthProbe.id],
                                                         set_={"written_at": sqlite_insert.excluded.written_at}))
-
-
-def sqlite_file(database: Database) -> Path | None:
-    """The SQLite database's file; None for PostgreSQL and an in-memory database."""
-    url = database.engine.url
-    if url.get_backend_name() != "sqlite" or (url.database or "") in IN_MEMORY:
-        return None
-    return Path(str(url.database))
 
 
 def sqlite_room_bytes(session: Session, database_file: Path) -> int:
@@ -62,10 +66,13 @@ class HealthReport:
     database_write: str  # "ok", or why the probe write failed
     disk_free_bytes: int | None
     problems: list[str] = field(default_factory=list)
+    integrity: str | None = None  # the last quick_check's verdict (SQLite); None when there is none
+    recent_failures: list[str] = field(default_factory=list)
 
 
 def check_health(database: Database, min_free_bytes: int) -> HealthReport:
-    answers, writes, room, database_file = OK, OK, None, sqlite_file(database)
+    answers, writes, room = OK, OK, None
+    database_file = database.file_guard.path if database.file_guard is not None else None
     try:
         with database.read() as session:
             session.execute(text("SELECT 1"))
@@ -82,3 +89,46 @@ def check_health(database: Database, min_free_bytes: int) -> HealthReport:
     if room is not None and room < min_free_bytes:
         problems.append(f"{room} bytes left for the database, below PADBENCH_MIN_FREE_DISK_BYTES={min_free_bytes}")
     return HealthReport(answers, writes, room, problems)
+
+
+class HealthMonitor:
+    """`/healthz`'s report: the database probe (at most one a second, shared), the last integrity verdict and
+    the failures requests met lately. Used from the event loop only, so its state needs no lock."""
+
+    def __init__(self, database: Database, min_free_bytes: int, integrity: IntegrityWatch,
+                 recent_failures: RecentFailures, clock: Callable[[], float] = time.monotonic) -> None:
+        self.database = database
+        self.min_free_bytes = min_free_bytes
+        self.integrity = integrity
+        self.recent_failures = recent_failures
+        self._clock = clock
+        self._last: tuple[float, HealthReport] | None = None
+        self._in_flight: asyncio.Future[HealthReport] | None = None
+        self.probes = 0  # real probes run, for the tests of the rate limit
+
+    async def report(self) -> HealthReport:
+        probed = await self._probe_result()
+        problems = list(probed.problems)
+        verdict = self.integrity.verdict
+        if verdict is not None and verdict != OK:
+            problems.append(f"database integrity: {verdict}")
+        recent = self.recent_failures.recent()
+        problems += recent
+        return replace(probed, problems=problems, integrity=verdict, recent_failures=recent)
+
+    async def _probe_result(self) -> HealthReport:
+        if self._last is not None and self._clock() - self._last[0] < PROBE_INTERVAL_S:
+            return self._last[1]
+        if self._in_flight is None:
+            self._in_flight = asyncio.ensure_future(self._probe())
+        # shield: a caller that gives up (its client left) must not cancel the probe the others wait for
+        return await asyncio.shield(self._in_flight)
+
+    async def _probe(self) -> HealthReport:
+        try:
+            self.probes += 1
+            report = await run_in_threadpool(check_health, self.database, self.min_free_bytes)
+            self._last = (self._clock(), report)
+            return report
+        finally:
+            self._in_flight = None

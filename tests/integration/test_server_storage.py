@@ -19,7 +19,7 @@ from padbench.server.db.models import HealthProbe
 from tests.integration.conftest import LiveServer, serve
 
 SPEC = {"device": "cpu", "dtype": "fp32", "attention": "sdpa"}
-HEALTHY_KEYS = {"status", "database", "database_write", "disk_free_bytes"}
+HEALTHY_KEYS = {"status", "database", "database_write", "disk_free_bytes", "integrity", "recent_failures"}
 
 
 def on_every_server_connection(server: LiveServer, pragma: Callable[[Any], str]) -> None:

@@ -20,7 +20,8 @@ from padbench.server.api.admission import AdmissionMiddleware, Lane, LaneLimits,
     ("POST", "/v1/jobs", "write"),
     ("POST", "/v1/jobs/7/cancel", "write"),
     ("GET", "/v1/jobs/7", "read"),
-    ("GET", "/healthz", "read"),
+    ("GET", "/healthz", "health"),
+    ("GET", "/livez", "health"),
     ("GET", "/metrics", "read"),
     ("GET", "/jobs/7", None),  # a dashboard page: no database work
     ("GET", "/static/dashboard.css", None),
@@ -71,7 +72,7 @@ class HeldApp:
 def test_a_saturated_read_lane_answers_503_with_retry_after_while_workers_go_through() -> None:
     async def scenario() -> None:
         app = HeldApp()
-        limits = LaneLimits(worker=1, write=1, read=2, max_wait_s=0.1, max_queue=100)
+        limits = LaneLimits(worker=1, write=1, read=2, health=1, max_wait_s=0.1, max_queue=100)
         transport = httpx.ASGITransport(app=AdmissionMiddleware(app, limits))
         async with httpx.AsyncClient(transport=transport, base_url="http://padbench.test") as http:
             pollers = [asyncio.create_task(http.get(f"/v1/jobs/{index}")) for index in range(2)]
