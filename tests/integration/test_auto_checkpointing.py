@@ -126,3 +126,19 @@ def test_the_job_header_states_what_auto_chose() -> None:
     assert training_lines(Result())[-1] == "activation checkpointing auto chose ops: because"  # type: ignore[arg-type]
 
 
+
+
+def test_a_row_out_of_memory_names_a_setting_that_would_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from padbench.worker.jobs.padding import job as padding_job
+    from padbench.worker.jobs.padding.strategy_run import StrategyRun
+
+    def out_of_memory(self: StrategyRun) -> None:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has 1 GiB free. More")
+
+    monkeypatch.setattr(StrategyRun, "_measure_strategy", out_of_memory)
+    spec = PaddingJobSpec(model=TINY, device="cpu", dtype="fp32", attention="sdpa", mode="training", batch_size=8,
+                          data=DataSpec(max_length=64, num_samples=16), strategies=[StrategySpec(name="static")],
+                          compile=False, probe=ProbeSpec(cpu_memory_budget_bytes=4 * MIB))
+    row = padding_job.run_padding_job(spec, quiet).strategies[0]
+    assert row.status == "failed" and row.error is not None
+    assert row.error.startswith("OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. by the memory plan")

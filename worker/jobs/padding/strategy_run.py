@@ -47,6 +47,7 @@ from padbench.worker.engine.training.steps import (
     training_step,
 )
 from padbench.worker.jobs.padding.compiling import RowCompiler, RowSettings, choose_compiled_step
+from padbench.worker.jobs.padding.oom_hint import with_fitting_settings
 from padbench.worker.jobs.padding.rank_steps import (
     StrategyFailed,
     agreed_preparation,
@@ -64,6 +65,7 @@ from padbench.worker.runtime.messages import failed_row_line
 from padbench.worker.runtime.progress import ProgressFn
 
 FAILURE_LIMIT = 500  # characters of a failed row's error
+OOM_FAILURE_LIMIT = 1000  # an out-of-memory row's: the allocator's sentences and the settings that would fit
 
 
 class StrategyRun:
@@ -95,9 +97,14 @@ class StrategyRun:
         except StrategyFailed as error:  # every rank decided it alike (see rank_steps): this strategy only
             message = str(error)
         except Exception as error:  # OOM, an unavailable kernel: this strategy only, on one process
+            hinted = with_fitting_settings(error, self.job.spec, self.strategy, self.batch_size, self.job.ranks.world,
+                                           self.job.device)
             if self.job.ranks.spread:  # the other ranks wait in a collective: the whole job ends, naming the rank
-                raise
-            message = failed_row_line(f"{self.strategy.label} / {self.kernel_name}", error, FAILURE_LIMIT)
+                if hinted is error:
+                    raise
+                raise hinted from error
+            message = failed_row_line(f"{self.strategy.label} / {self.kernel_name}", hinted,
+                                      OOM_FAILURE_LIMIT if hinted is not error else FAILURE_LIMIT)
         finally:  # the next row starts from the eager model, compiling its own kernel if it does; a failed row too
             self.compiler.undo()
         self.job.model.eval()
