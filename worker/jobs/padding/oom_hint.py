@@ -80,7 +80,7 @@ def _smaller_batch(planner: StepPlanner, level: Checkpointing | None, batch_size
 
 
 def _more_gpus(spec: PaddingJobSpec, level: Checkpointing | None, width: int, available: int, ranks: int) -> str:
-    most = "full" if level is not None else None
+    most: Checkpointing | None = "full" if level is not None else None
     for count in (count for count in GPU_COUNTS if count > ranks):
         fit = StepPlanner(spec, count).fit(1, most, available, width)
         if fit.fits:
