@@ -91,8 +91,23 @@ def run_server(args: argparse.Namespace) -> int:
     except TokenFileError as error:
         print(f"padbench server: {error}", file=sys.stderr)
         return 2
+    problem = database_problem_at_start(settings)
+    if problem is not None:
+        print(f"padbench server: cannot start: {problem}", file=sys.stderr)
+        return 1
     uvicorn.run(app, **uvicorn_options(settings, args.log_level))
     return 0
+
+
+def database_problem_at_start(settings: Settings) -> str | None:
+    from padbench.server.db.engine import Database
+    from padbench.server.db.integrity import problem_at_start
+
+    database = Database.connect(settings)
+    try:
+        return problem_at_start(database)
+    finally:
+        database.dispose()
 
 
 def upgrade_database(args: argparse.Namespace) -> int:

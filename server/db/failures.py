@@ -24,7 +24,8 @@ class DatabaseFailure(Enum):
     connection_lost = "the database closed this server's connection (restarted?); it has been replaced"
     # Out of service until an administrator acts: each says what is wrong and what to do.
     corrupt = "the database file is corrupted; restore it from a backup (padbench db restore)"
-    not_a_database = "the database file is not a SQLite database (overwritten?); restore it from a backup"
+    not_a_database = ("the database file is not a SQLite database (overwritten?); restore it from a backup "
+                      "(padbench db restore)")
     cannot_open = "the database file cannot be opened (deleted, or its directory unreadable)"
     read_only = "the database is read-only (its file or directory not writable?)"
     io_error = "the database's disk failed to read or write (I/O error)"
@@ -76,6 +77,7 @@ POSTGRESQL_FAILURES = {
     "08004": DatabaseFailure.unreachable,
     "08006": DatabaseFailure.unreachable,
 }
+DAMAGED_FILE = frozenset({DatabaseFailure.corrupt, DatabaseFailure.not_a_database})
 OUTAGES = frozenset({DatabaseFailure.corrupt, DatabaseFailure.not_a_database, DatabaseFailure.cannot_open,
                      DatabaseFailure.read_only, DatabaseFailure.io_error, DatabaseFailure.unreachable,
                      DatabaseFailure.missing, DatabaseFailure.unlinked})

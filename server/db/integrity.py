@@ -17,9 +17,11 @@ from sqlalchemy import text
 from starlette.concurrency import run_in_threadpool
 
 from padbench.server.db.engine import Database
-from padbench.server.db.failures import describe
+from padbench.server.db.failures import DAMAGED_FILE, classify, describe
+from padbench.server.db.migrate import upgrade_to_head
 
 OK = "ok"
+DAMAGED_PREFIX = "the database file fails PRAGMA quick_check"
 log = logging.getLogger("padbench.server")
 
 
@@ -30,7 +32,32 @@ def quick_check(database: Database) -> str:
             rows = [str(row) for row in session.execute(text("PRAGMA quick_check(1)")).scalars()]
     except Exception as error:  # a header too damaged to open is a verdict too
         return describe(error)
-    return OK if rows == [OK] else f"PRAGMA quick_check: {'; '.join(rows)}"
+    if rows == [OK]:
+        return OK
+    return f"{DAMAGED_PREFIX} ({' '.join(' '.join(rows).split())}); restore it from a backup (padbench db restore)"
+
+
+def problem_at_start(database: Database) -> str | None:
+    """Why the server must not start on this database (one line: what is wrong, what to do), else None; the
+    pending migrations are applied on the way. A SQLite file is read through first: a server started on a
+    damaged file would fail request after request, or worse, write beside the damage."""
+    where = database.engine.url.render_as_string(hide_password=True)
+    guard = database.file_guard
+    try:
+        verdict = quick_check(database) if guard is not None and guard.path.exists() else OK
+        damaged = verdict.startswith(DAMAGED_PREFIX) or verdict in {failure.value for failure in DAMAGED_FILE}
+        if verdict == OK:
+            upgrade_to_head(database.engine)
+    except Exception as error:
+        failure = classify(error)
+        if failure is None:
+            raise  # not a condition of the database: a bug, with its traceback
+        verdict, damaged = failure.value, failure in DAMAGED_FILE
+    if verdict == OK:
+        return None
+    if guard is None:
+        return f"{where}: {verdict}"
+    return f"{guard.path}: {verdict}" + (", or move the file aside to start with an empty one" if damaged else "")
 
 
 class IntegrityWatch:
