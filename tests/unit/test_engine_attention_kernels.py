@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from padbench.contract.kernel_families import flash_families
+from padbench.contract.kinds import parse_job_spec
 from padbench.contract.spec import ModelSpec
 from padbench.worker.engine import attention
 from padbench.worker.engine.attention import ATTENTION_KERNELS, KernelUnavailable, available_kernels, resolve_kernel
@@ -182,6 +184,23 @@ def test_missing_package_is_unavailable_naming_the_kernel() -> None:
         pytest.skip("flash_attn is installed here")
     with pytest.raises(KernelUnavailable, match=r"'flash-attn-varlen'.*not importable"):
         resolve_kernel("flash-attn", PackedBatch, CPU, torch.bfloat16)
+
+
+@pytest.mark.parametrize(("asked", "kernel", "package"), [
+    ("flash_attention_3", "flash-attn-3", "flash_attn_interface"),
+    ("flash_attention_4", "flash-attn-cute", "flash_attn.cute"),
+])
+def test_transformers_flash_names_run_their_own_kernel_or_name_the_missing_package(asked: str, kernel: str,
+                                                                                    package: str) -> None:
+    """FlashAttention-3 and -4 where they are installed; where not, the package that is missing, never a fallback."""
+    family = parse_job_spec({"attention": asked}).attention  # type: ignore[attr-defined]
+    assert family == kernel
+    for layout, name in ((PaddedBatch, kernel), (PackedBatch, f"{kernel}-varlen")):
+        if attention.ops.optional_module(package) is not None:
+            assert resolve_kernel(family, layout, CPU, torch.bfloat16).name == name
+            continue
+        with pytest.raises(KernelUnavailable, match=rf"'{name}'.*{re.escape(package)} .*is not importable"):
+            resolve_kernel(family, layout, CPU, torch.bfloat16)
 
 
 def test_available_kernels_lists_what_runs_on_cpu() -> None:

@@ -97,8 +97,8 @@ def test_a_family_without_packs_or_a_kv_cache_is_refused_where_it_is_named_for_t
         document: dict[str, Any] = {"attention": "math-padded", "dtype": "fp32", "device": "cpu",
                                     "strategies": ["static", "packed", {"name": "wrapped", "attention": "math"}]}
         assert parse_job_spec(document).new_job_problems() == [(("attention",), (
-            "math-padded has no packed-rows (varlen) path; families with one: eager, flash-attn, flash-attn-cute, "
-            "flex, sdpa, torch-flash, math (strategy packed)"))]
+            "math-padded has no packed-rows (varlen) path; families with one: eager, flash-attn, flash-attn-3, "
+            "flash-attn-cute, flex, sdpa, torch-flash, math (strategy packed)"))]
         generate = parse_job_spec({"kind": "generate", "attention": "math-padded"})
         [(where, why)] = generate.new_job_problems()
         assert where == ("attention",) and why.startswith("math-padded has no KV-cache (decode) path")

@@ -102,6 +102,9 @@ def test_hub_models_load_no_weights() -> None:
 
 @pytest.mark.parametrize(("transformers_name", "kernel"), [
     ("flash_attention_2", "flash-attn"), ("sdpa", "sdpa"), ("flex_attention", "flex"), ("eager", "eager"),
+    # FlashAttention-3 is flash_attn_interface (flash-attn's hopper build), FlashAttention-4 flash_attn.cute:
+    # each is its own kernel, never FlashAttention-2.
+    ("flash_attention_3", "flash-attn-3"), ("flash_attention_4", "flash-attn-cute"),
 ])
 def test_transformers_attention_names_are_stored_as_the_kernel_they_run(transformers_name: str,
                                                                         kernel: str) -> None:
@@ -113,8 +116,10 @@ def test_transformers_attention_names_are_stored_as_the_kernel_they_run(transfor
 
 
 def test_attention_sweeps_take_transformers_names_too() -> None:
-    sweep = parse_job_spec({"kind": "attention", "kernels": ["eager", "flash_attention_2", "flex_attention"]})
-    assert isinstance(sweep, AttentionJobSpec) and sweep.kernels == ["naive", "flash-attn", "flex"]
+    sweep = parse_job_spec({"kind": "attention", "kernels": ["eager", "flash_attention_2", "flash_attention_3",
+                                                             "flash_attention_4", "flex_attention"]})
+    assert isinstance(sweep, AttentionJobSpec)
+    assert sweep.kernels == ["naive", "flash-attn", "flash-attn-3", "flash-attn-cute", "flex"]
 
 
 def test_a_cpu_probe_with_a_memory_budget_is_accepted() -> None:

@@ -65,14 +65,24 @@ def flash_attn_cute_module() -> ModuleType:
     os.environ.setdefault("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED", "1")
     module = optional_module("flash_attn.cute")
     if module is None or not hasattr(module, "flash_attn_varlen_func"):
-        # The FlashAttention-3/4 class, which transformers' `flash_attention_3` runs as: none is installed.
-        raise KernelUnavailable("flash-attn-cute", "flash_attn.cute (flash-attn-4, the FlashAttention-3/4 class) is "
-                                                   "not importable")
+        # FlashAttention-4, which transformers' `flash_attention_4` runs: the flash-attn-cute package.
+        raise KernelUnavailable("flash-attn-cute", "flash_attn.cute (FlashAttention-4, the flash-attn-cute package) "
+                                                   "is not importable")
+    return module
+
+
+def flash_attn_3_module() -> ModuleType:
+    module = optional_module("flash_attn_interface")
+    if module is None or not hasattr(module, "flash_attn_varlen_func"):
+        # FlashAttention-3, which transformers' `flash_attention_3` runs: a build of flash-attn's hopper/ folder.
+        raise KernelUnavailable("flash-attn-3", "flash_attn_interface (FlashAttention-3, built from flash-attn's "
+                                                "hopper/ folder) is not importable")
     return module
 
 
 FLASH_MODULES: dict[str, Callable[[], ModuleType]] = {"flash-attn": flash_attn_module,
-                                                       "flash-attn-cute": flash_attn_cute_module}
+                                                       "flash-attn-cute": flash_attn_cute_module,
+                                                       "flash-attn-3": flash_attn_3_module}
 
 
 @functools.cache
@@ -251,14 +261,6 @@ def flash_attn_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor
                                                       **_window_kwargs(window), **_feature_kwargs(softcap, sinks)))
 
 
-def flash_attn_cute_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
-                          scale: float | None = None, window: int | None = None, softcap: float | None = None,
-                          sinks: torch.Tensor | None = None) -> torch.Tensor:
-    return first_tensor(flash_attn_cute_module().flash_attn_func(
-        query, key, value, softmax_scale=scale, causal=causal, **_window_kwargs(window),
-        **_cute_feature_kwargs(query, softcap, sinks)))
-
-
 # --- varlen (total_tokens, heads, head_dim) --------------------------------------------------------------
 
 def torch_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
@@ -288,14 +290,43 @@ def flash_attn_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tenso
         **_window_kwargs(window), **_feature_kwargs(softcap, sinks)))
 
 
-def flash_attn_cute_varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
-                           cu_seqlens_k: torch.Tensor, max_q: int, max_k: int, *, causal: bool,
-                           scale: float | None = None, window: int | None = None, softcap: float | None = None,
-                           sinks: torch.Tensor | None = None) -> torch.Tensor:
-    return first_tensor(flash_attn_cute_module().flash_attn_varlen_func(
-        query, key, value, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_q,
-        max_seqlen_k=max_k, softmax_scale=scale, causal=causal, **_window_kwargs(window),
-        **_cute_feature_kwargs(query, softcap, sinks)))
+# The flash libraries padbench calls by keyword, FlashAttention-4 (flash_attn.cute) and FlashAttention-3
+# (flash_attn_interface): the same calls, each library's module looked up at the call (`FLASH_MODULES`).
+FeatureKwargs = Callable[[torch.Tensor, "float | None", "torch.Tensor | None"], dict[str, Any]]
+
+
+def _plain_features(query: torch.Tensor, softcap: float | None, sinks: torch.Tensor | None) -> dict[str, Any]:
+    return _feature_kwargs(softcap, sinks)
+
+
+def _keyword_flash_dense(family: str, features: FeatureKwargs) -> Callable[..., torch.Tensor]:
+    def dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
+              scale: float | None = None, window: int | None = None, softcap: float | None = None,
+              sinks: torch.Tensor | None = None) -> torch.Tensor:
+        return first_tensor(FLASH_MODULES[family]().flash_attn_func(
+            query, key, value, softmax_scale=scale, causal=causal, **_window_kwargs(window),
+            **features(query, softcap, sinks)))
+
+    return dense
+
+
+def _keyword_flash_varlen(family: str, features: FeatureKwargs) -> Callable[..., torch.Tensor]:
+    def varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
+               cu_seqlens_k: torch.Tensor, max_q: int, max_k: int, *, causal: bool, scale: float | None = None,
+               window: int | None = None, softcap: float | None = None,
+               sinks: torch.Tensor | None = None) -> torch.Tensor:
+        return first_tensor(FLASH_MODULES[family]().flash_attn_varlen_func(
+            query, key, value, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_q,
+            max_seqlen_k=max_k, softmax_scale=scale, causal=causal, **_window_kwargs(window),
+            **features(query, softcap, sinks)))
+
+    return varlen
+
+
+flash_attn_cute_dense = _keyword_flash_dense("flash-attn-cute", _cute_feature_kwargs)
+flash_attn_cute_varlen = _keyword_flash_varlen("flash-attn-cute", _cute_feature_kwargs)
+flash_attn_3_dense = _keyword_flash_dense("flash-attn-3", _plain_features)
+flash_attn_3_varlen = _keyword_flash_varlen("flash-attn-3", _plain_features)
 
 
 # --- materialised masks ------------------------------------------------------------------------------------

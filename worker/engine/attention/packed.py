@@ -84,6 +84,11 @@ class FlashAttnVarlen(VarlenKernel, FlashLibraryKernel):
     varlen = staticmethod(ops.flash_attn_varlen)
 
 
+class FlashAttn3Varlen(VarlenKernel, FlashLibraryKernel):
+    library, library_function = "flash-attn-3", "flash_attn_varlen_func"
+    varlen = staticmethod(ops.flash_attn_3_varlen)
+
+
 class FlashAttnCuteVarlen(VarlenKernel, FlashLibraryKernel):
     compiles_per_shape = True
     library, library_function = "flash-attn-cute", "flash_attn_varlen_func"

@@ -80,6 +80,15 @@ class FlashAttnPadded(PaddedKernel, FlashLibraryKernel):
                                     **feature_inputs(inputs))
 
 
+class FlashAttn3Padded(PaddedKernel, FlashLibraryKernel):
+    library, library_function = "flash-attn-3", "flash_attn_func"
+
+    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float, *,
+               padbench_window: int | None = None, **inputs: Any) -> torch.Tensor:
+        return ops.flash_attn_3_dense(query, key, value, causal=True, scale=scale, window=padbench_window,
+                                      **feature_inputs(inputs))
+
+
 class FlashAttnCutePadded(PaddedKernel, FlashLibraryKernel):
     compiles_per_shape = True
     library, library_function = "flash-attn-cute", "flash_attn_func"

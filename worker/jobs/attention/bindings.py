@@ -184,4 +184,6 @@ FLASH_ATTN = SweepBinding(_flash_dense_binder(ops.flash_attn_dense), _varlen_bin
                           _package(ops.flash_attn_module))
 FLASH_ATTN_CUTE = SweepBinding(_flash_dense_binder(ops.flash_attn_cute_dense),
                                _varlen_binder(ops.flash_attn_cute_varlen), _package(ops.flash_attn_cute_module))
+FLASH_ATTN_3 = SweepBinding(_flash_dense_binder(ops.flash_attn_3_dense), _varlen_binder(ops.flash_attn_3_varlen),
+                            _package(ops.flash_attn_3_module))
 FLASH_ATTN_FP8 = SweepBinding(fp8.bind_fp8, prerequisites=_package(fp8.fa3_module))

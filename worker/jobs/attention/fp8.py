@@ -7,7 +7,7 @@ holds its KV cache in float8, so the timed call is the kernel alone; its error a
 error, as for every other row. FlashAttention-3 is a separate build of flash-attn (its `hopper/` folder, the
 `flash_attn_interface` module, https://github.com/Dao-AILab/flash-attention#flashattention-3-beta-release);
 where it is absent, or the GPU has no float8 tensor cores, every cell of the row says so. What it needs and never
-runs (a backward, documents) is declared with the row, in `padbench/kernels/flash_attn_cute.py`.
+runs (a backward, documents) is declared with the row, in `padbench/kernels/flash_attn_3.py`.
 """
 
 from __future__ import annotations

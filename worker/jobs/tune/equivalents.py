@@ -11,8 +11,9 @@ from padbench.kinds.tune.contract import Equivalent, TuneConfig, TuneJobSpec
 from padbench.worker.jobs.tune.trial_specs import padding_spec
 
 # transformers' attn_implementation for each attention family (TRL and accelerate load models through it).
-TRANSFORMERS_ATTENTION = {"flash-attn": "flash_attention_2", "flash-attn-cute": "flash_attention_3",
-                          "sdpa": "sdpa", "flex": "flex_attention", "eager": "eager", "torch-flash": "sdpa"}
+TRANSFORMERS_ATTENTION = {"flash-attn": "flash_attention_2", "flash-attn-3": "flash_attention_3",
+                          "flash-attn-cute": "flash_attention_4", "sdpa": "sdpa", "flex": "flex_attention",
+                          "eager": "eager", "torch-flash": "sdpa"}
 
 
 def equivalents(spec: TuneJobSpec, config: TuneConfig, kernel_ran: str | None = None) -> list[Equivalent]:
