@@ -40,17 +40,18 @@ def test_the_table_ranks_strategies_then_marked_references_and_stars_the_winner(
     assert next(line for line in text.splitlines() if "continuous" in line).startswith(WINNER_MARK + "continuous")
     assert "2,400" in rows["continuous"] and "2.38k–2.42k" in rows["continuous"] and "2.40×" in rows["continuous"]
     assert "12.5/48 ms" in rows["static"] and "0.0412/1,234 ms" in rows["static"] and "97%" in rows["continuous"]
+    assert "3.5/9.75 ms" in rows["static"]  # TPOT, beside TTFT and ITL
     assert "llama-3.2-1b (1235.8M parameters)" in text and "2,900 GB/s" in text and "650 TFLOP/s" in text
 
 
 def test_figures_that_were_not_measured_print_as_a_dash_and_failures_give_their_reason() -> None:
     failed = row("sorted", None, error="out of memory at batch 16")
-    unmeasured = row("static", [990.0, 1000.0, 1010.0], time_between_tokens=None, mfu=None, slot_utilization=None)
+    unmeasured = row("static", [990.0, 1000.0, 1010.0], inter_token_latency=None, mfu=None, slot_utilization=None)
     result = generate_result([unmeasured, failed], strategies=["static", "sorted"], references=[])
     rows = table_lines(render_table(result))
-    assert "failed [1]" in rows["sorted"] and rows["sorted"].count("—") == 8
+    assert "failed [1]" in rows["sorted"] and rows["sorted"].count("—") == 9
     assert "[1] out of memory at batch 16" in render_table(result)
-    assert rows["static"].count("—") == 4  # TBT, slot use, MFU and vs static (given as None here)
+    assert rows["static"].count("—") == 4  # ITL, slot use, MFU and vs static (given as None here)
     assert "nan" not in render_table(result).lower()
 
 

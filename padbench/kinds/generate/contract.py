@@ -92,6 +92,12 @@ class GenerateMeasurementSpec(StrictModel):
 
 
 class GenerateJobSpec(JobSpecBase):
+    """Batched decoding of the data's prompts under each strategy, beside transformers' own loops. Each row reports
+    output tokens/s and, under the names serving benchmarks use (vLLM's benchmark_serving), TTFT (a request's
+    admission to its first token), TPOT (per request: (latency − TTFT) / (output tokens − 1)) and ITL (every gap
+    between two tokens of a request), as median and p99. ITL was called TBT (time between tokens) before; results
+    that say TBT are read as ITL, the same figure."""
+
     kind: Literal["generate"]
     model: ModelSpec = ModelSpec(preset="tiny")
     # Prompts: the same sources as padding jobs; `max_length` caps a prompt's tokens.
@@ -166,14 +172,27 @@ Bytes = Annotated[int, Field(ge=0, le=2**60)]
 
 
 class Latency(ResultModel):
-    """Percentiles of a per-token latency over every request of the measured passes."""
+    """The distribution of a latency over every request (or token) of the measured passes."""
 
     p50_ms: Milliseconds
     p99_ms: Milliseconds
     samples: Annotated[int, Field(ge=1, le=10**12)]
+    mean_ms: Milliseconds | None = None  # None in results recorded before the mean was
 
 
 class GenerateRow(ResultModel):
+    @model_validator(mode="before")
+    @classmethod
+    def _tbt_is_itl(cls, data: object) -> object:
+        """Results recorded before these names called ITL `time_between_tokens` (TBT): the same figure, the time of
+        the step that gave a request its next token, which is the gap since its previous one (every running request
+        gets a token in every step). Read under its present name."""
+        if isinstance(data, dict) and "time_between_tokens" in data:
+            renamed = {key: value for key, value in data.items() if key != "time_between_tokens"}
+            renamed.setdefault("inter_token_latency", data["time_between_tokens"])
+            return renamed
+        return data
+
     strategy: str  # a strategy (`static`, `sorted`, `continuous`) or a reference's name
     reference: bool = False  # a library's own generation loop, shown beside the strategies
     attention: str  # as requested
@@ -199,8 +218,13 @@ class GenerateRow(ResultModel):
     repeat_tokens_per_s: Annotated[list[Rate], Field(max_length=100)] | None = None
     spread: Spread | None = None
     speedup_vs_static: Annotated[float, Field(ge=0, le=1e6)] | None = None
-    time_to_first_token: Latency | None = None  # from a request's admission to a slot to its first token
-    time_between_tokens: Latency | None = None
+    # Latencies under the names serving benchmarks give them (vLLM's benchmarks/benchmark_serving.py), from each
+    # request's token times in the measured passes. TTFT: from a request's admission to a slot to its first token.
+    time_to_first_token: Latency | None = None
+    # TPOT, one sample per request of two or more output tokens: (latency − TTFT) / (output tokens − 1).
+    time_per_output_token: Latency | None = None
+    # ITL, one sample per output token after a request's first: the time since that request's previous token.
+    inter_token_latency: Latency | None = None
     # Share of decode slot-steps that produced a token some request asked for (idle slots waste the rest).
     slot_utilization: Share | None = None
     requests: Annotated[int, Field(ge=0, le=10**9)] | None = None

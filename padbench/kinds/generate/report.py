@@ -33,8 +33,9 @@ from padbench.report.noise import compact_rate, is_doubtful
 from padbench.report.partial import partial_lines
 from padbench.report.table import plain_text
 
+# The latencies under serving benchmarks' names: TTFT, TPOT (per request) and ITL (per token); see GenerateRow.
 COLUMNS = ("strategy", "kernel", "context", "batch", "output tok/s", "95% interval", "vs static", "TTFT p50/p99",
-           "TBT p50/p99", "slot use", "BW util", "MFU", "valid")
+           "TPOT p50/p99", "ITL p50/p99", "slot use", "BW util", "MFU", "valid")
 RIGHT_ALIGNED = frozenset(COLUMNS[2:-1])
 DETAIL_COLUMNS: frozenset[str] = frozenset()  # every column is read on the dashboard too
 
@@ -63,7 +64,8 @@ def _cells(row: GenerateRow, notes: list[str], is_winner: bool) -> tuple[str, ..
             MISSING if row.context is None else str(row.context),
             MISSING if row.batch_size is None else f"{row.batch_size}{' (auto)' if row.probe else ''}",
             _number(row.output_tokens_per_s, ",.0f"), _interval(row), _number(row.speedup_vs_static, ".2f", "×"),
-            latency(row.time_to_first_token), latency(row.time_between_tokens), _number(row.slot_utilization, ".0%"),
+            latency(row.time_to_first_token), latency(row.time_per_output_token), latency(row.inter_token_latency),
+            _number(row.slot_utilization, ".0%"),
             _number(row.bandwidth_utilization, ".2f"), _number(row.mfu, ".2f"), validity(row, notes))
 
 
@@ -157,8 +159,8 @@ def render_table(result: GenerateResult) -> str:
 
 
 def _latency_fields(name: str, value: Latency | None) -> dict[str, Any]:
-    return {f"{name}_p50_ms": value.p50_ms if value else None, f"{name}_p99_ms": value.p99_ms if value else None,
-            f"{name}_samples": value.samples if value else None}
+    return {f"{name}_mean_ms": value.mean_ms if value else None, f"{name}_p50_ms": value.p50_ms if value else None,
+            f"{name}_p99_ms": value.p99_ms if value else None, f"{name}_samples": value.samples if value else None}
 
 
 def csv_rows(result: GenerateResult) -> list[dict[str, Any]]:
@@ -170,7 +172,8 @@ def csv_rows(result: GenerateResult) -> list[dict[str, Any]]:
         "output_tokens_per_s": row.output_tokens_per_s, "total_tokens_per_s": row.total_tokens_per_s,
         "decode_tokens_per_s": row.decode_tokens_per_s, "speedup_vs_static": row.speedup_vs_static,
         **spread_fields(row.spread), **_latency_fields("ttft", row.time_to_first_token),
-        **_latency_fields("tbt", row.time_between_tokens), "slot_utilization": row.slot_utilization,
+        **_latency_fields("tpot", row.time_per_output_token), **_latency_fields("itl", row.inter_token_latency),
+        "slot_utilization": row.slot_utilization,
         "requests": row.requests, "prompt_tokens": row.prompt_tokens, "output_tokens": row.output_tokens,
         "prompt_pad_tokens": row.prompt_pad_tokens, "decode_steps": row.decode_steps,
         "prefill_steps": row.prefill_steps, "interleaved_prefills": row.interleaved_prefills,

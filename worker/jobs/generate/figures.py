@@ -30,11 +30,47 @@ class ModelCosts:
     peak_flops: float | None
 
 
-def latency(values: np.ndarray) -> Latency | None:
+def latency(seconds: Sequence[float]) -> Latency | None:
+    values = np.asarray(seconds, dtype=np.float64)
     if values.size == 0:
         return None
     return Latency(p50_ms=float(np.percentile(values, 50)) * 1e3, p99_ms=float(np.percentile(values, 99)) * 1e3,
-                   samples=int(values.size))
+                   mean_ms=float(values.mean()) * 1e3, samples=int(values.size))
+
+
+def request_times(timing: PassTiming) -> dict[int, tuple[float, list[float]]]:
+    """Each request's admission to a slot and its token times in one pass, in seconds from the pass's start: it is
+    admitted at the start of the step that prefills it, and has a token at the end of every step that gives it one.
+
+    The steps run back to back, each timed from the previous one's end, so a step starts at the sum of the step
+    times before it."""
+    admitted: dict[int, float] = {}
+    tokens: dict[int, list[float]] = {}
+    start = 0.0
+    for seconds, record in zip(timing.step_seconds, timing.records, strict=True):
+        admitted |= dict.fromkeys(record.admitted, start)
+        for row in (*record.admitted, *record.decoded):
+            tokens.setdefault(row, []).append(start + seconds)
+        start += seconds
+    return {row: (admitted[row], times) for row, times in tokens.items()}
+
+
+def serving_latencies(passes: Sequence[PassTiming]) -> dict[str, Latency | None]:
+    """TTFT, TPOT and ITL as serving benchmarks define them (vLLM's benchmarks/benchmark_serving.py), over every
+    request of every pass: TTFT from a request's admission to its first token; TPOT per request of two or more
+    tokens, (latency − TTFT) / (output tokens − 1): its first token to its last, over the tokens after the first;
+    ITL, each gap between two consecutive tokens of a request."""
+    first: list[float] = []
+    per_output_token: list[float] = []
+    gaps: list[float] = []
+    for timing in passes:
+        for admitted, times in request_times(timing).values():
+            first.append(times[0] - admitted)
+            if len(times) > 1:
+                per_output_token.append((times[-1] - times[0]) / (len(times) - 1))
+                gaps += np.diff(times).tolist()
+    return {"time_to_first_token": latency(first), "time_per_output_token": latency(per_output_token),
+            "inter_token_latency": latency(gaps)}
 
 
 def _steps(passes: Sequence[PassTiming]) -> list[tuple[float, StepRecord]]:
@@ -48,11 +84,9 @@ def row_figures(passes: Sequence[PassTiming], requests: Sequence[Request], costs
     seconds = sum(timing.seconds for timing in passes)
     output = sum(request.output_length for request in requests) * len(passes)
     prompt = sum(len(request.prompt) for request in requests) * len(passes)
-    first, between, decode_time, decode_tokens, decode_bytes = [], [], 0.0, 0, 0
+    decode_time, decode_tokens, decode_bytes = 0.0, 0, 0
     flops = useful = slots = prefills = interleaved = decode_steps = pads = bucket_pads = bucketed = 0
     for step_seconds, record in _steps(passes):
-        first += [step_seconds] * len(record.admitted)
-        between += [step_seconds] * record.useful_decodes
         useful, slots, pads = useful + record.useful_decodes, slots + record.decode_slots, pads + record.pad_tokens
         prefills += bool(record.admitted)
         interleaved += record.kind == "mixed"
@@ -73,7 +107,7 @@ def row_figures(passes: Sequence[PassTiming], requests: Sequence[Request], costs
         "output_tokens_per_s": output / seconds if seconds > 0 else None,
         "total_tokens_per_s": (output + prompt) / seconds if seconds > 0 else None,
         "decode_tokens_per_s": decode_tokens / decode_time if decode_time > 0 else None,
-        "time_to_first_token": latency(np.asarray(first)), "time_between_tokens": latency(np.asarray(between)),
+        **serving_latencies(passes),
         "slot_utilization": useful / slots if slots else None,
         "requests": len(requests), "prompt_tokens": prompt // len(passes), "output_tokens": output // len(passes),
         "prompt_pad_tokens": pads // len(passes), "bucket_pad_tokens": bucket_pads // len(passes),

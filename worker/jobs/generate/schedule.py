@@ -36,13 +36,18 @@ class StepRecord:
 
     kind: str  # "prefill", "mixed" (prefills beside decodes) or "decode"
     admitted: list[int] = field(default_factory=list)  # request rows whose prefill (and first token) it ran
-    useful_decodes: int = 0  # decode tokens some request asked for
+    decoded: list[int] = field(default_factory=list)  # request rows given a decode token they asked for
     decode_slots: int = 0  # decode tokens computed (finished and empty slots included)
     prompt_tokens: int = 0
     pad_tokens: int = 0
     bucketed: bool = False  # padded to a token bucket (it replays that bucket's CUDA graph)
     bucket_pad_tokens: int = 0  # computed to fill the step to its bucket's token count (work, not output)
     kv_read_tokens: int = 0  # keys each decode token attends to, summed (what a decode step reads)
+
+    @property
+    def useful_decodes(self) -> int:
+        """Decode tokens some request asked for."""
+        return len(self.decoded)
 
 
 @dataclass
@@ -159,7 +164,8 @@ class Scheduler:
         state.length += 1
         state.produced += 1
         record.decode_slots += 1
-        record.useful_decodes += int(useful)
+        if useful:
+            record.decoded.append(row)
         record.kv_read_tokens += k_used
 
     def batch(self, requests: Sequence[Request]) -> Iterator[tuple[HostPlan, StepRecord]]:
