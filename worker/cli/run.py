@@ -1,4 +1,6 @@
-"""`padbench run SPEC.yaml [--set K=V] [--sweep K=A,B] [--json PATH]`: run job specs locally, without any server.
+"""`padbench run SPEC.yaml [--set K=V] [--sweep K=A,B] [--json PATH]`: run job specs locally, without any server;
+or `padbench run --model NAME [--input-len N --output-len M --num-prompts K | --batch-size B]`, a job from flags
+(`padbench.worker.cli.quick`).
 
 The job runs in a spawned child, exactly as a worker runs it, so an out-of-memory error, a sticky CUDA
 error or a crash ends with a message instead of taking this process down; Ctrl-C kills the child.
@@ -18,32 +20,37 @@ from padbench.machine import visible_gpu_count
 from padbench.report import render_json, render_table
 from padbench.report.progress import RemainingTime, TerminalProgress, eta_text
 from padbench.report.terminal import write_table
-from padbench.spec_overrides import SpecPoint, add_override_options, load_points
-from padbench.specfile import SpecError
+from padbench.spec_overrides import SpecPoint, add_override_options, expand
+from padbench.specfile import SpecError, load_spec_document
+from padbench.worker.cli.quick import add_quick_options, quick_document, quick_flags_given, with_flags
 from padbench.worker.cli.sizing import gpu_sizing_warning
 from padbench.worker.jobs import spec_json
 from padbench.worker.runtime.isolation import ChildReport, LatestPartial
 from padbench.worker.runtime.launcher import launch_job
 
 EXIT_FAILED, EXIT_BAD_SPEC = 1, 2
+FLAGS_SOURCE = "the command line"  # what messages about a spec built from flags name as its source
 JOB_ENTRY_POINT = "padbench.worker.jobs:run_job"
 
 
 def add_run_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "run", help="run a job spec on this machine, without a server",
-        description="Validate SPEC, run it in a child process on this machine and print the result table. "
-                    "Exit status: 0 with a result (failed strategies are rows of the table), "
+        description="Validate SPEC (or the spec the flags make: `padbench run --model tiny-llama --input-len 64 "
+                    "--output-len 16 --num-prompts 32`), run it in a child process on this machine and print the "
+                    "result table. Exit status: 0 with a result (failed strategies are rows of the table), "
                     "1 when the job produced no result, or stopped (--timeout, or its process died) after "
                     "finishing some rows, which are still printed and written, marked partial; 2 for an "
                     "invalid spec.")
-    add_run_options(parser)
+    add_run_options(parser, spec_optional=True)
+    add_quick_options(parser)
     parser.set_defaults(handler=run_spec_command, prog="padbench run")
 
 
-def add_run_options(parser: argparse.ArgumentParser) -> None:
+def add_run_options(parser: argparse.ArgumentParser, spec_optional: bool = False) -> None:
     """What `padbench run` takes, and every command that runs a spec here as it does (`padbench tune`)."""
-    parser.add_argument("spec", metavar="SPEC.yaml", help="a job spec (YAML or JSON)")
+    parser.add_argument("spec", metavar="SPEC.yaml", nargs="?" if spec_optional else None,
+                        help="a job spec (YAML or JSON)" + (" (or flags instead: see below)" if spec_optional else ""))
     parser.add_argument("--json", metavar="PATH", type=Path,
                         help="also write the full result as JSON to PATH (a sweep: PATH-1.json, PATH-2.json, …)")
     add_override_options(parser)
@@ -92,11 +99,23 @@ def json_path(path: Path, index: int, points: int) -> Path:
 
 def run_spec_command(args: argparse.Namespace) -> int:
     try:
-        points = load_points(args.spec, args.sets, args.sweeps)
+        points = spec_points(args)
     except SpecError as error:
         print(f"{args.prog}: {error}", file=sys.stderr)
         return EXIT_BAD_SPEC
     return run_points(points, args)
+
+
+def spec_points(args: argparse.Namespace) -> list[SpecPoint]:
+    """The jobs asked for: SPEC.yaml's, with any quick flags set in it, or the quick flags' own spec."""
+    if args.spec is not None:
+        document = load_spec_document(args.spec)
+        return expand(args.spec, with_flags(document, args) if quick_flags_given(args) else document, args.sets,
+                      args.sweeps)
+    if not quick_flags_given(args):
+        raise SpecError("give a spec file (`padbench init` writes one) or the job's flags, e.g. --model tiny-llama "
+                        "--input-len 64 --output-len 16 --num-prompts 32")
+    return expand(FLAGS_SOURCE, quick_document(args), args.sets, args.sweeps)
 
 
 def run_points(points: list[SpecPoint], args: argparse.Namespace) -> int:
@@ -114,7 +133,7 @@ def run_points(points: list[SpecPoint], args: argparse.Namespace) -> int:
 
 def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None) -> int:
     spec = point.spec
-    warning = gpu_sizing_warning(spec, str(args.spec))
+    warning = gpu_sizing_warning(spec, str(args.spec or FLAGS_SOURCE))
     if warning is not None:
         print(f"{args.prog}: {warning}", file=sys.stderr)
     printer = ProgressPrinter(sys.stderr)
