@@ -51,17 +51,17 @@ def load_tokens(settings: Settings) -> TokenStore:
     return read_token_file(settings.tokens_file)
 
 
-def reap_once(database: Database) -> int:
+def reap_once(database: Database, grace_seconds: float) -> int:
     with database.writing() as session:
-        return queue.requeue_expired_leases(session)
+        return queue.requeue_expired_leases(session, grace_seconds=grace_seconds)
 
 
-async def reap_periodically(database: Database, interval_seconds: float, retention: Retention) -> None:
+async def reap_periodically(database: Database, settings: Settings, retention: Retention) -> None:
     while True:
-        await asyncio.sleep(interval_seconds)
+        await asyncio.sleep(settings.reaper_interval_seconds)
         await run_in_threadpool(retention.prune_if_due, database)  # at most once a minute; logs its own failures
         try:
-            moved = await run_in_threadpool(reap_once, database)
+            moved = await run_in_threadpool(reap_once, database, settings.lease_grace_seconds)
         except Exception:  # a locked or briefly unreachable database must not kill the reaper
             log.exception("reaper: could not requeue expired leases")
             continue
@@ -78,8 +78,7 @@ def build_lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncConte
         app.state.database = database
         integrity = IntegrityWatch(database, settings.integrity_check_interval_seconds)
         app.state.health = HealthMonitor(database, settings.min_free_disk_bytes, integrity, app.state.recent_failures)
-        tasks = [asyncio.create_task(reap_periodically(
-            database, settings.reaper_interval_seconds, Retention(settings.retention_days))),
+        tasks = [asyncio.create_task(reap_periodically(database, settings, Retention(settings.retention_days))),
             asyncio.create_task(integrity.run_periodically())]
         try:
             yield

@@ -18,7 +18,10 @@ Rules the statements keep (after procrastinate and Oban):
   resume its lease when the reaper took it but nobody claimed the job again.
 - fail, release and cancelled are fenced by the lease token AND an unexpired deadline: a worker whose
   lease expired (and perhaps went to someone else) changes nothing there; its caller answers 409.
-- The reaper is one idempotent UPDATE; running it twice changes nothing the second time.
+- The reaper is one idempotent UPDATE; running it twice changes nothing the second time. It takes a lease
+  away only once it has been missed by the admin's grace (PADBENCH_LEASE_GRACE_SECONDS) beyond its deadline:
+  a holder that is only unreachable (the server restarting, a network outage) extends its lease with its
+  next heartbeat, and the job is not run twice meanwhile.
 - A submit with an idempotency key is one `INSERT … ON CONFLICT DO NOTHING`: two racing retries of the same
   submit cannot both create a job, and neither needs an error (which would abort a PostgreSQL transaction).
 """
@@ -319,8 +322,9 @@ def request_cancel(session: Session, job_id: int, *, submitter: str | None) -> s
     return session.execute(statement).scalar_one_or_none()
 
 
-def requeue_expired_leases(session: Session) -> int:
-    """The reaper: running jobs whose lease expired go back to the queue, or end when they cannot continue.
+def requeue_expired_leases(session: Session, *, grace_seconds: float) -> int:
+    """The reaper: running jobs whose lease expired more than `grace_seconds` ago go back to the queue, or
+    end when they cannot continue.
 
     Cancel requested → cancelled; attempts spent → failed; otherwise → queued for another worker.
     Returns how many jobs it moved.
@@ -329,7 +333,7 @@ def requeue_expired_leases(session: Session) -> int:
     ends = or_(Job.cancel_requested, attempts_spent)
     statement = (
         update(Job)
-        .where(Job.status == RUNNING, Job.lease_expires_at <= db_now())
+        .where(Job.status == RUNNING, Job.lease_expires_at <= db_now(-grace_seconds))
         .values(status=case((Job.cancel_requested, CANCELLED), (attempts_spent, FAILED), else_=QUEUED),
                 error=case((and_(attempts_spent, ~Job.cancel_requested), LEASE_EXPIRED_ERROR), else_=Job.error),
                 finished_at=case((ends, db_now()), else_=None),

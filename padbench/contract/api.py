@@ -256,8 +256,8 @@ class ErrorOut(Body):
 
 
 class LeaseConflictOut(Body):
-    """A 409 on a lease call, with the job's status now: a worker tells a job that ended (stop its run)
-    from one another worker's lease holds (run on: the first complete result wins)."""
+    """A 409 on a lease call, with the job's status now: whether the job ended, or another worker's lease
+    holds it (the lease was missed past the server's grace). Either way the run under this lease stops."""
 
     detail: Message
     job_status: JobStatus

@@ -57,6 +57,10 @@ class Settings(BaseSettings):
     # `role:name:token` per line; required unless the server runs with --dev.
     tokens_file: Path | None = None
     lease_seconds: int = Field(default=60, ge=5, le=24 * 3600)
+    # How long past its deadline a lease must have been missed before its job goes to another worker. A
+    # holder that is only unreachable (this server restarting, a network outage) beats again within it and
+    # keeps its job, so a GPU run is not started twice; a dead worker's job waits this much longer.
+    lease_grace_seconds: int = Field(default=120, ge=0, le=24 * 3600)
     max_attempts: int = Field(default=3, ge=1, le=100)
     # Results are the largest bodies (a padding result with probe logs is tens of kB); 8 MiB is ample.
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)

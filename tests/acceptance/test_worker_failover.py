@@ -23,7 +23,7 @@ MEDIUM = QUICK | {"name": "acceptance-medium",
 
 @pytest.fixture
 def server_env() -> dict[str, str]:
-    return {"PADBENCH_LEASE_SECONDS": "5", "PADBENCH_REAPER_INTERVAL_SECONDS": "1"}
+    return {"PADBENCH_LEASE_SECONDS": "5", "PADBENCH_LEASE_GRACE_SECONDS": "2", "PADBENCH_REAPER_INTERVAL_SECONDS": "1"}
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float = 10) -> None:

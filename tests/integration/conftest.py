@@ -96,7 +96,7 @@ def expire_lease(database: Database, job_id: int) -> None:
 
 def reap(database: Database) -> int:
     with database.write.begin() as session:
-        return queue.requeue_expired_leases(session)
+        return queue.requeue_expired_leases(session, grace_seconds=0)
 
 
 def job_row(database: Database, job_id: int) -> Job:
@@ -153,7 +153,8 @@ def serve(database_url: str, workdir: Path, **settings: Any) -> Iterator[LiveSer
     """The real app under uvicorn on a free loopback port, in a thread; stopped on exit."""
     tokens_file = workdir / "tokens"
     tokens = write_tokens_file(tokens_file)
-    config = Settings(database_url=database_url, tokens_file=tokens_file, **settings)
+    # No grace past a lease's deadline unless a test sets one: tests fake an expired lease a second ago.
+    config = Settings(database_url=database_url, tokens_file=tokens_file, **{"lease_grace_seconds": 0, **settings})
     app = create_app(config)
     sock = loopback_socket()
     server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(config, "warning"), lifespan="on"))

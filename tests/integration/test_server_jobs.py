@@ -68,7 +68,7 @@ def test_after_a_reclaim_the_first_result_wins_and_the_other_attempt_is_told(liv
         fast = claim(gpu, register(gpu, "fast"))  # the claim reaps the expired lease first
         assert fast is not None and fast.job.id == job_id and fast.job.attempts == 2
         taken = gpu.post(f"/v1/leases/{job_id}/heartbeat", json={"lease_token": slow.lease_token})
-        assert taken.status_code == 409 and taken.json()["job_status"] == "running"  # run on: a race
+        assert taken.status_code == 409 and taken.json()["job_status"] == "running"  # lease lost: its run stops
         body = {"lease_token": slow.lease_token, "result": result_document(SPEC)}
         assert gpu.post(f"/v1/leases/{job_id}/complete", json=body).status_code == 204  # the first result
         assert gpu.post(f"/v1/leases/{job_id}/complete", json=body).status_code == 204  # its retry: same answer

@@ -3,11 +3,10 @@
 The thread beats every ~lease/3 seconds so one lost request does not cost the lease, and sooner (at most
 once a second) when the child reports new progress, so people watching `padbench wait` see it promptly
 and a cancel is noticed within about a second of the next progress report. What the server answers is
-kept in flags the run loop polls: `cancel_requested`; `lost` (409, the job ended: it succeeded from
-another attempt, failed or was cancelled, so the child is stopped); `superseded` (409, another worker's
-lease holds the job now: the beats stop, but the child runs on, since the first complete result wins and
-this one may still be first). A beat the server does not answer is no loss: the next may get through,
-and a lease past its deadline is extended, or resumed, as long as nobody else took the job.
+kept in flags the run loop polls: `cancel_requested`, and `lost` (409: the job ended elsewhere, or the
+lease was missed past the server's grace and the job went to another worker), on which the child is
+stopped at once: a job never runs on two workers. A beat the server does not answer is no loss: the next
+may get through, and a lease past its deadline is extended, or resumed, as long as nobody else took the job.
 """
 
 from __future__ import annotations
@@ -48,7 +47,6 @@ class LeaseKeeper:
         self.interval_s = interval_s if interval_s is not None else beat_interval(lease)
         self.cancel_requested = threading.Event()
         self.lost = threading.Event()
-        self.superseded = threading.Event()
         self.beats = 0
         self._progress: tuple[float | None, str | None] = (None, None)
         self._lock = threading.Lock()
@@ -73,7 +71,7 @@ class LeaseKeeper:
 
     def _run(self) -> None:
         last_beat = time.monotonic()
-        while not self._done.is_set() and not self.lost.is_set() and not self.superseded.is_set():
+        while not self._done.is_set() and not self.lost.is_set():
             woken = self._wake.wait(timeout=max(0.0, last_beat + self.interval_s - time.monotonic()))
             if self._done.is_set():
                 return
@@ -86,7 +84,7 @@ class LeaseKeeper:
             last_beat = time.monotonic()
 
     def beat(self) -> None:
-        if self.lost.is_set() or self.superseded.is_set():
+        if self.lost.is_set():
             return  # the server said no already; beating on would only ask again
         with self._lock:
             progress, message = self._progress
@@ -104,10 +102,6 @@ class LeaseKeeper:
             self.cancel_requested.set()
 
     def _lost(self, error: LeaseLost) -> None:
-        if error.job_ended:
-            log.warning("job %d: the job ended elsewhere (%s); stopping its run", self.job_id, error)
-            self.lost.set()
-            return
-        log.warning("job %d: another worker's lease holds the job now (%s); heartbeats stop, the run goes on "
-                    "and its result is reported: the first complete result wins", self.job_id, error)
-        self.superseded.set()
+        where = "the job ended elsewhere" if error.job_ended else "another worker holds the job now"
+        log.warning("job %d: lease lost, %s (%s); stopping its run", self.job_id, where, error)
+        self.lost.set()

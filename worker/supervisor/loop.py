@@ -275,10 +275,7 @@ class Supervisor:
         if report.outcome == "ok":  # whoever holds the lease now: the first result wins
             self.reporter.complete(job_id, token, report.value)
         elif keeper.lost.is_set():
-            log.warning("job %d: the job ended elsewhere; the child was stopped", job_id)
-        elif keeper.superseded.is_set():
-            log.warning("job %d: %s, and another worker's lease holds the job: its run decides; nothing reported",
-                        job_id, report.outcome)
+            log.warning("job %d: the lease was lost; the child was stopped and nothing is reported", job_id)
         elif keeper.cancel_requested.is_set():
             self.reporter.cancelled(job_id, token, partial)
         elif self.stopping:

@@ -6,10 +6,10 @@ was ever granted, expired or taken over included: the first result wins, a retry
 answers 204 again, and any later one gets 409. A heartbeat extends the job's current lease, or resumes the
 lease the reaper took from the job's latest attempt if nobody claimed the job since. fail, release and
 cancelled count only under the job's current, unexpired lease. Every 409 says the job's status
-(`job_status`): a worker stops its run when the job has ended, and runs on when another worker's lease
-holds it (its result may still be the first). A token that is one of the job's leases but was granted to
-a worker of another worker token gets 403: a leaked or guessed lease token is not enough to speak for
-someone else's worker.
+(`job_status`); a 409 to a heartbeat means the lease is lost (the job ended, or it went to another worker
+once the lease was missed past its grace), and the worker stops its run, so a job never runs twice. A
+token that is one of the job's leases but was granted to a worker of another worker token gets 403: a
+leaked or guessed lease token is not enough to speak for someone else's worker.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def lease_conflict(session: Session, job_id: int) -> HTTPException:
     if row is None:
         return HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} not found")
     return LeaseConflict(
-        f"lease_token: not the current lease of job {job_id} (status {row.job.status}); the lease expired "
-        "or the job was finished, cancelled or claimed by another worker",
+        f"lease lost: lease_token is not the current lease of job {job_id} (status {row.job.status}); the lease "
+        "was missed past its grace, or the job was finished, cancelled or claimed by another worker",
         row.job.status,
     )
 
@@ -100,7 +100,8 @@ def free_gpus(body: LeaseRequest, owned: int) -> int:
 def claim(body: LeaseRequest, session: SessionDep, settings: SettingsDep, principal: WorkerAuth) -> LeaseOut | Response:
     worker = owned_worker(session, body.worker_id, principal)
     record_contact(session, worker.id)  # an idle worker polling for work is alive
-    queue.requeue_expired_leases(session)  # expired leases first, so their jobs can be claimed right now
+    # leases missed past their grace first, so their jobs can be claimed right now
+    queue.requeue_expired_leases(session, grace_seconds=settings.lease_grace_seconds)
     capabilities = Capabilities.model_validate(worker.capabilities)
     offered = offered_capabilities(capabilities) | gpu_capabilities(capabilities,
                                                                      queue.queued_gpu_requirements(session))
