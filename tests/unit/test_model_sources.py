@@ -25,15 +25,15 @@ def test_a_hub_models_config_is_fetched_and_checked_like_a_directorys(tmp_path: 
     config = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
               "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
     (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    fetched: list[tuple[str, str]] = []
+    fetched: list[tuple[str, str, bool]] = []
 
-    def hf_hub_download(model_id: str, filename: str) -> str:
-        fetched.append((model_id, filename))
+    def hf_hub_download(model_id: str, filename: str, local_files_only: bool = False) -> str:
+        fetched.append((model_id, filename, local_files_only))
         return str(tmp_path / filename)
 
     monkeypatch.setattr(model_module, "hf_hub_download", hf_hub_download)
     built = model_config(ModelSpec(hub="org/tiny-llama"))
-    assert fetched == [("org/tiny-llama", "config.json")]
+    assert fetched == [("org/tiny-llama", "config.json", True)]  # found in the cache: the network never asked
     assert (built.model_type, built.hidden_size, built.use_cache) == ("llama", 64, False)
     (tmp_path / "config.json").write_text(json.dumps({**config, "model_type": "bert"}), encoding="utf-8")
     model_module.forget_model_configs()  # as the next job starts
@@ -41,13 +41,13 @@ def test_a_hub_models_config_is_fetched_and_checked_like_a_directorys(tmp_path: 
         model_config(ModelSpec(hub="org/tiny-llama"))
 
 
-def test_a_hub_model_that_cannot_be_fetched_says_so_and_how_a_directory_is_written() -> None:
+def test_a_hub_model_that_cannot_be_fetched_offline_says_so_and_what_to_do() -> None:
     # The tests run with the hub offline: nothing is in the cache under this name.
     with pytest.raises(ModelSourceError) as refused:
         model_config(ModelSpec(hub="padbench-tests/no-such-model"))
-    assert str(refused.value).startswith("model.hub 'padbench-tests/no-such-model': cannot fetch its config.json "
-                                         "from the Hugging Face Hub")
-    assert "./padbench-tests/no-such-model" in str(refused.value)
+    assert str(refused.value).startswith("model.hub 'padbench-tests/no-such-model': not in the Hugging Face cache, "
+                                         "and HF_HUB_OFFLINE is set")
+    assert "PADBENCH_MODEL_ROOTS" in str(refused.value)
 
 
 def test_a_hub_model_brings_its_tokenizer() -> None:

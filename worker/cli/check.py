@@ -3,6 +3,8 @@
 It validates the spec as a submission would, builds the model's config and its shape (on the meta device:
 no memory, no weights), reads the tokenizer and checks that its ids fit the model's vocabulary, and resolves
 each row's attention kernel on this machine's device, saying which will run and why the others are refused.
+A Hub model or tokenizer is read from the Hugging Face cache alone, never the network: one not there is the
+worker's to fetch, and said so.
 Exit status 0 when everything would run, 1 when something would be refused, 2 when the spec itself is wrong.
 """
 

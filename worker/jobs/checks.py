@@ -19,6 +19,7 @@ from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.data.batches import STRATEGIES
 from padbench.worker.engine.data.sources import load_tokenizer
 from padbench.worker.engine.decoding.registry import resolve_decode_kernel
+from padbench.worker.engine.hub import NotInCache
 from padbench.worker.engine.model.build import build_on_meta, config_of
 from padbench.worker.engine.model.experts import EXPERTS_IMPLEMENTATIONS, expert_field, experts_implementation, top_k
 from padbench.worker.engine.model.parameter_count import active_parameter_count
@@ -34,6 +35,9 @@ RowFindings = Callable[[torch.nn.Module, torch.device, AttentionFeatures], Itera
 def model_findings(spec: ModelJob, row_findings: RowFindings) -> Iterator[Finding]:
     try:
         model = build_on_meta(spec.model)
+    except NotInCache as error:  # a Hub model this machine has not fetched: the worker's to fetch and check
+        yield True, f"model: {error}"
+        return
     except Exception as error:  # a refusal of the model (its type, its fields): the finding is its message
         yield False, f"model: {first_line(error)}"
         return
@@ -59,6 +63,9 @@ def tokenizer_findings(spec: ModelJob, vocabulary: int) -> Iterator[Finding]:
         return
     try:
         tokenizer = load_tokenizer(name)
+    except NotInCache as error:
+        yield True, str(error)
+        return
     except Exception as error:
         yield False, f"data.tokenizer {name!r}: {first_line(error)}"
         return

@@ -24,8 +24,10 @@ from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
 from padbench.contract.hub_dataset import PACKAGED_BUILDERS, HubDataset, is_hub_dataset, parse_hub_dataset
+from padbench.contract.model_spec import HUB_MODEL_ID
 from padbench.contract.spec import DataSpec
 from padbench.worker.engine.data.synthetic import DistributionError, get_distribution
+from padbench.worker.engine.hub import HubUnavailable, NotInCache, from_cache_or_hub
 from padbench.worker.runtime.isolation import SpecProblem
 from padbench.worker.runtime.progress import ProgressFn
 from padbench.worker.runtime.settings import WorkerSettings
@@ -85,9 +87,22 @@ def load_sequences(data: DataSpec, vocab_size: int, cache_dir: Path | None = Non
 
 # --- tokenizer -----------------------------------------------------------------------------------------
 
+# Where a worker finds a tokenizer directory given as a path (`padbench.worker.supervisor.confine`).
+LOCAL_TOKENIZER = "a local tokenizer directory under PADBENCH_MODEL_ROOTS or PADBENCH_DATA_ROOTS"
+
+
 def load_tokenizer(name: str) -> PreTrainedTokenizerBase:
+    def load(local_files_only: bool) -> PreTrainedTokenizerBase:
+        return AutoTokenizer.from_pretrained(name, local_files_only=local_files_only)
+
     try:
-        return AutoTokenizer.from_pretrained(name)
+        if not HUB_MODEL_ID.fullmatch(name) or Path(name).expanduser().is_dir():
+            return load(True)  # a directory, or a path: no Hub id looks like this
+        return from_cache_or_hub(f"data.tokenizer {name!r}", load, (OSError,), local=LOCAL_TOKENIZER)
+    except NotInCache:
+        raise  # `padbench check`: the worker's to fetch, not a refusal
+    except HubUnavailable as error:  # no network, or asked not to use it: the message says what to do instead
+        raise DataError(str(error)) from None
     except (OSError, ValueError, KeyError, TypeError) as error:
         # Only the exception's type: its message may quote the files it read (a config's model_type).
         raise DataError(f"data.tokenizer: cannot load tokenizer {name!r} ({type(error).__name__}); "

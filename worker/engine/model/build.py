@@ -22,10 +22,11 @@ from typing import Any, Literal, cast
 
 import torch
 from huggingface_hub import hf_hub_download
-from huggingface_hub.errors import EntryNotFoundError
+from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
 from transformers import AutoConfig, AutoModelForCausalLM, PretrainedConfig, PreTrainedModel
 
 from padbench.contract.model_spec import ModelSpec
+from padbench.worker.engine.hub import HubUnavailable, NotInCache, from_cache_or_hub
 from padbench.worker.engine.model.lm_head import align_lm_head
 from padbench.worker.engine.model.support import check_config_fields, check_experts_supported, check_model_type
 from padbench.worker.runtime.isolation import SpecProblem
@@ -206,10 +207,17 @@ def _model_dir(spec: ModelSpec) -> Path:
 
 
 def _hub_config_dir(model_id: str) -> Path:
-    """The local folder holding the Hub model's config.json, fetched once into the Hugging Face cache."""
+    """The local folder holding the Hub model's config.json: the Hugging Face cache's, fetched there once."""
+    def download(local_files_only: bool) -> str:
+        return hf_hub_download(model_id, "config.json", local_files_only=local_files_only)
+
     try:
-        config_file = hf_hub_download(model_id, "config.json")
-    except (OSError, ValueError, EntryNotFoundError) as error:  # offline, no such model, gated, no config
+        config_file = from_cache_or_hub(f"model.hub {model_id!r}", download, (LocalEntryNotFoundError,))
+    except NotInCache:
+        raise  # `padbench check`: the worker's to fetch, not a refusal
+    except HubUnavailable as error:  # no network, or asked not to use it: the message says what to do instead
+        raise ModelSourceError(str(error)) from None
+    except (OSError, ValueError, EntryNotFoundError) as error:  # no such model, gated, no config
         raise ModelSourceError(f"model.hub {model_id!r}: cannot fetch its config.json from the Hugging Face Hub "
                                f"({type(error).__name__}); a local model directory is written as a path "
                                f"(./{model_id})") from None
