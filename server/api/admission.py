@@ -10,8 +10,9 @@ Four lanes, each with its own capacity, so no class of traffic can queue behind 
 The capacities add up to less than the worker threads and the database connections the server has (see
 `padbench.server.main`), so an admitted request never waits for a thread or a connection: requests cannot
 wait on each other in a cycle. A request that finds its lane full waits in line (asynchronously, holding
-nothing); when it has waited `max_wait_s`, or the line is already `max_queue` long, the server is truly
-saturated and it answers 503 with `Retry-After` at once, rather than letting every client time out.
+nothing, served in arrival order); when it has waited `max_wait_s`, or the line is already `max_queue`
+long, the server is truly saturated and it answers 503 with `Retry-After` at once, rather than letting
+every client time out.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Literal
 
@@ -54,29 +55,60 @@ class LaneLimits:
 
 
 class Lane:
-    """A capacity and a line: `admit()` returns once a place is free, or raises `Saturated`."""
+    """A capacity and a line: `admit()` returns once a place is free, or raises `Saturated`.
+
+    The line is strictly first come, first served: a place that frees up goes straight to the request that
+    has waited longest, and a newcomer (a client's retry included) never takes a place while anyone waits.
+    asyncio.Semaphore does not promise that: a task woken to take a place can lose it to one that arrived
+    later and found the count above zero, so a few unlucky requests wait far longer than the rest.
+    """
 
     def __init__(self, name: LaneName, capacity: int, max_wait_s: float, max_queue: int) -> None:
         self.name = name
         self.capacity = capacity
         self.max_wait_s = max_wait_s
         self.max_queue = max_queue
-        self._places = asyncio.Semaphore(capacity)
-        self.waiting = 0
+        self.free = capacity
+        self._line: deque[asyncio.Future[None]] = deque()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._line)
 
     async def admit(self) -> None:
-        if self.waiting >= self.max_queue:
-            raise Saturated(self.name, f"{self.waiting} requests already wait")
-        self.waiting += 1
+        if self.free > 0 and not self._line:
+            self.free -= 1
+            return
+        if len(self._line) >= self.max_queue:
+            raise Saturated(self.name, f"{len(self._line)} requests already wait")
+        place: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._line.append(place)
+        # asyncio.wait, not wait_for: it neither cancels the place on a timeout nor swallows our own
+        # cancellation when the place was handed over in the same instant, so both cases are seen here.
         try:
-            await asyncio.wait_for(self._places.acquire(), timeout=self.max_wait_s)
-        except asyncio.TimeoutError:
-            raise Saturated(self.name, f"no place within {self.max_wait_s:g} s") from None
-        finally:
-            self.waiting -= 1
+            handed, _ = await asyncio.wait({place}, timeout=self.max_wait_s)
+        except BaseException:  # the client went away
+            self._give_up(place)
+            raise
+        if not handed:
+            self._give_up(place)
+            raise Saturated(self.name, f"no place within {self.max_wait_s:g} s")
+
+    def _give_up(self, place: asyncio.Future[None]) -> None:
+        if place.done():
+            self.leave()  # the place was handed over as we gave up: pass it on to the next in line
+        else:
+            self._line.remove(place)
+            place.cancel()
 
     def leave(self) -> None:
-        self._places.release()
+        """Hand the place to the longest waiter, or free it when nobody waits."""
+        while self._line:
+            place = self._line.popleft()
+            if not place.done():
+                place.set_result(None)
+                return
+        self.free += 1
 
 
 class Saturated(Exception):

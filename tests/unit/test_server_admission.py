@@ -86,3 +86,59 @@ def test_a_saturated_read_lane_answers_503_with_retry_after_while_workers_go_thr
         assert heartbeat.status_code == 200
 
     asyncio.run(scenario())
+
+
+def test_places_go_in_arrival_order_past_waiters_that_gave_up_and_newcomers_never_barge() -> None:
+    async def scenario() -> None:
+        lane = Lane("read", capacity=1, max_wait_s=30, max_queue=100)
+        await lane.admit()  # the one place is taken
+        admitted: list[int] = []
+
+        async def request(number: int) -> None:
+            await lane.admit()
+            admitted.append(number)
+
+        waiters = {}
+        for number in range(12):
+            waiters[number] = asyncio.create_task(request(number))
+            await asyncio.sleep(0)  # each in line before the next arrives
+        for number in (2, 5, 6):  # their clients went away
+            waiters[number].cancel()
+        await asyncio.sleep(0)
+        assert lane.waiting == 9
+        for turn in range(9):
+            lane.leave()  # the running request ends: its place goes to the longest waiter
+            if turn == 0:  # a newcomer (a retry, say) finds the line and goes to its end
+                waiters[99] = asyncio.create_task(request(99))
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+        assert admitted == [0, 1, 3, 4, 7, 8, 9, 10, 11]
+        lane.leave()
+        await asyncio.wait_for(waiters[99], timeout=1)
+        assert admitted[-1] == 99 and lane.waiting == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_waiter_that_times_out_as_its_turn_comes_passes_the_place_on() -> None:
+    async def scenario() -> None:
+        lane = Lane("write", capacity=1, max_wait_s=0.05, max_queue=10)
+        await lane.admit()
+        late = asyncio.create_task(lane.admit())
+        await asyncio.sleep(0)
+        patient = Lane("write", capacity=1, max_wait_s=30, max_queue=10)
+        with pytest.raises(Saturated):
+            await late  # nobody left: it gave up its place in line
+        assert lane.waiting == 0
+        lane.leave()
+        assert lane.free == 1  # the place was not lost with the waiter that gave up
+        await patient.admit()
+        second = asyncio.create_task(patient.admit())
+        await asyncio.sleep(0)
+        patient.leave()  # handed to `second`...
+        second.cancel()  # ...which is cancelled before it runs: the place must not leak
+        with pytest.raises(asyncio.CancelledError):
+            await second
+        assert patient.free == 1 and patient.waiting == 0
+
+    asyncio.run(scenario())
