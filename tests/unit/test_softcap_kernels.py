@@ -170,3 +170,21 @@ def test_heads_of_256_on_hopper_get_the_measured_backward_tiles() -> None:
     assert flex.default_tuning(256, (8, 0)) is None
     assert flex.compiled_kernel_options(True, False, tuned) == {
         "kernel_options": {**tuned, "FORCE_USE_FLEX_ATTENTION": True}}
+
+
+def test_flash_attention_3_calls_flash_attn_interface(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FlashAttention-3's calls carry the window and soft-capping as flash_attn_interface names them; a model with
+    attention sinks is refused, as FlashAttention-3 has none."""
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setitem(ops.FLASH_MODULES, "flash-attn-3", lambda: fake_flash_library(("softcap",), calls))
+    dense = torch.zeros(1, 4, 4, 16)
+    ops.flash_attn_3_dense(dense, dense, dense, causal=True, scale=0.25, window=3, softcap=30.0)
+    assert calls[-1] == {"softmax_scale": 0.25, "causal": True, "window_size": (2, 0), "softcap": 30.0}
+    packed, bounds = torch.zeros(8, 4, 16), torch.tensor([0, 3, 8], dtype=torch.int32)
+    ops.flash_attn_3_varlen(packed, packed, packed, bounds, bounds, 5, 5, causal=True)
+    assert {name: value for name, value in calls[-1].items() if not name.startswith("cu_seqlens")} == {
+        "max_seqlen_q": 5, "max_seqlen_k": 5, "softmax_scale": None, "causal": True}
+    assert calls[-1]["cu_seqlens_q"] is bounds and calls[-1]["cu_seqlens_k"] is bounds
+    features = AttentionFeatures(query_heads=4, kv_heads=2, softcap=None, sliding_window=None, sinks=True)
+    for name in ("flash-attn-3", "flash-attn-3-varlen"):
+        assert "sinks" in (ATTENTION_KERNELS.get(name).unsupported_reason(features, 64) or "")
