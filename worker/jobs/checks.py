@@ -36,7 +36,7 @@ def model_findings(spec: ModelJob, row_findings: RowFindings) -> Iterator[Findin
     try:
         model = build_on_meta(spec.model)
     except NotInCache as error:  # a Hub model this machine has not fetched: the worker's to fetch and check
-        yield True, f"model: {error}"
+        yield True, str(error)
         return
     except Exception as error:  # a refusal of the model (its type, its fields): the finding is its message
         yield False, f"model: {first_line(error)}"
