@@ -17,15 +17,28 @@ DENSE_ONLY = "the FP8 row measures padded (dense) problems; use `flash-attn-cute
 
 FAMILY = KernelFamily(
     name="flash-attn-3",
-    description="FlashAttention-3, flash_attn_interface of flash-attn's hopper build (transformers' "
-                "flash_attention_3)",
+    description="FlashAttention-3, flash_attn_interface of flash-attn's hopper build (transformers' flash_attention_3)",
     aliases=("flash_attention_3",),
     padded=KernelDeclaration("flash-attn-3", f"{ATTENTION}.padded.FlashAttn3Padded", **FEATURES),
     packed=KernelDeclaration("flash-attn-3-varlen", f"{ATTENTION}.packed.FlashAttn3Varlen", **FEATURES),
-    sweep=(SweepDeclaration("flash-attn-3", f"{SWEEP}.FLASH_ATTN_3", needs_cuda=True, half_precision_only=True,
-                            min_compute_capability=(9, 0)),
-           # The "FA3 FP8" column of the tables users quote: float8 tensor cores arrived with Hopper.
-           SweepDeclaration("flash-attn-fp8", f"{SWEEP}.FLASH_ATTN_FP8", needs_cuda=True, half_precision_only=True,
-                            min_compute_capability=(9, 0), dense_only=DENSE_ONLY, forward_only=FORWARD_ONLY)),
+    sweep=(
+        SweepDeclaration(
+            "flash-attn-3",
+            f"{SWEEP}.FLASH_ATTN_3",
+            needs_cuda=True,
+            half_precision_only=True,
+            min_compute_capability=(9, 0),
+        ),
+        # The "FA3 FP8" column of the tables users quote: float8 tensor cores arrived with Hopper.
+        SweepDeclaration(
+            "flash-attn-fp8",
+            f"{SWEEP}.FLASH_ATTN_FP8",
+            needs_cuda=True,
+            half_precision_only=True,
+            min_compute_capability=(9, 0),
+            dense_only=DENSE_ONLY,
+            forward_only=FORWARD_ONLY,
+        ),
+    ),
     sweep_alias="flash-attn-3",
 )

@@ -23,15 +23,22 @@ from tests.unit.test_hub_access import closed_port
 PADBENCH = [sys.executable, "-m", "padbench.cli"]
 CPU = {"device": "cpu", "dtype": "fp32", "attention": "sdpa"}
 HUB_MODEL = {"kind": "padding", "name": "hub-model", "model": "hub:org/some-model", **CPU}
-HUB_TOKENIZER = {"kind": "padding", "name": "hub-tokenizer", "model": "tiny", **CPU,
-                 "data": {"source": str(Path(__file__).parents[1] / "fixtures" / "corpus.txt"),
-                          "tokenizer": "org/some-tokenizer"}}
+HUB_TOKENIZER = {
+    "kind": "padding",
+    "name": "hub-tokenizer",
+    "model": "tiny",
+    **CPU,
+    "data": {"source": str(Path(__file__).parents[1] / "fixtures" / "corpus.txt"), "tokenizer": "org/some-tokenizer"},
+}
 
 
 def hub_at(endpoint: str, home: Path) -> dict[str, str]:
     """This process's environment with the Hub at `endpoint`, an empty Hugging Face cache and no offline switch."""
-    env = {name: value for name, value in os.environ.items()
-           if name not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+    }
     return env | {"HF_ENDPOINT": endpoint, "HF_HOME": str(home), "OMP_NUM_THREADS": "1"}
 
 
@@ -75,12 +82,15 @@ def tripwire() -> Iterator[Tripwire]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("document", "named"), [(HUB_MODEL, "model.hub 'org/some-model'"),
-                                                 (HUB_TOKENIZER, "data.tokenizer 'org/some-tokenizer'")])
+@pytest.mark.parametrize(
+    ("document", "named"),
+    [(HUB_MODEL, "model.hub 'org/some-model'"), (HUB_TOKENIZER, "data.tokenizer 'org/some-tokenizer'")],
+)
 def test_run_without_network_says_so_once(tmp_path: Path, document: dict, named: str) -> None:
     env = hub_at(f"http://127.0.0.1:{closed_port()}", tmp_path / "hf-home")
-    done = subprocess.run([*PADBENCH, "run", str(spec_file(tmp_path, document))], env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [*PADBENCH, "run", str(spec_file(tmp_path, document))], env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 1
     assert f"{named}: no network to the Hugging Face Hub" in done.stderr
     for way in ("Hugging Face cache", "HF_HUB_OFFLINE=1", "PADBENCH_MODEL_ROOTS"):
@@ -90,21 +100,32 @@ def test_run_without_network_says_so_once(tmp_path: Path, document: dict, named:
 
 def test_check_reads_the_cache_and_never_the_hub(tmp_path: Path, tripwire: Tripwire) -> None:
     for document in (HUB_MODEL, HUB_TOKENIZER):
-        done = subprocess.run([*PADBENCH, "check", str(spec_file(tmp_path, document))],
-                              env=hub_at(tripwire.url, tmp_path / "hf-home"), capture_output=True, text=True,
-                              timeout=600)
+        done = subprocess.run(
+            [*PADBENCH, "check", str(spec_file(tmp_path, document))],
+            env=hub_at(tripwire.url, tmp_path / "hf-home"),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert "not in this machine's Hugging Face cache; the worker that runs the job fetches it" in done.stdout
         assert done.returncode == 0, done.stdout + done.stderr
     assert tripwire.connections == 0
 
 
 def test_submit_never_asks_the_hub(tmp_path: Path, tripwire: Tripwire, live_server: LiveServer) -> None:
-    env = hub_at(tripwire.url, tmp_path / "hf-home") | {"PADBENCH_SERVER": live_server.base_url,
-                                                         "PADBENCH_TOKEN": live_server.tokens["submitter"]}
+    env = hub_at(tripwire.url, tmp_path / "hf-home") | {
+        "PADBENCH_SERVER": live_server.base_url,
+        "PADBENCH_TOKEN": live_server.tokens["submitter"],
+    }
     on_the_worker = {**HUB_TOKENIZER, "data": {**HUB_TOKENIZER["data"], "source": "corpus.txt"}}  # its data root's
     for document in (HUB_MODEL, on_the_worker):
-        done = subprocess.run([*PADBENCH, "submit", str(spec_file(tmp_path, document))], env=env,
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [*PADBENCH, "submit", str(spec_file(tmp_path, document))],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0 and "queued" in done.stdout, done.stderr
     assert tripwire.connections == 0
 

@@ -29,8 +29,9 @@ def test_a_static_batch_of_two_requests() -> None:
     timing = timed(scheduler(reqs, slots=2).batch(reqs), [0.010, 0.002, 0.003])  # the prefill, then two decode steps
     assert request_times(timing) == {0: (0.0, [0.010, 0.012, 0.015]), 1: (0.0, [0.010, 0.012])}
     figures = serving_latencies([timing])
-    ttft, tpot, itl = (figures[name] for name in ("time_to_first_token", "time_per_output_token",
-                                                  "inter_token_latency"))
+    ttft, tpot, itl = (
+        figures[name] for name in ("time_to_first_token", "time_per_output_token", "inter_token_latency")
+    )
     assert ttft is not None and ttft.samples == 2 and ttft.p50_ms == pytest.approx(10.0)
     # TPOT per request: (latency − TTFT) / (output tokens − 1) = (15 − 10) / 2 and (12 − 10) / 1.
     assert tpot is not None and tpot.samples == 2 and tpot.mean_ms == pytest.approx((2.5 + 2.0) / 2)
@@ -69,7 +70,9 @@ def test_results_that_named_itl_tbt_read_it_under_its_name() -> None:
     rows = {(row.strategy, row.kernel, row.context): row for row in result.rows}
     for old in measured:
         row: GenerateRow = rows[(old["strategy"], old["kernel"], old.get("context"))]
-        assert row.inter_token_latency is not None and row.inter_token_latency.p50_ms == old["time_between_tokens"][
-            "p50_ms"]
+        assert (
+            row.inter_token_latency is not None
+            and row.inter_token_latency.p50_ms == old["time_between_tokens"]["p50_ms"]
+        )
         assert row.time_per_output_token is None  # not measured then: never made up from the other figures
     assert "time_between_tokens" not in JOB_RESULT_ADAPTER.dump_json(result).decode()

@@ -16,10 +16,20 @@ from padbench.kinds.padding.contract import PaddingResult
 from padbench.worker.cli.run import FLAGS_SOURCE
 
 # Small enough to run in seconds on a busy CPU: one measured pass, a few warm-up requests and gate samples.
-GENERATE_QUICK = ["--set", "measurement={repeats: 1, warmup_requests: 1, correctness_samples: 1}",
-                  "--set", "strategies=[static,continuous]", "--set", "references=[]"]
-PADDING_QUICK = ["--set", "strategies=[static,packed]", "--set",
-                 "measurement={warmup_batches: 1, min_seconds: 0, min_batches: 1, repeats: 1, correctness_samples: 1}"]
+GENERATE_QUICK = [
+    "--set",
+    "measurement={repeats: 1, warmup_requests: 1, correctness_samples: 1}",
+    "--set",
+    "strategies=[static,continuous]",
+    "--set",
+    "references=[]",
+]
+PADDING_QUICK = [
+    "--set",
+    "strategies=[static,packed]",
+    "--set",
+    "measurement={warmup_batches: 1, min_seconds: 0, min_batches: 1, repeats: 1, correctness_samples: 1}",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -32,18 +42,44 @@ def one_thread_children(monkeypatch: pytest.MonkeyPatch) -> None:
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A two-layer Llama's config.json: a local model directory, built with random weights by the job."""
     directory = tmp_path_factory.mktemp("tiny-llama")
-    LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                num_key_value_heads=2, vocab_size=512, max_position_embeddings=256, bos_token_id=None,
-                eos_token_id=None, pad_token_id=None).save_pretrained(directory)
+    LlamaConfig(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=512,
+        max_position_embeddings=256,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    ).save_pretrained(directory)
     return directory
 
 
 @pytest.mark.slow
-def test_a_generate_job_from_serving_benchmark_flags(model_dir: Path, tmp_path: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_generate_job_from_serving_benchmark_flags(
+    model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "generate.json"
-    code = main(["run", "--model", str(model_dir), "--input-len", "16", "--output-len", "4", "--num-prompts", "8",
-                 "--batch-size", "4", *GENERATE_QUICK, "--json", str(out)])
+    code = main(
+        [
+            "run",
+            "--model",
+            str(model_dir),
+            "--input-len",
+            "16",
+            "--output-len",
+            "4",
+            "--num-prompts",
+            "8",
+            "--batch-size",
+            "4",
+            *GENERATE_QUICK,
+            "--json",
+            str(out),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     result = JOB_RESULT_ADAPTER.validate_json(out.read_bytes())
     assert isinstance(result, GenerateResult)
@@ -57,8 +93,22 @@ def test_a_generate_job_from_serving_benchmark_flags(model_dir: Path, tmp_path: 
 @pytest.mark.slow
 def test_a_padding_job_from_flags(model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "padding.json"
-    code = main(["run", "--model", str(model_dir), "--batch-size", "4", "--input-len", "64", "--num-prompts", "16",
-                 *PADDING_QUICK, "--json", str(out)])
+    code = main(
+        [
+            "run",
+            "--model",
+            str(model_dir),
+            "--batch-size",
+            "4",
+            "--input-len",
+            "64",
+            "--num-prompts",
+            "16",
+            *PADDING_QUICK,
+            "--json",
+            str(out),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     result = JOB_RESULT_ADAPTER.validate_json(out.read_bytes())
     assert isinstance(result, PaddingResult) and result.spec.batch_size == 4

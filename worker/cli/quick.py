@@ -35,22 +35,44 @@ def positive_int(text: str) -> int:
 def add_quick_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "a job from flags (no SPEC.yaml needed; with one, each flag sets its key in it)",
-        "--output-len makes a generate job, otherwise a padding job; --set and --sweep change the rest")
-    group.add_argument("--model", metavar="NAME",
-                       help="a preset (tiny-llama, gpt2-seed, …), a Hub id (org/name, hub:NAME) or a local model "
-                            "directory, as a spec's `model` reads it")
-    group.add_argument("--data", metavar="SOURCE",
-                       help="where the prompts or sequences come from: synthetic (default), hf:NAME[:CONFIG[:SPLIT]] "
-                            "or a local text file (data.source)")
-    group.add_argument("--input-len", type=positive_int, metavar="N",
-                       help="generate: every prompt N tokens (synthetic data; a data source's are cut to N); "
-                            "padding: sequences up to N tokens (data.max_length)")
-    group.add_argument("--output-len", type=positive_int, metavar="M",
-                       help="a generate job, M output tokens per request (output_length)")
-    group.add_argument("--num-prompts", type=positive_int, metavar="K",
-                       help="how many prompts (generate) or sequences (padding) to draw (data.num_samples)")
-    group.add_argument("--batch-size", metavar="B|auto",
-                       help="sequences per batch, or `auto` to probe the largest that fits (batch_size)")
+        "--output-len makes a generate job, otherwise a padding job; --set and --sweep change the rest",
+    )
+    group.add_argument(
+        "--model",
+        metavar="NAME",
+        help="a preset (tiny-llama, gpt2-seed, …), a Hub id (org/name, hub:NAME) or a local model "
+        "directory, as a spec's `model` reads it",
+    )
+    group.add_argument(
+        "--data",
+        metavar="SOURCE",
+        help="where the prompts or sequences come from: synthetic (default), hf:NAME[:CONFIG[:SPLIT]] "
+        "or a local text file (data.source)",
+    )
+    group.add_argument(
+        "--input-len",
+        type=positive_int,
+        metavar="N",
+        help="generate: every prompt N tokens (synthetic data; a data source's are cut to N); "
+        "padding: sequences up to N tokens (data.max_length)",
+    )
+    group.add_argument(
+        "--output-len",
+        type=positive_int,
+        metavar="M",
+        help="a generate job, M output tokens per request (output_length)",
+    )
+    group.add_argument(
+        "--num-prompts",
+        type=positive_int,
+        metavar="K",
+        help="how many prompts (generate) or sequences (padding) to draw (data.num_samples)",
+    )
+    group.add_argument(
+        "--batch-size",
+        metavar="B|auto",
+        help="sequences per batch, or `auto` to probe the largest that fits (batch_size)",
+    )
 
 
 def quick_flags_given(args: argparse.Namespace) -> bool:

@@ -67,12 +67,18 @@ def cache_only() -> Iterator[None]:
 
 
 def alternatives(local: str) -> str:
-    return ("use a copy in the Hugging Face cache (fetched once where there is network; HF_HOME says where the "
-            f"cache is), HF_HUB_OFFLINE=1 to read only that cache, or {local}")
+    return (
+        "use a copy in the Hugging Face cache (fetched once where there is network; HF_HOME says where the "
+        f"cache is), HF_HUB_OFFLINE=1 to read only that cache, or {local}"
+    )
 
 
-def from_cache_or_hub(what: str, load: Callable[[bool], T], misses: tuple[type[BaseException], ...],
-                      local: str = "a local model directory under PADBENCH_MODEL_ROOTS") -> T:
+def from_cache_or_hub(
+    what: str,
+    load: Callable[[bool], T],
+    misses: tuple[type[BaseException], ...],
+    local: str = "a local model directory under PADBENCH_MODEL_ROOTS",
+) -> T:
     """`load(local_files_only)`: from the cache; else, when the Hub answers, from the Hub; else `HubUnavailable`
     naming `what` (`model.hub 'org/name'`) and, beside the cache, `local`: where a local copy goes instead. `misses`
     are the errors `load(True)` raises for a file that is not cached."""
@@ -81,12 +87,18 @@ def from_cache_or_hub(what: str, load: Callable[[bool], T], misses: tuple[type[B
     except misses:
         pass
     if _CACHE_ONLY:
-        raise NotInCache(f"{what}: not in this machine's Hugging Face cache; the worker that runs the job fetches "
-                         "it from the Hub (this check reads no network)")
+        raise NotInCache(
+            f"{what}: not in this machine's Hugging Face cache; the worker that runs the job fetches "
+            "it from the Hub (this check reads no network)"
+        )
     if offline_mode():
-        raise HubUnavailable(f"{what}: not in the Hugging Face cache, and HF_HUB_OFFLINE is set, so the Hub is not "
-                             f"asked; unset it where there is network, or {alternatives(local)}")
+        raise HubUnavailable(
+            f"{what}: not in the Hugging Face cache, and HF_HUB_OFFLINE is set, so the Hub is not "
+            f"asked; unset it where there is network, or {alternatives(local)}"
+        )
     if not hub_answers(constants.ENDPOINT):
-        raise HubUnavailable(f"{what}: no network to the Hugging Face Hub ({constants.ENDPOINT} does not answer), "
-                             f"and it is not in the Hugging Face cache; {alternatives(local)}")
+        raise HubUnavailable(
+            f"{what}: no network to the Hugging Face Hub ({constants.ENDPOINT} does not answer), "
+            f"and it is not in the Hugging Face cache; {alternatives(local)}"
+        )
     return load(False)
