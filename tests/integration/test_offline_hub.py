@@ -81,19 +81,31 @@ def tripwire() -> Iterator[Tripwire]:
     wire.socket.close()
 
 
+def hub_data(tokenizer: Path) -> dict:
+    """A Hub data set, tokenized by a local tokenizer."""
+    return {**HUB_TOKENIZER, "name": "hub-data", "data": {"source": "hf:org/some-data", "tokenizer": str(tokenizer)}}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("document", "named"),
-    [(HUB_MODEL, "model.hub 'org/some-model'"), (HUB_TOKENIZER, "data.tokenizer 'org/some-tokenizer'")],
+    ("asked", "named", "local"),
+    [
+        ("model", "model.hub 'org/some-model'", "PADBENCH_MODEL_ROOTS"),
+        ("tokenizer", "data.tokenizer 'org/some-tokenizer'", "PADBENCH_MODEL_ROOTS"),
+        ("data", "data.source 'hf:org/some-data'", "a local copy of its files"),
+    ],
 )
-def test_run_without_network_says_so_once(tmp_path: Path, document: dict, named: str) -> None:
+def test_run_without_network_says_so_once(
+    tmp_path: Path, tokenizer_dir: Path, asked: str, named: str, local: str
+) -> None:
+    document = {"model": HUB_MODEL, "tokenizer": HUB_TOKENIZER, "data": hub_data(tokenizer_dir)}[asked]
     env = hub_at(f"http://127.0.0.1:{closed_port()}", tmp_path / "hf-home")
     done = subprocess.run(
         [*PADBENCH, "run", str(spec_file(tmp_path, document))], env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 1
     assert f"{named}: no network to the Hugging Face Hub" in done.stderr
-    for way in ("Hugging Face cache", "HF_HUB_OFFLINE=1", "PADBENCH_MODEL_ROOTS"):
+    for way in ("Hugging Face cache", "HF_HUB_OFFLINE=1", local):
         assert way in done.stderr
     assert done.stderr.count("no network") == 1 and "Retrying" not in done.stderr
 

@@ -151,7 +151,7 @@ def test_synthetic_sequences_avoid_special_ids(tokenizer_dir: Path) -> None:
 @pytest.mark.parametrize(("fields", "field", "reason"), [
     ({"source": "/nonexistent/corpus.txt"}, "data.source", "no file matches"),
     ({"source": "corpus.xml"}, "data.source", "unknown file type"),
-    ({"source": "hf:wikitext:no-such-config-here:train"}, "data.source", "offline"),
+    ({"source": "hf:wikitext:no-such-config-here:train"}, "data.source", "HF_HUB_OFFLINE is set"),
     ({"text_field": "body"}, "data.text_field", "no field 'body'"),
     ({"num_samples": 6, "with_replacement": False}, "data.num_samples", "only 5 non-empty lines"),
     ({"tokenizer": "/nonexistent/tokenizer"}, "data.tokenizer", "cannot load"),

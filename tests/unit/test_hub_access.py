@@ -87,3 +87,13 @@ def test_the_quick_check_is_false_for_a_closed_port() -> None:
         assert hub.hub_answers(f"http://127.0.0.1:{closed_port()}") is False
     finally:
         hub.hub_answers.cache_clear()
+
+
+def test_libraries_read_their_caches_alone_within_libraries_offline() -> None:
+    import datasets.config
+    from huggingface_hub import constants
+
+    before = constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE
+    with hub.libraries_offline():
+        assert constants.HF_HUB_OFFLINE is True and datasets.config.HF_HUB_OFFLINE is True
+    assert before == (constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -52,18 +53,36 @@ def hub_answers(endpoint: str) -> bool:
 
 
 @contextmanager
-def cache_only() -> Iterator[None]:
-    """Within it, files come from the Hugging Face cache or not at all (`NotInCache`): the Hub is never asked."""
-    global _CACHE_ONLY
-    was, library_offline = _CACHE_ONLY, constants.HF_HUB_OFFLINE
-    # huggingface_hub reads HF_HUB_OFFLINE once, at import, into this constant, and consults it before each request
-    # of its own (a daily fetch of its agent registry, made while it reads the cache, too): set here, the library
-    # asks the network nothing either.
-    _CACHE_ONLY, constants.HF_HUB_OFFLINE = True, True
+def libraries_offline() -> Iterator[None]:
+    """huggingface_hub (and datasets, once imported) as HF_HUB_OFFLINE=1 makes them: their caches alone.
+
+    Each reads the variable once, at import, into a constant it consults before every request of its own (a daily
+    fetch of huggingface_hub's agent registry, made while it reads the cache, too), so the constants are what is
+    set here, and put back after."""
+    datasets_config = sys.modules.get("datasets.config")
+    was = constants.HF_HUB_OFFLINE, getattr(datasets_config, "HF_HUB_OFFLINE", None)
+    constants.HF_HUB_OFFLINE = True
+    if datasets_config is not None:
+        datasets_config.HF_HUB_OFFLINE = True
     try:
         yield
     finally:
-        _CACHE_ONLY, constants.HF_HUB_OFFLINE = was, library_offline
+        constants.HF_HUB_OFFLINE = was[0]
+        if datasets_config is not None:
+            datasets_config.HF_HUB_OFFLINE = was[1]
+
+
+@contextmanager
+def cache_only() -> Iterator[None]:
+    """Within it, files come from the Hugging Face cache or not at all (`NotInCache`): the Hub is never asked."""
+    global _CACHE_ONLY
+    was = _CACHE_ONLY
+    _CACHE_ONLY = True
+    try:
+        with libraries_offline():
+            yield
+    finally:
+        _CACHE_ONLY = was
 
 
 def alternatives(local: str) -> str:

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from padbench.contract.hub_dataset import PACKAGED_BUILDERS, HubDataset, is_hub_
 from padbench.contract.model_spec import HUB_MODEL_ID
 from padbench.contract.spec import DataSpec
 from padbench.worker.engine.data.synthetic import DistributionError, get_distribution
-from padbench.worker.engine.hub import HubUnavailable, NotInCache, from_cache_or_hub
+from padbench.worker.engine.hub import HubUnavailable, NotInCache, from_cache_or_hub, libraries_offline
 from padbench.worker.runtime.isolation import SpecProblem
 from padbench.worker.runtime.progress import ProgressFn
 from padbench.worker.runtime.settings import WorkerSettings
@@ -192,10 +192,19 @@ def read_source(source: str, cache_dir: Path) -> tuple[datasets.Dataset, str]:
 
 
 def read_hub_dataset(source: str) -> tuple[datasets.Dataset, str]:
-    """`hf:NAME[:CONFIG[:SPLIT]]`, split defaulting to train. Hub data stays in the Hugging Face cache."""
+    """`hf:NAME[:CONFIG[:SPLIT]]`, split defaulting to train. Hub data stays in the Hugging Face cache, which is read
+    first; the Hub is asked only for data not there (`padbench.worker.engine.hub`)."""
     hub = hub_dataset(source)
+
+    def load(cached_only: bool) -> datasets.Dataset:
+        with libraries_offline() if cached_only else nullcontext():
+            return datasets.load_dataset(hub.name, hub.config, split=hub.split)
+
     try:
-        raw = datasets.load_dataset(hub.name, hub.config, split=hub.split)
+        raw = from_cache_or_hub(f"data.source {source!r}", load, (OSError, ValueError, DatasetsError),
+                                local="a local copy of its files as data.source (.parquet, .jsonl, .csv or .txt)")
+    except HubUnavailable as error:  # no network, or asked not to use it: the message says what to do instead
+        raise DataError(str(error)) from None
     except (OSError, ValueError, DatasetsError) as error:
         offline = " (the hub is offline: only datasets already in the local cache load)" if _hub_offline() else ""
         raise DataError(f"data.source: cannot load Hugging Face dataset {source!r}{offline}: {error}") from error
