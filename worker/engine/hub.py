@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from huggingface_hub import constants
@@ -59,7 +59,7 @@ def libraries_offline() -> Iterator[None]:
     Each reads the variable once, at import, into a constant it consults before every request of its own (a daily
     fetch of huggingface_hub's agent registry, made while it reads the cache, too), so the constants are what is
     set here, and put back after."""
-    datasets_config = sys.modules.get("datasets.config")
+    datasets_config: Any = sys.modules.get("datasets.config")  # a module of constants, untyped
     was = constants.HF_HUB_OFFLINE, getattr(datasets_config, "HF_HUB_OFFLINE", None)
     constants.HF_HUB_OFFLINE = True
     if datasets_config is not None:
