@@ -1,21 +1,24 @@
 """A database out of service under a running server, over real HTTP: a SQLite file corrupted (its pages or
-its header), deleted or replaced, a PostgreSQL database dropped. Every route that touches the database
-answers 503 JSON naming the problem, with Retry-After; none answers a plain-text 500, and a deleted file
-is never recreated empty behind the server's back."""
+its header), deleted or replaced, a PostgreSQL database dropped or its server stopped. Every route that
+touches the database answers 503 JSON naming the problem, with Retry-After; none answers a plain-text 500,
+and a deleted file is never recreated empty behind the server's back."""
 
 from __future__ import annotations
 
 import os
 import secrets
+import socket
 import sqlite3
+import threading
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, make_url, text
 
 from padbench.server.db.migrate import upgrade_to_head
-from tests.integration.conftest import POSTGRES_ADMIN_URL, LiveServer, serve
+from tests.integration.conftest import POSTGRES_ADMIN_URL, LiveServer, empty_postgres, serve
 from tests.integration.test_server_jobs import SPEC, claim, register, submit
 
 LEASE = {"lease_token": "x" * 32}
@@ -140,3 +143,62 @@ def test_a_bug_answers_json_not_plain_text(live_server: LiveServer) -> None:
         response = user.post("/v1/jobs", json={"spec": SPEC})
     assert response.status_code == 500 and response.headers["content-type"] == "application/json"
     assert "detail" in response.json()
+
+
+class PostgresDoor:
+    """A TCP forwarder to PostgreSQL that the test can shut, as if the database server stopped: its open
+    connections are cut and new ones refused."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.open_sockets: list[socket.socket] = []
+        self.closed = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with suppress(OSError):  # the listener closed: the door is shut
+            while True:
+                client, _ = self.listener.accept()
+                if self.closed.is_set():
+                    client.close()
+                    return
+                upstream = socket.create_connection(self.target)
+                self.open_sockets += [client, upstream]
+                for source, sink in ((client, upstream), (upstream, client)):
+                    threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        with suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def shut(self) -> None:
+        self.closed.set()
+        with suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept(); close alone may not
+        self.listener.close()
+        for sock in self.open_sockets:
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+
+@pytest.mark.postgres
+def test_a_stopped_postgresql_answers_503_with_the_reason_on_every_route(tmp_path: Path,
+                                                                          postgres_database: str) -> None:
+    empty_postgres(postgres_database)
+    url = make_url(postgres_database)
+    door = PostgresDoor((url.host or "127.0.0.1", url.port or 5432))
+    through_the_door = url.set(host="127.0.0.1", port=door.port).render_as_string(hide_password=False)
+    with serve(through_the_door, tmp_path) as server:
+        with_jobs(server)
+        door.shut()
+        with server.client("submitter") as user:  # the first request meets a connection cut under it
+            first = user.get("/v1/jobs")
+        assert first.status_code == 503 and first.headers["retry-after"], first.text
+        assert_every_route_says(server, "the database cannot be reached")
