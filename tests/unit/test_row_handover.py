@@ -60,3 +60,13 @@ def test_a_rank_names_the_gpu_it_runs_on_and_says_cpu_only_without_one(monkeypat
     assert launcher.rank_place() == "rank 1 (GPU 1)"
     monkeypatch.setattr(launcher, "_cuda_available", lambda: False)
     assert launcher.rank_place() == "rank 1 (cpu)"
+
+
+def test_a_rank_probe_child_sees_only_the_rank_gpu_named_or_by_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    from padbench.worker.engine.parallel.ranks import Ranks
+    from padbench.worker.jobs.padding.probe.trials import rank_gpu_environment
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert rank_gpu_environment(Ranks(rank=1, world=2, local_rank=1)) == {"CUDA_VISIBLE_DEVICES": "5"}
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")  # a job on every GPU of the host: the rank's is its index
+    assert rank_gpu_environment(Ranks(rank=2, world=4, local_rank=2)) == {"CUDA_VISIBLE_DEVICES": "2"}

@@ -117,8 +117,8 @@ def probed_model(request: ProbeRequest, device: torch.device) -> torch.nn.Module
 def join_probe_group(group: ProbeGroup, device: torch.device) -> Ranks:
     store = dist.PrefixStore(group.prefix, dist.TCPStore(group.store_host, group.store_port, is_master=False,
                                                          timeout=datetime.timedelta(seconds=group.timeout_s)))
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
+    if device.type == "cuda":  # the child sees only its rank's GPU (see rank_gpu_environment): the first one
+        torch.cuda.set_device(device.index or 0)
     dist.init_process_group(group.backend, store=store, rank=group.rank, world_size=group.world,
                             timeout=datetime.timedelta(seconds=group.timeout_s))
     return Ranks(rank=group.rank, world=group.world, local_rank=0)

@@ -119,8 +119,11 @@ def size_oracle(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, 
 
 
 def rank_gpu_environment(ranks: Ranks) -> dict[str, str]:
-    """The rank's own GPU as the only one its probe children see (by local rank among those the job has)."""
+    """The rank's own GPU as the only one its probe children see (by local rank among those the job has; where
+    the job was given none by name, it runs on every GPU of the host, and the rank's is the one of its index)."""
     visible = [gpu for gpu in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if gpu.strip()]
+    if not visible:
+        return {"CUDA_VISIBLE_DEVICES": str(ranks.local_rank)}
     return {"CUDA_VISIBLE_DEVICES": visible[ranks.local_rank]} if ranks.local_rank < len(visible) else {}
 
 
