@@ -87,9 +87,10 @@ class TrainingResultSection(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=100_000)
 
 
-# How a level of recompute fared when `auto` chose: it fit the probe, ran out of memory there, was over the memory
-# plan's estimate (not probed), or was not needed (a level with less recompute fit first).
-RecomputeOutcome = Literal["fits", "out of memory", "over the plan", "not tried"]
+# How a level of recompute fared when `auto` chose: it fit the probe with room to spare, fit it with too little room
+# for what the job holds besides (its data, references and measurement), ran out of memory there, was over the
+# memory plan's estimate (not probed), or was not needed (a level with less recompute fit first).
+RecomputeOutcome = Literal["fits", "no headroom", "out of memory", "over the plan", "not tried"]
 
 
 class RecomputeCandidate(TrainingResultSection):

@@ -50,6 +50,16 @@ def test_auto_takes_the_least_recompute_that_the_probe_finds_fits() -> None:
 
 
 @pytest.mark.slow  # probe children, one per level tried
+def test_a_level_that_fits_with_too_little_room_to_spare_is_passed_over() -> None:
+    # Batch 9 on the fake device: none runs out (118 MiB of 100), ops fits at 91 MiB (more than 90% of the
+    # device: the job holds more than the probe's step), selective at 64 MiB.
+    _, how = decide_checkpointing(training_spec(batch_size=9), torch.device("cpu"), quiet, probe_target=FAKE)
+    assert how is not None and how.chosen == "selective"
+    assert [candidate.outcome for candidate in how.candidates] == ["out of memory", "no headroom", "fits", "not tried"]
+    assert "ops no headroom" in how.reason
+
+
+@pytest.mark.slow  # probe children, one per level tried
 def test_levels_over_the_plan_are_not_probed() -> None:
     # A budget between the plan's step without recompute and with full recompute; the fake device then fits
     # whatever is probed at batch 1.

@@ -20,7 +20,7 @@ from padbench.contract.training import AutoCheckpointing, Checkpointing, Recompu
 from padbench.contract.units import format_bytes
 from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.engine.attention import KernelUnavailable
-from padbench.worker.engine.model.step_memory import LEAST_RECOMPUTE_FIRST, Fit, StepPlanner
+from padbench.worker.engine.model.step_memory import HEADROOM, LEAST_RECOMPUTE_FIRST, Fit, StepPlanner
 from padbench.worker.jobs.padding.auto_batch import labelled, probed_kernel
 from padbench.worker.jobs.padding.probe.trials import PROBE_TARGET, RankProbing, SharedProbes, size_oracle
 from padbench.worker.jobs.probing.oracle import ProbeFailed, probe_device
@@ -94,7 +94,9 @@ def _probe_levels(spec: PaddingJobSpec, rows: list[StrategySpec], device: torch.
 def _probe_level(spec: PaddingJobSpec, level: Checkpointing, rows: list[StrategySpec], device: torch.device,
                  progress: ProgressFn, probing: Probing) -> LevelTrial:
     """Every row at its batch size with `level`'s recompute, the most demanding first: out of memory at the first
-    row that runs out."""
+    row that runs out, and no headroom at the first that leaves less than `HEADROOM` of the device free (the
+    allocator's reserved peak, where it reports one: the job holds more than the probe's step, and a level that
+    fits the probe by a few hundred MiB runs out in the job)."""
     at_level = spec.model_copy(update={"training": spec.training.model_copy(
         update={"activation_checkpointing": level})})
     peak: int | None = None
@@ -102,8 +104,11 @@ def _probe_level(spec: PaddingJobSpec, level: Checkpointing, rows: list[Strategy
         try:
             kernel = probed_kernel(at_level, strategy, device)
             probing.shared.device_facts(at_level, progress)  # marks where this row's children start
-            oracle = size_oracle(at_level, strategy, kernel, probing.facts, f"{strategy.label} with {kernel}",
-                                 progress, probing.shared, probing.target, probing.group)
+            # The label names the level: a sharded model's probe children meet under it (attempts numbered from 1
+            # per oracle), so each level's must differ from the last's.
+            label = f"{strategy.label} with {kernel}, recompute {level}"
+            oracle = size_oracle(at_level, strategy, kernel, probing.facts, label, progress, probing.shared,
+                                 probing.target, probing.group)
             reading = oracle(_size(strategy))
         except (ProbeFailed, KernelUnavailable) as error:
             raise SpecProblem(f"training.activation_checkpointing auto: the probe of {strategy.label} at batch "
@@ -112,7 +117,10 @@ def _probe_level(spec: PaddingJobSpec, level: Checkpointing, rows: list[Strategy
             probing.shared.strategy_done(probing.facts.device)
         if not reading.fits:
             return LevelTrial("out of memory", peak)
-        peak = max(peak or 0, reading.peak_bytes or 0)
+        held = reading.reserved_bytes or reading.peak_bytes or 0
+        peak = max(peak or 0, held)
+        if reading.capacity_bytes and held > reading.capacity_bytes * (1 - HEADROOM):
+            return LevelTrial("no headroom", peak)
     return LevelTrial("fits", peak)
 
 
@@ -154,7 +162,7 @@ def _candidate(level: Checkpointing, fit: Fit, trial: LevelTrial) -> RecomputeCa
 
 def _reason(chosen: Checkpointing, trials: dict[Checkpointing, LevelTrial]) -> str:
     before = [f"{level} {trial.outcome}" for level, trial in trials.items()
-              if level != chosen and trial.outcome in ("over the plan", "out of memory")]
+              if level != chosen and trial.outcome in ("over the plan", "out of memory", "no headroom")]
     fitted = trials[chosen]
     peak = "" if not fitted.peak_bytes else f" (peak {format_bytes(fitted.peak_bytes)})"
     return (f"the least recompute that fits every row at its batch size: {chosen}{peak}"
