@@ -78,6 +78,13 @@ class LengthsFromField(StrictModel):
 OutputLength = OutputTokens | UniformLengths | LengthsFromField
 
 
+def most_output_tokens(lengths: OutputLength) -> int:
+    """The most new tokens any request asks for."""
+    if isinstance(lengths, int):
+        return lengths
+    return lengths.uniform[1] if isinstance(lengths, UniformLengths) else lengths.max_tokens
+
+
 class GenerateMeasurementSpec(StrictModel):
     # Whole passes over every request per strategy: their spread gives the row's 95% interval.
     repeats: Annotated[int, Field(ge=1, le=MAX_REPEATS)] = 3
@@ -155,10 +162,7 @@ class GenerateJobSpec(JobSpecBase):
         return problems if missing is None else [(("attention",), missing), *problems]
 
     def max_output_tokens(self) -> int:
-        lengths = self.output_length
-        if isinstance(lengths, int):
-            return lengths
-        return lengths.uniform[1] if isinstance(lengths, UniformLengths) else lengths.max_tokens
+        return most_output_tokens(self.output_length)
 
     def longest_context(self) -> int:
         prompts = max(self.context) if self.context else self.data.max_length

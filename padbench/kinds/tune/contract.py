@@ -1,7 +1,8 @@
-"""The tune kind's contract: given a model, data, GPUs and a mode (inference or training), search the settings
-that decide throughput (layout, attention kernel, batch size, activation checkpointing, compile, precision) for
-the fastest that fits, within a time budget; and its result, every trial with its settings, figure, memory and
-fate, the finalists measured with repeats, the winner and the settings to paste.
+"""The tune kind's contract: given a model, data, GPUs and a mode (inference, training or generate), search the
+settings that decide throughput (layout or batching strategy, attention kernel, batch size, activation
+checkpointing, compile, precision) for the fastest that fits, within a time budget; and its result, every trial
+with its settings, figure, memory and fate, the finalists measured with repeats, the winner and the settings to
+paste.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pydantic import Field, model_validator
 from padbench.contract.bounds import Label, Message
 from padbench.contract.horizon import Duration
 from padbench.contract.job_kind import JobKind
+from padbench.contract.kernel_families import missing_entry_point
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.results import (
     GpuActivity,
@@ -28,14 +30,22 @@ from padbench.contract.spec import (
     Dtype,
     JobSpecBase,
     MemoryBudget,
+    NewJobProblem,
     StrategyName,
     StrictModel,
     check_tokenizer_named,
 )
 from padbench.contract.training import Checkpointing, Precision
+from padbench.kinds.generate.contract import (
+    GENERATE_STRATEGIES,
+    GenerateStrategyName,
+    OutputLength,
+    most_output_tokens,
+)
 
-# What a tune measures: a forward (inference) or a training step. Its trials are padding jobs.
-TuneMode = Literal["inference", "training"]
+# What a tune measures: a forward (inference) or a training step, whose trials are padding jobs; or batched
+# generation (generate), whose trials are generate jobs and whose figure is output tokens/s.
+TuneMode = Literal["inference", "training", "generate"]
 BatchSize = Annotated[int, Field(ge=1, le=65_536)]
 
 
@@ -45,6 +55,9 @@ class TuneSpace(StrictModel):
 
     layouts: Annotated[list[StrategyName], Field(min_length=1, max_length=5)] = \
         ["static", "dynamic", "binned", "packed"]  # noqa: RUF012
+    # Generate mode: the batching strategies tried (in place of the layouts).
+    strategies: Annotated[list[GenerateStrategyName], Field(min_length=1, max_length=3)] = \
+        list(GENERATE_STRATEGIES)  # noqa: RUF012
     kernels: Annotated[list[AttentionChoice], Field(min_length=1, max_length=8)] | None = None
     batch_sizes: Annotated[list[BatchSize], Field(min_length=1, max_length=16)] = [8, 16, 32, 64]  # noqa: RUF012
     checkpointing: Annotated[list[Checkpointing], Field(min_length=1, max_length=4)] = \
@@ -73,6 +86,8 @@ class TuneJobSpec(JobSpecBase):
     data: DataSpec = DataSpec(num_samples=512)
     mode: TuneMode = "training"
     dtype: Dtype = "bf16"
+    # Generate mode: the new tokens of each request (a count, a uniform range, or a field's token count).
+    output_length: OutputLength = 128
     tune: TuneSettings = TuneSettings()
     SPANS_GPUS: ClassVar[bool] = True
     # The tune job coordinates its trials from one process; each trial starts its own ranks on the job's GPUs.
@@ -82,9 +97,22 @@ class TuneJobSpec(JobSpecBase):
     def _consistent(self) -> TuneJobSpec:
         check_tokenizer_named(self.data, self.model)
         positions = self.model.max_positions()
-        if positions is not None and self.data.max_length > positions:
-            raise ValueError(f"data.max_length ({self.data.max_length}) exceeds the model's positions ({positions})")
+        longest = self.data.max_length + (self.max_output_tokens() if self.mode == "generate" else 0)
+        if positions is not None and longest > positions:
+            what = "data.max_length" + (" and output_length" if self.mode == "generate" else "")
+            raise ValueError(f"{what} ({longest} tokens) exceed the model's positions ({positions})")
         return self
+
+    def new_job_problems(self) -> list[NewJobProblem]:
+        """In generate mode, a kernel the space names without a KV-cache (decode) path is refused here."""
+        if self.mode != "generate" or self.tune.space.kernels is None:
+            return []
+        return [(("tune", "space", "kernels", str(index)), missing)
+                for index, kernel in enumerate(self.tune.space.kernels)
+                if (missing := missing_entry_point(kernel, "decode")) is not None]
+
+    def max_output_tokens(self) -> int:
+        return most_output_tokens(self.output_length)
 
 
 # --- results ------------------------------------------------------------------------------------------------
@@ -93,9 +121,9 @@ TrialFate = Literal["finalist", "stopped", "pruned", "failed", "not reached"]
 
 
 class TuneConfig(ResultModel):
-    """One configuration: the settings a padding job runs it with."""
+    """One configuration: the settings a padding job (a generate job in generate mode) runs it with."""
 
-    layout: Label
+    layout: Label  # the padding layout, or in generate mode the batching strategy
     kernel: Label  # the attention family asked for
     batch_size: int
     checkpointing: Checkpointing | None = None  # training only

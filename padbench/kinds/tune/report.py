@@ -80,7 +80,8 @@ def verdict_lines(result: TuneResult) -> list[str]:
             else "the finalists failed, or the budget ran out first")]
     ok = [finalist for finalist in result.finalists if finalist.status == "ok"]
     best, label = ok[0], result.trials[ok[0].trial].config.label
-    lines = [f"verdict: fastest that fits: {label}, {best.tokens_per_s:,.0f} tokens/s"]
+    unit = "output tokens/s" if result.spec.mode == "generate" else "tokens/s"
+    lines = [f"verdict: fastest that fits: {label}, {best.tokens_per_s:,.0f} {unit}"]
     if len(ok) > 1:
         second = ok[1]
         ratio = (best.tokens_per_s or 0.0) / (second.tokens_per_s or 1.0)

@@ -56,12 +56,21 @@ class Fit:
 class ModelShape:
     hidden: int
     layers: int
+    kv_width: int  # a token's keys (or values) in one layer: key/value heads × head width
 
     @classmethod
     def of(cls, model: ModelSpec) -> ModelShape:
         config = model_config(model)
-        return cls(hidden=int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 0) or 0),
-                   layers=int(getattr(config, "num_hidden_layers", 0) or getattr(config, "n_layer", 0) or 0))
+        hidden = int(getattr(config, "hidden_size", 0) or getattr(config, "n_embd", 0) or 0)
+        heads = int(getattr(config, "num_attention_heads", 0) or getattr(config, "n_head", 0) or 1)
+        kv_heads = int(getattr(config, "num_key_value_heads", 0) or heads)
+        head_dim = int(getattr(config, "head_dim", 0) or hidden // heads)
+        return cls(hidden=hidden, layers=int(getattr(config, "num_hidden_layers", 0) or getattr(config, "n_layer", 0)
+                                             or 0), kv_width=kv_heads * head_dim)
+
+    def kv_cache_bytes(self, sequences: int, tokens_each: int, element_bytes: int) -> int:
+        """A KV cache holding `sequences` sequences of `tokens_each` tokens: keys and values of every layer."""
+        return sequences * tokens_each * self.layers * 2 * self.kv_width * element_bytes
 
     def activation_bytes(self, tokens: int, mode: Literal["inference", "training"],
                          checkpointing: Checkpointing | None) -> int:

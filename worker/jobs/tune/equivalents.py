@@ -8,7 +8,7 @@ import json
 
 from padbench.contract.spec import StrategySpec
 from padbench.kinds.tune.contract import Equivalent, TuneConfig, TuneJobSpec
-from padbench.worker.jobs.tune.trial_specs import padding_spec
+from padbench.worker.jobs.tune.trial_specs import generate_spec, padding_spec
 
 # transformers' attn_implementation for each attention family (TRL and accelerate load models through it).
 TRANSFORMERS_ATTENTION = {"flash-attn": "flash_attention_2", "flash-attn-3": "flash_attention_3",
@@ -18,6 +18,8 @@ TRANSFORMERS_ATTENTION = {"flash-attn": "flash_attention_2", "flash-attn-3": "fl
 
 def equivalents(spec: TuneJobSpec, config: TuneConfig, kernel_ran: str | None = None) -> list[Equivalent]:
     """`kernel_ran` is the kernel the chosen configuration ran (`flash` names none by itself)."""
+    if spec.mode == "generate":  # the training tools below have no generation settings to compare
+        return [padbench_generate_spec(spec, config)]
     found = [padbench_spec(spec, config)]
     if spec.mode == "training":
         found.append(trl(spec, config, kernel_ran))
@@ -33,6 +35,14 @@ def padbench_spec(spec: TuneJobSpec, config: TuneConfig) -> Equivalent:
         "strategies": [StrategySpec.model_validate({"name": config.layout})], "batch_size": config.batch_size})
     document = job.model_dump(mode="json", exclude_defaults=True, exclude={"measurement", "name"})
     return Equivalent(tool="padbench", settings=json.dumps({"kind": "padding", **document}, indent=2))
+
+
+def padbench_generate_spec(spec: TuneJobSpec, config: TuneConfig) -> Equivalent:
+    """The generate spec that measures the chosen configuration again over all the prompts, beside transformers'
+    own loops (the references the trials left out)."""
+    job = generate_spec(spec, [config], batches=spec.data.num_samples)
+    document = job.model_dump(mode="json", exclude_defaults=True, exclude={"measurement", "name", "references"})
+    return Equivalent(tool="padbench", settings=json.dumps({"kind": "generate", **document}, indent=2))
 
 
 def trl(spec: TuneJobSpec, config: TuneConfig, kernel_ran: str | None = None) -> Equivalent:

@@ -57,7 +57,7 @@ class Tune:
         self.spec, self.progress, self.on_partial = spec, progress, on_partial
         self.clock = Clock(spec.tune.budget)
         self.runner = TrialRunner(spec, lambda message: progress(self.clock.fraction(), message))
-        configs = configurations(spec, worker_families(kernel_names))
+        configs = configurations(spec, worker_families(kernel_names, spec.mode))
         self.trials = [TuneTrial(config=config, fate="not reached", reason="the budget ran out first")
                        for config in configs]
         self.memory: int | None = None
@@ -129,7 +129,7 @@ class Tune:
 
     def round(self, number: int, alive: list[int], batches: int, keep_all: bool = False) -> list[int]:
         measured: dict[int, Measured] = {}
-        for members in grouped(alive, [trial.config for trial in self.trials]).values():
+        for members in grouped(alive, [trial.config for trial in self.trials], self.spec.mode).values():
             if self.clock.left <= 0:
                 break
             self.progress(self.clock.fraction(), f"round {number}: {len(members)} configurations, {batches} batches "
@@ -149,13 +149,11 @@ class Tune:
         return kept
 
     def record(self, index: int, outcome: Measured, number: int) -> None:
-        trial, row = self.trials[index], outcome.row
+        trial = self.trials[index]
         update: dict[str, object] = {"rounds": number, "tokens_per_s": outcome.tokens_per_s}
-        if row is not None:
-            memory = row.memory
-            update |= {"kernel_ran": row.kernel, "peak_memory_bytes": None if memory is None else (
-                memory.peak_allocated_bytes or memory.host_peak_rss_bytes),
-                       "compile_seconds": None if row.compilation is None else row.compilation.compile_seconds}
+        if outcome.kernel is not None:
+            update |= {"kernel_ran": outcome.kernel, "peak_memory_bytes": outcome.peak_memory_bytes,
+                       "compile_seconds": outcome.compile_seconds}
         if outcome.tokens_per_s is None:
             update |= {"fate": "failed", "reason": _short(outcome.reason)}
         self.trials[index] = trial.model_copy(update=update)
@@ -167,7 +165,7 @@ class Tune:
     def finals(self, alive: list[int]) -> list[Finalist]:
         finalists: list[Finalist] = []
         batches = self.spec.tune.first_round_batches * 2
-        for members in grouped(alive, [trial.config for trial in self.trials]).values():
+        for members in grouped(alive, [trial.config for trial in self.trials], self.spec.mode).values():
             self.progress(self.clock.fraction(), f"finalists: {self.trials[members[0]].config.label}, "
                                                  f"{self.spec.tune.repeats} repeats")
             rows = self.runner.measure([self.trials[index].config for index in members], batches,
@@ -179,10 +177,8 @@ class Tune:
 
     @staticmethod
     def finalist(index: int, outcome: Measured) -> Finalist:
-        row = outcome.row
-        status = "failed" if row is None else row.status
-        return Finalist(trial=index, tokens_per_s=outcome.tokens_per_s, spread=None if row is None else row.spread,
-                        gpu_activity=None if row is None else row.gpu_activity, status=status, reason=outcome.reason)
+        return Finalist(trial=index, tokens_per_s=outcome.tokens_per_s, spread=outcome.spread,
+                        gpu_activity=outcome.gpu_activity, status=outcome.status, reason=outcome.reason)
 
     # --- the answer -----------------------------------------------------------------------------------------
     def result(self, finalists: list[Finalist], partial: PartialResult | None) -> TuneResult:

@@ -1,8 +1,9 @@
 """The configurations a tune tries: every combination of its space's settings that can run together.
 
 What cannot run together is never tried: flash kernels in fp32, FP8 or bf16 training in another dtype, and the
-training settings (checkpointing, precision) in inference, where they mean nothing. Kernels the spec leaves
-unset are every attention family this worker runs for the job's layouts.
+training settings (checkpointing, precision) in inference and generation, where they mean nothing. Kernels the
+spec leaves unset are every attention family this worker runs for the job's layouts (decode kernels in generate
+mode).
 """
 
 from __future__ import annotations
@@ -10,15 +11,18 @@ from __future__ import annotations
 import itertools
 
 from padbench.contract.kernel_families import BEST_FLASH, attention_names, needs_half_precision
+from padbench.contract.kernel_family import ModelEntryPoint
 from padbench.contract.training import Precision
-from padbench.kinds.tune.contract import TuneConfig, TuneJobSpec
+from padbench.kinds.tune.contract import TuneConfig, TuneJobSpec, TuneMode
 
 
-def worker_families(kernel_names: list[str]) -> list[str]:
+def worker_families(kernel_names: list[str], mode: TuneMode = "training") -> list[str]:
     """The attention names a tune tries when its spec names none: `flash` (the best flash implementation the
-    worker has) and every other family it runs, the flash implementations left to `flash`."""
-    named = [name for name in attention_names(("padded", "packed")) if name in kernel_names]
-    flash = [name for name in named if name != BEST_FLASH and needs_half_precision(name, "padded")]
+    worker has) and every other family it runs, the flash implementations left to `flash`; in generate mode,
+    the families with a KV-cache (decode) kernel."""
+    entries: tuple[ModelEntryPoint, ...] = ("decode",) if mode == "generate" else ("padded", "packed")
+    named = [name for name in attention_names(entries) if name in kernel_names]
+    flash = [name for name in named if name != BEST_FLASH and needs_half_precision(name, entries[0])]
     return [BEST_FLASH, *(name for name in named if name not in flash)] if flash else named
 
 
@@ -27,6 +31,8 @@ def _entry(layout: str) -> str:
 
 
 def configurations(spec: TuneJobSpec, families: list[str]) -> list[TuneConfig]:
+    if spec.mode == "generate":
+        return generate_configurations(spec, families)
     space = spec.tune.space
     kernels = [str(kernel) for kernel in space.kernels] if space.kernels is not None else families
     training = spec.mode == "training"
@@ -52,3 +58,13 @@ def _precision_runs(precision: str, spec: TuneJobSpec) -> bool:
     if precision == "amp":
         return spec.dtype != "fp32"
     return True
+
+
+def generate_configurations(spec: TuneJobSpec, families: list[str]) -> list[TuneConfig]:
+    """Batching strategy × decode kernel × concurrency × compile; the training settings mean nothing here."""
+    space = spec.tune.space
+    kernels = [str(kernel) for kernel in space.kernels] if space.kernels is not None else families
+    return [TuneConfig(layout=strategy, kernel=kernel, batch_size=size, compile=compiled)
+            for strategy, kernel, size, compiled in itertools.product(
+                space.strategies, kernels, space.batch_sizes, space.compile)
+            if not (spec.dtype == "fp32" and needs_half_precision(kernel, "decode"))]
