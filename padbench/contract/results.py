@@ -163,13 +163,18 @@ class PartialResult(ResultModel):
     """Set only on the result of a job stopped while it ran (a cancel; on `padbench run`, its `--timeout` or a
     child that died): what it finished before it was stopped.
 
-    Each row listed is a whole measurement, exactly as it would stand in a finished result; the rows not
+    Each row listed is a whole measurement, exactly as it would stand in a finished result (the last one may
+    lack the figures of the phases timed after its measurement: see `last_row_measured_only`); the rows not
     listed were never measured. A finished result never carries this.
     """
 
     reason: Literal["cancelled", "timed_out", "failed"] = "cancelled"
     rows_finished: RowCount  # the strategy rows (padding) or cells (attention) listed
     rows_planned: RowCount  # how many the whole job would have listed
+    # The last row listed was handed over as soon as its measurement ended, and the job stopped in the phases
+    # timed after it (a training row's step split, the collectives' profile): its measured figures stand, those
+    # phases' figures are absent rather than unmeasured-and-guessed.
+    last_row_measured_only: bool = False
 
 
 def check_partial_rows(partial: PartialResult | None, listed: int) -> None:

@@ -15,5 +15,8 @@ def partial_lines(kept: PartialResult | None, rows: str) -> list[str]:
     if kept is None:
         return []
     stopped = STOPPED[kept.reason]
-    return [f"PARTIAL RESULT: the job {stopped} after {kept.rows_finished} of {kept.rows_planned} {rows}; "
-            "only those are listed, the others were never measured"]
+    line = (f"PARTIAL RESULT: the job {stopped} after {kept.rows_finished} of {kept.rows_planned} {rows}; "
+            "only those are listed, the others were never measured")
+    if kept.last_row_measured_only:
+        line += "; the last one stopped after its measurement, before its step split and collectives profile"
+    return [line]

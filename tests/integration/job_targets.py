@@ -28,3 +28,20 @@ def padding_job_stalling_after_its_first_row(ctx: ChildContext, spec_text: str) 
 
     StrategyRun.run = measure_or_stall  # type: ignore[method-assign]
     return run_job(ctx, spec_text)
+
+
+BLOCKED_AFTER_MEASURING = "blocked in the step split, after the measurement"
+
+
+def padding_job_blocking_after_its_measurement(ctx: ChildContext, spec_text: str) -> dict[str, Any]:
+    """The real padding job whose step split (the phase timed after a training row's measurement) never ends,
+    as a profiler or a split that runs for hours would: only a time limit or a stop ends the job there."""
+    from padbench.worker.jobs.padding import strategy_run
+
+    def block(*_: Any) -> None:
+        while True:
+            ctx.progress(0.9, BLOCKED_AFTER_MEASURING)
+            time.sleep(0.5)
+
+    strategy_run.step_split = block  # type: ignore[assignment]
+    return run_job(ctx, spec_text)

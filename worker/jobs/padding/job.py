@@ -188,7 +188,8 @@ def flops_per_token(job: JobSetup) -> float:
 def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
                     on_partial: Callable[[PaddingResult], None] | None = None) -> PaddingResult:
     """The job's result; after each strategy row, `on_partial` gets the rows so far, marked partial, so that
-    a job stopped before its end keeps them."""
+    a job stopped before its end keeps them; and once more as soon as a row's measurement ends, before the
+    phases timed after it (see `StrategyRun`)."""
     # A list of batch sizes becomes one strategy per size. `batch_size: auto` is probed first, in child
     # processes, before this job's model is on the device; `sizes.spec` has the probed sizes; reports go
     # beside their results, failed probes fail their row only. A model that cannot fit fails before all that.
@@ -221,17 +222,23 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     planned = len(measured.strategies)
     share = (1.0 - setup_end) / planned
     results: list[StrategyResult] = []
+
+    def hand_over(rows: list[StrategyResult], measured_only: bool = False) -> None:
+        if on_partial is not None:
+            partial = PartialResult(rows_finished=len(rows), rows_planned=planned,
+                                    last_row_measured_only=measured_only)
+            on_partial(assemble_result(spec, environment, job, rows, sizes, partial, parallel, recompute))
+
     for number, strategy in enumerate(measured.strategies):
         restore_weights(job)
         span = progress_span(progress, setup_end + number * share, setup_end + (number + 1) * share)
         if number in sizes.failures:
             results.append(unprobed_result(measured, strategy, sizes.failures[number]))
         else:
-            results.append(StrategyRun(job, strategy, span, sizes.tiers_of(number)).run())
+            results.append(StrategyRun(job, strategy, span, sizes.tiers_of(number),
+                                       on_measured=lambda row: hand_over([*results, row], measured_only=True)).run())
             release_device_memory(job.device)
-        if on_partial is not None:
-            partial = PartialResult(rows_finished=len(results), rows_planned=planned)
-            on_partial(assemble_result(spec, environment, job, results, sizes, partial, parallel, recompute))
+        hand_over(results)
     progress(1.0, "done")
     return assemble_result(spec, environment, job, results, sizes, None, parallel, recompute)
 

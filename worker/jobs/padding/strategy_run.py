@@ -8,6 +8,7 @@ lands in the warm-up; memory peaks cover exactly the device-resident batches, wa
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import torch
 
@@ -68,9 +69,16 @@ FAILURE_LIMIT = 500  # characters of a failed row's error
 OOM_FAILURE_LIMIT = 1000  # an out-of-memory row's: the allocator's sentences and the settings that would fit
 
 
+MeasuredFn = Callable[[StrategyResult], None]
+
+
 class StrategyRun:
-    def __init__(self, job: JobSetup, strategy: StrategySpec, progress: ProgressFn, tiers: Tiers | None = None) -> None:
-        self.job, self.strategy, self.progress = job, strategy, progress
+    """`on_measured` gets the row as soon as its measurement ends, before the phases timed after it (a training
+    row's step split, the collectives' profile): a job stopped in those phases keeps the measured figures."""
+
+    def __init__(self, job: JobSetup, strategy: StrategySpec, progress: ProgressFn, tiers: Tiers | None = None,
+                 on_measured: MeasuredFn | None = None) -> None:
+        self.job, self.strategy, self.progress, self.on_measured = job, strategy, progress, on_measured
         self.attention = job.spec.attention_for(strategy)
         batch_size = job.spec.batch_size_for(strategy)
         if isinstance(batch_size, str):  # run_padding_job probes `auto` and `auto:N` before any strategy runs
@@ -128,12 +136,17 @@ class StrategyRun:
             with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
                 measurement = measure(step, len(device_batches), settings, clock_for(self.job.device),
                                       on_repeat=self._on_repeat, warmup=warmup, agree=self.job.ranks.all_agree)
-            collectives = collective_time(self.job.ranks, step, len(device_batches), self.job.device)
-            split = step_split(self.job, step, len(device_batches))
-            del device_batches, step
+        # The peaks and the activity cover the warm-up and the measurement only, so the row is whole here: it
+        # is handed over before the phases timed after it, which may run past a job's time limit.
+        measured = partial(self._measured_result, measurement, host_batches, memory[0],
+                           activity[0] if activity else None)
+        if self.on_measured is not None:
+            self.on_measured(measured(None, None))
+        collectives = collective_time(self.job.ranks, step, len(device_batches), self.job.device)
+        split = step_split(self.job, step, len(device_batches))
+        del device_batches, step
         self.job.model.eval()
-        return self._measured_result(measurement, host_batches, memory[0], activity[0] if activity else None,
-                                     collectives, split)
+        return measured(collectives, split)
 
     def _prepare(self) -> tuple[AttentionKernel, list[Batch], list[int]]:
         """Everything before the first timed step: the kernel, the gate, this rank's batches, the warm-up."""
