@@ -1,9 +1,10 @@
-"""Server subcommands: `padbench server [--host H] [--port P] [--dev]`, `padbench db upgrade|backup|restore`
-and `padbench token new ROLE NAME`."""
+"""Server subcommands: `padbench server [--host H] [--port P] [--workers N] [--dev]`,
+`padbench db upgrade|backup|restore` and `padbench token new ROLE NAME`."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +38,17 @@ LISTEN_BACKLOG = 2048
 # arrives complete is parsed whatever its size; the proxy's large_client_header_buffers bounds those.)
 # A bearer token is ~50 bytes: 16 KiB is ample for any client.
 MAX_REQUEST_HEAD_BYTES = 16 * 1024
+# Server processes started by default: each costs a core under load and ~100 MB of memory, and a GPU box
+# needs its cores for the jobs' data loading and the worker, so a few are enough for a team's queue.
+DEFAULT_MAX_PROCESSES = 4
+# The import string uvicorn's process manager imports in each process it starts.
+WORKER_PROCESS_APP = "padbench.server.main:create_worker_process_app"
+
+
+def default_server_processes() -> int:
+    """The cores this process may use, less one left to the rest of the host, at most DEFAULT_MAX_PROCESSES."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores - 1, DEFAULT_MAX_PROCESSES))
 
 
 def load_settings(**overrides: Any) -> Settings | None:
@@ -88,20 +100,45 @@ def run_server(args: argparse.Namespace) -> int:
 
     from padbench.server.main import create_app
 
-    settings = load_settings(host=args.host, port=args.port, dev=args.dev or None)
+    settings = load_settings(host=args.host, port=args.port, dev=args.dev or None, workers=args.workers)
     if settings is None:
         return 2
+    processes = server_processes(settings)
+    if settings.dev and processes > 1:
+        print("padbench server: --dev generates its tokens in one process: run it with --workers 1 "
+              "(the default with --dev), or give the processes a tokens file (PADBENCH_TOKENS_FILE)", file=sys.stderr)
+        return 2
     try:
+        # Built here even for several processes: a bad tokens file is refused once, in one line.
         app = create_app(settings, tokens=announce_dev_tokens(settings) if settings.dev else None)
     except TokenFileError as error:
         print(f"padbench server: {error}", file=sys.stderr)
         return 2
-    problem = database_problem_at_start(settings)
+    problem = database_problem_at_start(settings)  # applies pending migrations, once, before any process serves
     if problem is not None:
         print(f"padbench server: cannot start: {problem}", file=sys.stderr)
         return 1
-    uvicorn.run(app, **uvicorn_options(settings, args.log_level))
+    if processes == 1:
+        uvicorn.run(app, **uvicorn_options(settings, args.log_level))
+    else:
+        # uvicorn's process manager starts each process on the shared socket, restarts one that dies and
+        # stops them all on SIGINT/SIGTERM. The command line's settings reach them through the environment.
+        os.environ.update(settings_environment(settings))
+        uvicorn.run(WORKER_PROCESS_APP, factory=True, workers=processes, **uvicorn_options(settings, args.log_level))
     return 0
+
+
+def server_processes(settings: Settings) -> int:
+    """--workers (PADBENCH_WORKERS); unset, one with --dev, else what the host can spare."""
+    if settings.workers is not None:
+        return settings.workers
+    return 1 if settings.dev else default_server_processes()
+
+
+def settings_environment(settings: Settings) -> dict[str, str]:
+    """The PADBENCH_* variables that give a server process started by uvicorn the settings the command line
+    gave this one (the rest it reads from the same environment)."""
+    return {"PADBENCH_HOST": settings.host, "PADBENCH_PORT": str(settings.port)}
 
 
 def database_problem_at_start(settings: Settings) -> str | None:
@@ -213,6 +250,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     server = subparsers.add_parser("server", help="run the padbench API server (uvicorn)")
     server.add_argument("--host", help="address to listen on (default 127.0.0.1; PADBENCH_HOST)")
     server.add_argument("--port", type=int, help="port (default 8000; PADBENCH_PORT)")
+    server.add_argument("--workers", type=int, metavar="N",
+                        help="server processes serving the port (default: the cores the host can spare, at most "
+                             f"{DEFAULT_MAX_PROCESSES}; 1 with --dev; PADBENCH_WORKERS)")
     server.add_argument("--dev", action="store_true", help="generate tokens for each role and print them once")
     server.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     server.set_defaults(handler=run_server)

@@ -23,13 +23,15 @@ from padbench.contract.api import API_PREFIX
 from padbench.server import queue
 from padbench.server.api.access_log import quiet_access_log
 from padbench.server.api.admission import AdmissionMiddleware, LaneLimits
-from padbench.server.api.auth_gate import AuthGateMiddleware, FailureLimiter
+from padbench.server.api.auth_gate import AuthGateMiddleware
 from padbench.server.api.body_limit import BodySizeLimitMiddleware
 from padbench.server.api.errors import install_error_handlers
 from padbench.server.api.responses import EVERY_V1_ROUTE, error_responses
 from padbench.server.api.routes import compare, health, jobs, leases, workers
 from padbench.server.core.config import Settings
 from padbench.server.core.security import TokenFileError, TokenStore, read_token_file
+from padbench.server.db import auth_failures
+from padbench.server.db.auth_failures import FailureLimits
 from padbench.server.db.engine import Database
 from padbench.server.db.health import HealthMonitor
 from padbench.server.db.integrity import IntegrityWatch
@@ -51,9 +53,12 @@ def load_tokens(settings: Settings) -> TokenStore:
     return read_token_file(settings.tokens_file)
 
 
-def reap_once(database: Database, grace_seconds: float) -> int:
+def reap_once(database: Database, settings: Settings) -> int:
+    """Requeue or end the jobs whose leases expired (how many), and forget failed authentications that have
+    left the limiter's window."""
     with database.writing() as session:
-        return queue.requeue_expired_leases(session, grace_seconds=grace_seconds)
+        auth_failures.prune(session, settings.auth_failure_window_seconds)
+        return queue.requeue_expired_leases(session, grace_seconds=settings.lease_grace_seconds)
 
 
 async def reap_periodically(database: Database, settings: Settings, retention: Retention) -> None:
@@ -61,7 +66,7 @@ async def reap_periodically(database: Database, settings: Settings, retention: R
         await asyncio.sleep(settings.reaper_interval_seconds)
         await run_in_threadpool(retention.prune_if_due, database)  # at most once a minute; logs its own failures
         try:
-            moved = await run_in_threadpool(reap_once, database, settings.lease_grace_seconds)
+            moved = await run_in_threadpool(reap_once, database, settings)
         except Exception:  # a locked or briefly unreachable database must not kill the reaper
             log.exception("reaper: could not requeue expired leases")
             continue
@@ -69,12 +74,13 @@ async def reap_periodically(database: Database, settings: Settings, retention: R
             log.info("reaper: %d job(s) with expired leases requeued or ended", moved)
 
 
-def build_lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+def build_lifespan(settings: Settings, migrate: bool) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         to_thread.current_default_thread_limiter().total_tokens = settings.worker_threads
         database = Database.connect(settings)
-        await run_in_threadpool(upgrade_to_head, database.engine)
+        if migrate:
+            await run_in_threadpool(upgrade_to_head, database.engine)
         app.state.database = database
         integrity = IntegrityWatch(database, settings.integrity_check_interval_seconds)
         app.state.health = HealthMonitor(database, settings.min_free_disk_bytes, integrity, app.state.recent_failures)
@@ -98,13 +104,15 @@ def lane_limits(settings: Settings) -> LaneLimits:
                       max_wait_s=settings.lane_max_wait_seconds, max_queue=settings.lane_max_queue)
 
 
-def create_app(settings: Settings, tokens: TokenStore | None = None) -> FastAPI:
-    """The padbench API. `tokens` overrides the tokens file (used by `--dev`, which generates them)."""
+def create_app(settings: Settings, tokens: TokenStore | None = None, migrate: bool = True) -> FastAPI:
+    """The padbench API. `tokens` overrides the tokens file (used by `--dev`, which generates them). With
+    `migrate` off, the database must already be at the latest migration (several processes serving one
+    port are started after their parent migrated it, so they never race to run the same migration)."""
     app = FastAPI(
         title="padbench",
         version=padbench.__version__,
         description="Queue GPU batching benchmarks and read their results.",
-        lifespan=build_lifespan(settings),
+        lifespan=build_lifespan(settings, migrate),
         # Served by install_web from the server's own copies of Swagger UI and ReDoc (no CDN).
         docs_url=None,
         redoc_url=None,
@@ -116,9 +124,9 @@ def create_app(settings: Settings, tokens: TokenStore | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(AdmissionMiddleware, limits=lane_limits(settings))
     # Added last, so it runs first: nothing of an unauthenticated request's body is read.
-    limiter = FailureLimiter(settings.auth_failure_limit, settings.auth_failure_window_seconds,
-                             settings.auth_failure_address_limit)
-    app.add_middleware(AuthGateMiddleware, tokens=app.state.tokens, limiter=limiter)
+    limits = FailureLimits(settings.auth_failure_limit, settings.auth_failure_window_seconds,
+                           settings.auth_failure_address_limit)
+    app.add_middleware(AuthGateMiddleware, tokens=app.state.tokens, limits=limits)
     install_error_handlers(app)
     app.include_router(health.router)
     v1 = APIRouter(prefix=API_PREFIX, responses=error_responses(*EVERY_V1_ROUTE))
@@ -128,3 +136,10 @@ def create_app(settings: Settings, tokens: TokenStore | None = None) -> FastAPI:
     install_metrics(app)
     install_web(app)
     return app
+
+
+def create_worker_process_app() -> FastAPI:
+    """The app of one of several server processes on one port (`padbench server --workers N`): uvicorn's
+    process manager imports this factory in each process it starts. Settings come from PADBENCH_*, which
+    the parent set for them; the parent has already migrated the database and checked the tokens file."""
+    return create_app(Settings(), migrate=False)

@@ -6,19 +6,23 @@ lets anyone make the server buffer up to PADBENCH_MAX_BODY_BYTES per request. Th
 so every route that takes a token counts and logs its failures in one place: a guesser gains nothing by
 choosing the route.
 
-Failed attempts are counted per client address AND presented credential: a short hash of the token's
-first characters (a missing token is a credential of its own). A client retrying one wrong token, such
-as a worker with a stale token file, gets 429 with Retry-After after PADBENCH_AUTH_FAILURE_LIMIT failures
-within PADBENCH_AUTH_FAILURE_WINDOW_SECONDS; other clients at the same address are not affected. Every
-invalid attempt from an address also counts towards PADBENCH_AUTH_FAILURE_ADDRESS_LIMIT in the same
-window, so a client that varies what it presents is held back too.
+Failed attempts are counted in the database (padbench.server.db.auth_failures), so every server process
+behind one port (`padbench server --workers N`) sees the same counts: a guesser gains nothing by spreading
+its connections over the processes. They are counted per client address AND presented credential: a
+short hash of the token's first characters (a missing token is a credential of its own). A client
+retrying one wrong token, such as a worker with a stale token file, gets 429 with Retry-After after
+PADBENCH_AUTH_FAILURE_LIMIT failures within PADBENCH_AUTH_FAILURE_WINDOW_SECONDS; other clients at the
+same address are not affected. Every invalid attempt from an address also counts towards
+PADBENCH_AUTH_FAILURE_ADDRESS_LIMIT in the same window, so a client that varies what it presents is held
+back too.
 
 A request presenting a valid token is never refused by the limiter: clients on one host, or behind one
 proxy, share an address, and one misconfigured client must not take the others' leases away. Answering a
 valid token while refusing wrong ones does tell a guesser when a guess is right, but the tokens are 32
 random bytes (2^256 possibilities), so no rate of guessing finds one; the limiter bounds the log lines,
-the hashing and the memory that floods of wrong tokens cost. Each failure is logged with the client's
-address, the reason and the credential's hash, never with what was presented.
+the hashing and the rows that floods of wrong tokens cost. A valid token costs the limiter nothing: only
+a failed authentication reads and writes its table. Each failure is logged with the client's address,
+the reason and the credential's hash, never with what was presented.
 
 The client's address is the one uvicorn resolved (`scope["client"]`): the peer of the connection, or what
 a proxy named in PADBENCH_TRUSTED_PROXIES put in X-Forwarded-For. The header itself is never read here, so
@@ -30,22 +34,25 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import time
-from collections import OrderedDict, deque
-from collections.abc import Callable, Hashable
 
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from padbench.contract.api import API_PREFIX
+from padbench.server.api.errors import database_error_handler
 from padbench.server.core.security import Principal, TokenStore
+from padbench.server.db import auth_failures
+from padbench.server.db.auth_failures import FailureLimits
+from padbench.server.db.engine import Database
+from padbench.server.db.failures import DatabaseCondition
 from padbench.terminal_text import literal
 
 log = logging.getLogger("padbench.server.auth")
 HTTP_TOO_MANY_REQUESTS = 429
-# Keys remembered at once, per counter; the one that failed least recently is forgotten first, so a flood
-# of addresses or of distinct tokens cannot grow memory.
-MAX_TRACKED_KEYS = 10_000
 # A presented token's characters that name its credential. The hash is cut to 32 bits, fewer than the
 # 48 bits of those characters, so neither the memory nor the log can confirm what was presented.
 CREDENTIAL_PREFIX_CHARACTERS = 8
@@ -69,59 +76,6 @@ def credential_tag(presented: str | None) -> str:
     return digest[:CREDENTIAL_TAG_HEX_DIGITS]
 
 
-class SlidingWindowCounter:
-    """Failure times per key within a sliding window: at most `limit` times per key and `max_keys` keys."""
-
-    def __init__(self, limit: int, window_seconds: float, max_keys: int = MAX_TRACKED_KEYS) -> None:
-        self.limit = limit
-        self.window_seconds = window_seconds
-        self.max_keys = max_keys
-        self._times: OrderedDict[Hashable, deque[float]] = OrderedDict()
-
-    def retry_after(self, key: Hashable, now: float) -> float | None:
-        """Seconds until `key` is below its limit again, or None when it is below it now."""
-        times = self._times.get(key)
-        if times is None:
-            return None
-        while times and times[0] <= now - self.window_seconds:
-            times.popleft()
-        if len(times) < self.limit:
-            return None
-        return times[0] + self.window_seconds - now
-
-    def record(self, key: Hashable, now: float) -> None:
-        times = self._times.pop(key, None) or deque(maxlen=self.limit)
-        times.append(now)
-        self._times[key] = times  # (re)inserted last: the most recently failing key
-        while len(self._times) > self.max_keys:
-            self._times.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._times)
-
-
-class FailureLimiter:
-    """Failed authentications per (address, credential) and per address, each within a sliding window."""
-
-    def __init__(self, limit: int, window_seconds: float, address_limit: int,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.by_credential = SlidingWindowCounter(limit, window_seconds)
-        self.by_address = SlidingWindowCounter(address_limit, window_seconds)
-        self._clock = clock
-
-    def retry_after(self, address: str, credential: str) -> float | None:
-        """Seconds until this credential may be tried again from `address`, or None when it is not refused."""
-        now = self._clock()
-        waits = [wait for wait in (self.by_credential.retry_after((address, credential), now),
-                                   self.by_address.retry_after(address, now)) if wait is not None]
-        return max(waits, default=None)
-
-    def record_failure(self, address: str, credential: str) -> None:
-        now = self._clock()
-        self.by_credential.record((address, credential), now)
-        self.by_address.record(address, now)
-
-
 def bearer_token(scope: Scope) -> str | None:
     header = dict(scope["headers"]).get(b"authorization")
     if header is None:
@@ -131,10 +85,10 @@ def bearer_token(scope: Scope) -> str | None:
 
 
 class AuthGateMiddleware:
-    def __init__(self, app: ASGIApp, tokens: TokenStore, limiter: FailureLimiter) -> None:
+    def __init__(self, app: ASGIApp, tokens: TokenStore, limits: FailureLimits) -> None:
         self.app = app
         self.tokens = tokens
-        self.limiter = limiter
+        self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not is_gated(scope["path"]):
@@ -152,7 +106,12 @@ class AuthGateMiddleware:
         """401 for a missing or invalid token; 429 once its credential or its address failed too often."""
         client = scope["client"][0] if scope.get("client") else "unknown"
         credential = credential_tag(presented)
-        wait = self.limiter.retry_after(client, credential)
+        try:
+            wait = await run_in_threadpool(self.check_and_record, scope, client, credential)
+        except (DBAPIError, PoolTimeoutError, DatabaseCondition) as error:
+            # The database cannot count this failure: 503 JSON naming why, as every route answers then.
+            await (await database_error_handler(Request(scope, receive), error))(scope, receive, send)
+            return
         if wait is not None:
             seconds = math.ceil(wait)  # at least 1: the oldest failure is still inside the window
             detail = f"too many failed authentications from {client}; retry in {seconds} s"
@@ -160,11 +119,16 @@ class AuthGateMiddleware:
             await response(scope, receive, send)
             return
         reason = "missing bearer token (Authorization: Bearer …)" if presented is None else "invalid bearer token"
-        self.limiter.record_failure(client, credential)
         # The path is the client's own text (percent-decoded): escaped, so the log cannot carry terminal controls.
         log.warning("authentication failed from %s: %s, credential %s (%s %s)", client, reason, credential,
                     scope["method"], literal(scope["path"]))
         await JSONResponse({"detail": reason}, 401, headers=CHALLENGE)(scope, receive, send)
+
+    def check_and_record(self, scope: Scope, client: str, credential: str) -> float | None:
+        """The wait when this failure is refused; else None, with the failure counted (one write transaction)."""
+        database: Database = scope["app"].state.database
+        with database.writing() as session:
+            return auth_failures.check_and_record(session, client, credential, self.limits)
 
 
 def gated_principal(state: object) -> Principal | None:

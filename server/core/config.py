@@ -68,6 +68,10 @@ class Settings(BaseSettings):
     port: int = Field(default=8000, ge=0, le=65535)
     # Generated tokens printed to the console: only acceptable when nobody else can reach the port.
     dev: bool = False
+    # Server processes serving the port (uvicorn's process manager); unset, `padbench server` picks the cores
+    # the host can spare. Every state they share lives in the database; admission lanes, connection pools and
+    # limit_concurrency are per process.
+    workers: int | None = Field(default=None, ge=1, le=64)
     # How often the server itself returns expired leases to the queue (claims also do it first).
     reaper_interval_seconds: float = Field(default=5.0, gt=0)
     sqlite_busy_timeout_ms: int = Field(default=10_000, ge=0)
@@ -120,7 +124,7 @@ class Settings(BaseSettings):
     # with the address it saw may be trusted. A string, not a list: settings would read a list as JSON.
     trusted_proxies: str = ""
 
-    @field_validator("tokens_file", "retention_days", mode="before")
+    @field_validator("tokens_file", "retention_days", "workers", mode="before")
     @classmethod
     def _empty_means_unset(cls, value: object) -> object:
         return None if value == "" else value

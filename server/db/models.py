@@ -144,3 +144,22 @@ class HealthProbe(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     written_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class AuthFailure(Base):
+    """One failed authentication, kept for the limiter's window: every server process counts the same rows,
+    so a guesser spreading attempts over the processes behind one port meets one limit."""
+
+    __tablename__ = "auth_failures"
+    __table_args__ = (
+        Index("ix_auth_failures_address_failed_at", "address", "failed_at"),
+        Index("ix_auth_failures_address_credential_failed_at", "address", "credential", "failed_at"),
+        Index("ix_auth_failures_failed_at", "failed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # An IPv6 address is at most 45 characters; "unknown" when uvicorn saw no peer.
+    address: Mapped[str] = mapped_column(String(64))
+    # The short hash of what was presented (padbench.server.api.auth_gate.credential_tag), never the token.
+    credential: Mapped[str] = mapped_column(String(16))
+    failed_at: Mapped[datetime] = mapped_column(UtcDateTime)

@@ -55,7 +55,7 @@ PRINCIPALS: dict[str, tuple[str, str]] = {
     "admin": ("admin", "root"),
     "viewer": ("viewer", "dashboard"),
 }
-TABLES = "health_probe, job_attempts, job_results, job_requirements, jobs, workers"
+TABLES = "auth_failures, health_probe, job_attempts, job_results, job_requirements, jobs, workers"
 
 
 # --- direct queue helpers (tests of padbench.server.queue, without HTTP) ----------------------------------------
@@ -229,14 +229,20 @@ def any_live_server(request: pytest.FixtureRequest) -> LiveServer:
     return request.getfixturevalue("live_server" if request.param == "sqlite" else "live_server_pg")
 
 
+def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_file: str) -> str:
+    """For a fixture parametrized "sqlite"/"postgresql": a fresh SQLite file's URL, or the run's PostgreSQL
+    database emptied."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / sqlite_file}"
+    url: str = request.getfixturevalue("postgres_database")
+    empty_postgres(url)
+    return url
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def queue_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     """A migrated, empty database (SQLite file or the run's PostgreSQL database), without a server."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'queue.sqlite3'}"
-    else:
-        url = request.getfixturevalue("postgres_database")
-        empty_postgres(url)
+    url = empty_database_url(request, tmp_path, "queue.sqlite3")
     database = Database.connect(Settings(database_url=url))
     upgrade_to_head(database.engine)
     try:

@@ -1,0 +1,42 @@
+"""How many server processes `padbench server` starts: --workers (PADBENCH_WORKERS), else the cores the host
+can spare (one left to the rest of the host, at most four), one with --dev; --dev with several is refused."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from padbench.server import cli
+from padbench.server.core.config import Settings
+
+
+@pytest.mark.parametrize(("cores", "expected"), [(1, 1), (2, 1), (3, 2), (5, 4), (128, 4)])
+def test_the_default_leaves_a_core_to_the_host_and_is_capped(
+    monkeypatch: pytest.MonkeyPatch, cores: int, expected: int
+) -> None:
+    monkeypatch.setattr(cli.os, "sched_getaffinity", lambda _pid: set(range(cores)))
+    assert cli.default_server_processes() == expected
+
+
+def test_workers_is_taken_as_given_and_dev_defaults_to_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "default_server_processes", lambda: 3)
+    assert cli.server_processes(Settings(workers=2)) == 2
+    assert cli.server_processes(Settings()) == 3
+    assert cli.server_processes(Settings(dev=True)) == 1
+
+
+@pytest.mark.parametrize("value", ["0", "65", "many"])
+def test_a_workers_count_out_of_bounds_is_refused_naming_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    monkeypatch.setenv("PADBENCH_WORKERS", value)
+    assert cli.load_settings() is None
+    assert "workers" in capsys.readouterr().err
+
+
+def test_dev_with_several_processes_is_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    args = argparse.Namespace(host=None, port=None, dev=True, workers=2, log_level="warning")
+    assert cli.run_server(args) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "--dev" in error and "--workers 1" in error
