@@ -6,6 +6,7 @@ log-sum-exp flex returns (`ops.sink_rescaled`), since a score_mod cannot add the
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import warnings
@@ -27,6 +28,20 @@ def _compiled_flex() -> Callable[..., Any]:
     # Dynamic shapes: every packed batch has a different total length, and one graph per length would
     # recompile on every batch; compiling per shape then costs far more than the compiled graph saves.
     return torch.compile(flex_attention, dynamic=True)
+
+
+# Compiled graphs one compiled FlexAttention may hold. A block mask's sequence lengths are plain integers that the
+# compiled graph specializes on, so every new (queries, keys) size compiles anew: continuous batching's token
+# buckets and a sweep's lengths make dozens. Past dynamo's default limit (8) the call silently runs uncompiled,
+# the unfused math path, which also cannot be captured in a CUDA graph ("Cannot copy between CPU and CUDA tensors
+# during CUDA graph capture", seen with torch 2.11 on an H100 at the ninth bucket size).
+FLEX_RECOMPILE_LIMIT = 256
+
+
+def _room_to_recompile(compiled: bool) -> contextlib.AbstractContextManager[object]:
+    if not compiled:
+        return contextlib.nullcontext()
+    return torch._dynamo.config.patch(recompile_limit=max(torch._dynamo.config.recompile_limit, FLEX_RECOMPILE_LIMIT))
 
 
 @functools.cache
@@ -70,8 +85,10 @@ def flex_dense(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bloc
     score_mod = softcap_score_mod(softcap, query.device) if softcap else None
     tuning = kernel_options if kernel_options is not None or not query.is_cuda else default_tuning(
         query.shape[-1], _capability(query.device))
-    output = run(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=is_gqa(query, key), score_mod=score_mod,
-                 **_lse_request(sinks is not None), **compiled_kernel_options(query.is_cuda, static_shapes, tuning))
+    with _room_to_recompile(query.is_cuda):
+        output = run(q, k, v, block_mask=block_mask, scale=scale, enable_gqa=is_gqa(query, key),
+                     score_mod=score_mod, **_lse_request(sinks is not None),
+                     **compiled_kernel_options(query.is_cuda, static_shapes, tuning))
     if sinks is None:
         return first_tensor(output).transpose(1, 2)
     attended, aux = output
