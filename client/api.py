@@ -21,6 +21,7 @@ from padbench.contract.api import (
     JobStatus,
     WorkerOut,
 )
+from padbench.contract.history import Histories, History
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.results import JobResultBase
 from padbench.http import ApiError, ApiSession, parse_body
@@ -52,6 +53,14 @@ class PadbenchClient(ApiSession):
             return JOB_RESULT_ADAPTER.validate_json(response.content)
         except ValidationError as error:
             raise ApiError(f"job {job_id}'s stored result does not match the result contract: {error}") from error
+
+    def history(self, fingerprint: str) -> History:
+        """Every stored row of this fingerprint the token may read, oldest first."""
+        return parse_body(History, self.request("GET", f"/history/{fingerprint}"))
+
+    def job_history(self, job_id: int) -> Histories:
+        """The history of every row of the job's result."""
+        return parse_body(Histories, self.request("GET", "/history", params={"job": job_id}))
 
     def workers(self) -> list[WorkerOut]:
         """Every registered worker: capabilities, last contact and running job (admin or viewer tokens)."""

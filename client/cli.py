@@ -23,6 +23,7 @@ from rich.table import Table
 from padbench.client.api import PadbenchClient
 from padbench.client.display import format_page, format_status, format_workers, page_table, workers_table
 from padbench.client.exits import EXIT_FAILED, reported
+from padbench.client.history import NotAFingerprint, add_history_options, history_command
 from padbench.client.progress import ProgressBar
 from padbench.client.views import SourceError, load_results
 from padbench.contract.api import JobOut, JobStatus
@@ -41,7 +42,7 @@ class UsageError(Exception):
     pass
 
 
-USAGE_ERRORS = (UsageError, SpecError, TokenFileUnreadable, SourceError)
+USAGE_ERRORS = (UsageError, SpecError, TokenFileUnreadable, SourceError, NotAFingerprint)
 
 
 def _connection_options() -> argparse.ArgumentParser:
@@ -109,6 +110,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     prune.add_argument("--older-than-days", type=int, required=True, metavar="N",
                        help=f"remove jobs that finished more than N days ago (1 to {MAX_RETENTION_DAYS}); "
                             "queued and running jobs always stay")
+    add_history_options(_command(subparsers, "history", history_command,
+                                 "a row's figure over time, with the versions that changed between points"))
     register_views(subparsers, _connection_options())
     register_starter(subparsers)
     add_demo_command(subparsers)

@@ -51,6 +51,8 @@ class Environment(ResultModel):
     driver: str | None = None
     cuda: str | None = None
     python: str
+    # The padbench that measured it; None in results stored before it was recorded.
+    padbench: str | None = None
     torch: str
     transformers: str | None = None
     flash_attn: str | None = None

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from padbench.contract.results import Spread
 from padbench.contract.table import ResultTable
 
 R = TypeVar("R")  # the kind's result model
@@ -41,6 +42,9 @@ class CompareRule(Generic[R]):
     # Each row's batch size as its table prints it: a row's own setting, which two jobs' rows of one key may not
     # share (a `--sweep batch_size=4,8`), so the comparison shows it beside the figures. None: rows have none.
     batch_sizes: Callable[[R], dict[CompareKey, str]] | None = None
+    # Each row's spread over its repeats, which tells a change between two jobs' rows from noise (`padbench
+    # baseline check`); None: the kind's rows have none, so no change of theirs is judged beyond noise.
+    spreads: Callable[[R], dict[CompareKey, Spread | None]] | None = None
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,18 @@ def find_result(session: Session, job_id: int) -> dict[str, Any] | None:
     return session.scalar(select(JobResult.result).where(JobResult.job_id == job_id))
 
 
+def recent_results(session: Session, *, submitter: str | None, kind: str | None,
+                   limit: int) -> list[tuple[int, dict[str, Any]]]:
+    """The newest `limit` stored results (of `kind`, of `submitter`'s jobs when given), newest first."""
+    statement = select(JobResult.job_id, JobResult.result).join(Job, Job.id == JobResult.job_id)
+    if submitter is not None:
+        statement = statement.where(Job.submitter == submitter)
+    if kind is not None:
+        statement = statement.where(Job.kind == kind)
+    rows = session.execute(statement.order_by(JobResult.job_id.desc()).limit(limit)).all()
+    return [(job_id, result) for job_id, result in rows]
+
+
 def find_result_lease(session: Session, job_id: int) -> str | None:
     """The lease whose report the job's stored result is; None without a result (or from before leases were kept)."""
     return session.scalar(select(JobResult.lease_token).where(JobResult.job_id == job_id))

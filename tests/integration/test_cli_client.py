@@ -36,6 +36,11 @@ SPEC = {"kind": "padding", "name": "cli-test", "device": "cpu", "dtype": "fp32",
 
 @pytest.fixture
 def cli(live_server: LiveServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    return cli_of(live_server, monkeypatch, capsys)
+
+
+def cli_of(live_server: LiveServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """`padbench` in this process, as the submitter of `live_server`: (exit status, stdout, stderr)."""
     monkeypatch.setenv("PADBENCH_SERVER", live_server.base_url)
     monkeypatch.setenv("PADBENCH_TOKEN", live_server.tokens["submitter"])
 

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 
 import torch
 
+import padbench
 from padbench.contract.results import Environment
 from padbench.worker.runtime.memory import nvml_session
 
@@ -74,6 +75,7 @@ def collect_environment(device: torch.device, *, dataset_digest: str | None, see
         hostname=socket.gethostname(),
         device=device.type,
         python=platform.python_version(),
+        padbench=padbench.__version__,
         torch=torch.__version__,
         transformers=package_version("transformers"),
         flash_attn=package_version("flash_attn"),

@@ -206,4 +206,5 @@ COMPARE = CompareRule[GenerateResult](
     figures=comparison_figures, key_names=("strategy", "kernel"), metric="output_tokens_per_s",
     metric_label="output tokens/s", show=lambda value: f"{value:,.0f}", higher_is_faster=True,
     batch_sizes=lambda result: {key: MISSING if row.batch_size is None else str(row.batch_size)
-                                for key, row in comparison_keys(result)})
+                                for key, row in comparison_keys(result)},
+    spreads=lambda result: {key: row.spread for key, row in comparison_keys(result)})

@@ -181,4 +181,5 @@ def comparison_figures(result: PaddingResult) -> dict[CompareKey, float | None]:
 COMPARE = CompareRule[PaddingResult](
     figures=comparison_figures, key_names=("strategy", "kernel"), metric="tokens_per_s", metric_label="tokens/s",
     show=lambda value: f"{value:,.0f}", higher_is_faster=True,
-    batch_sizes=lambda result: {key: batch_cell(row) for key, row in comparison_keys(result)})
+    batch_sizes=lambda result: {key: batch_cell(row) for key, row in comparison_keys(result)},
+    spreads=lambda result: {key: row.spread for key, row in comparison_keys(result)})

@@ -1,0 +1,84 @@
+"""`padbench history FINGERPRINT|ID`: a row's figure over time, with its 95% interval and the versions that
+changed between points (padbench, torch, transformers, CUDA, driver, kernel packages)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from padbench.client.api import PadbenchClient
+from padbench.contract.history import History
+from padbench.report.cells import MISSING
+from padbench.report.terminal import console_for
+from padbench.terminal_text import literal
+
+FINGERPRINT = re.compile(r"[0-9a-f]{16}")
+
+
+class NotAFingerprint(ValueError):
+    """The argument is neither a job ID nor a fingerprint."""
+
+
+def _figure(value: float | None) -> str:
+    return MISSING if value is None else f"{value:,.4g}" if value < 1000 else f"{value:,.0f}"
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return MISSING if low is None or high is None else f"{_figure(low)}–{_figure(high)}"
+
+
+def _changes(changed: dict[str, list[str | None]]) -> str:
+    return "; ".join(f"{name} {before or '(none)'} → {after or '(none)'}" for name, (before, after) in changed.items())
+
+
+def history_table(found: History, plain: bool) -> Table:
+    table = Table(show_edge=False, header_style="bold", pad_edge=False, box=None if plain else box.HEAVY_HEAD)
+    for name, right in (("job", True), ("date", False), (found.metric_label, True), ("95% interval", True),
+                        ("changed since the point before", False)):
+        table.add_column(name, justify="right" if right else "left", no_wrap=name != "changed since the point before")
+    for point in found.points:
+        table.add_row(str(point.job_id), point.date, _figure(point.figure), _interval(point.ci95_low, point.ci95_high),
+                      Text(literal(_changes(point.changed))))
+    return table
+
+
+def print_history(found: History) -> None:
+    console = console_for(sys.stdout)
+    key = " / ".join(f"{name} {value}" for name, value in zip(found.key_names, found.key, strict=False))
+    batch = "" if found.batch is None else f" · batch {found.batch}"
+    console.print(Text(literal(f"{found.fingerprint}: {found.title} · {key}{batch}")))
+    console.print(history_table(found, plain=not console.is_terminal))
+    console.print()
+
+
+def history_command(client: PadbenchClient, args: argparse.Namespace) -> int:
+    # A fingerprint is 16 hex digits, a job ID at most 10 decimal ones: one never reads as the other.
+    if args.what.isdigit() and not FINGERPRINT.fullmatch(args.what):
+        found = client.job_history(int(args.what))
+        if args.format == "json":
+            print(found.model_dump_json(indent=2))
+            return 0
+        for one in found.histories:
+            print_history(one)
+        return 0
+    if not FINGERPRINT.fullmatch(args.what):
+        raise NotAFingerprint(f"{args.what!r} is neither a job ID nor a row's fingerprint (16 hex digits, as "
+                         "`padbench history ID` prints them)")
+    single = client.history(args.what)
+    if args.format == "json":
+        print(single.model_dump_json(indent=2))
+    else:
+        print_history(single)
+    return 0
+
+
+def add_history_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("what", metavar="FINGERPRINT|ID",
+                        help="a row's fingerprint (16 hex digits), or a job ID for the history of each of its rows")
+    parser.add_argument("--format", choices=("table", "json"), default="table",
+                        help="table for people (default), json for tools")
