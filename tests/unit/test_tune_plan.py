@@ -113,6 +113,18 @@ def test_the_table_leads_with_the_winner_and_ends_with_the_settings_to_paste() -
     assert "settings to paste:" in text and '"kind": "padding"' in text and "the tune took 42 s" in text
 
 
+def test_a_faster_finalist_that_failed_in_full_is_named_beside_the_verdict() -> None:
+    result = finished(tune())
+    faster = result.trials[1].model_copy(update={"tokens_per_s": 1500.0})
+    failed = Finalist(trial=1, status="failed", reason="RuntimeError: a kernel broke")
+    result = result.model_copy(update={"trials": [result.trials[0], faster, *result.trials[2:]],
+                                       "finalists": [result.finalists[0], failed]})
+    verdict = result_table(result).verdict
+    assert verdict[0].startswith("verdict: fastest that fits: dynamic · sdpa · batch 4")
+    assert verdict[1] == (f"  note: {faster.config.label} ran 1,500 tokens/s in round 2 but failed in the finalists' "
+                          "run (RuntimeError: a kernel broke)")
+
+
 class CannedRunner:
     """Measures a configuration as `rate(config)` tokens/s, recording what each call measured."""
 

@@ -88,9 +88,22 @@ def verdict_lines(result: TuneResult) -> list[str]:
         noise = " — within noise of it" if within_noise(best, second) else ""
         lines.append(f"  {ratio:.2f}× the next finalist ({result.trials[second.trial].config.label})"
                      f"{ratio_interval(best, second)}{noise}")
+    lines += _faster_but_failed(result, best.tokens_per_s or 0.0, unit)
     compiled = result.trials[best.trial].compile_seconds
     if compiled:
         lines.append(f"  compiling took {compiled:.1f} s once, before the measured steps (never inside them)")
+    return lines
+
+
+def _faster_but_failed(result: TuneResult, winner_rate: float, unit: str) -> list[str]:
+    """Finalists that ran faster than the winner in their rounds but failed in full: the verdict is the fastest that
+    ran to the end, and says so."""
+    lines = []
+    for finalist in result.finalists:
+        trial = result.trials[finalist.trial]
+        if finalist.status != "ok" and (trial.tokens_per_s or 0.0) > winner_rate:
+            lines.append(f"  note: {trial.config.label} ran {trial.tokens_per_s:,.0f} {unit} in round {trial.rounds} "
+                         f"but failed in the finalists' run ({(finalist.reason or finalist.status)[:200]})")
     return lines
 
 
