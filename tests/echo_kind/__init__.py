@@ -10,19 +10,10 @@ each over as it goes, as real kinds do).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import functools
+
+from tests.kind_packages import kind_package_registered
 
 PACKAGE = "tests.echo_kind"
-
-
-@contextmanager
-def registered() -> Iterator[None]:
-    """The echo kind registered for the block, and taken out again after."""
-    from padbench.contract.kinds import JOB_KINDS, register_kind_package
-
-    kind = register_kind_package(PACKAGE)
-    try:
-        yield
-    finally:
-        JOB_KINDS.remove(kind.name)
+# The kind registered for a block: `with registered(): ...`
+registered = functools.partial(kind_package_registered, PACKAGE)

@@ -5,18 +5,10 @@ The supervisor parses every lease's spec into its kind's model, so the tests' sp
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import functools
+
+from tests.kind_packages import kind_package_registered
 
 PACKAGE = "tests.supervised_kind"
-
-
-@contextmanager
-def registered() -> Iterator[None]:
-    from padbench.contract.kinds import JOB_KINDS, register_kind_package
-
-    kind = register_kind_package(PACKAGE)
-    try:
-        yield
-    finally:
-        JOB_KINDS.remove(kind.name)
+# The kind registered for a block: `with registered(): ...`
+registered = functools.partial(kind_package_registered, PACKAGE)
