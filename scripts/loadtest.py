@@ -4,6 +4,7 @@ Not a test: it prints figures. From the repository root:
 
     .venv/bin/python scripts/loadtest.py --clients 10 50 200 500 --seconds 20
     .venv/bin/python scripts/loadtest.py --database-url postgresql://postgres@127.0.0.1:5432/loadtest
+    .venv/bin/python scripts/loadtest.py --clients 200 --think-s 0 --server-processes 2 --cpu-jobs 1
 
 It starts a real `padbench server` subprocess on loopback (a fresh SQLite file in a temporary directory unless
 `--database-url` names a database, which it empties first) and, for each client count, runs for `--seconds`:
@@ -12,6 +13,9 @@ It starts a real `padbench server` subprocess on loopback (a fresh SQLite file i
   and the dashboard do: 80 % `GET /v1/jobs/{id}`, 10 % `GET /v1/jobs?limit=20`, 10 % `POST /v1/jobs`
   (each submit with its own Idempotency-Key);
 - one worker holding a job: it claims, heartbeats every second, and completes the job when the period ends.
+`--server-processes N` runs `padbench server --workers N`; `--cpu-jobs K` keeps K processes spinning on the CPU
+beside the server for the whole run, as a worker's job does on a GPU box; `/healthz` is probed every 0.25 s on
+a connection of its own, as a load balancer does, and its p99 and worst latency reported.
 Latency is client-side wall time per request. Errors are any 5xx, 429, timeout or refused connection; a 503
 with Retry-After (the server saying it is saturated) is counted apart, since clients retry it.
 """
@@ -28,6 +32,8 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +48,9 @@ SPEC = PaddingJobSpec(name="loadtest", device="cpu", dtype="fp32", attention="sd
 REQUEST_TIMEOUT_S = 60.0
 SEED_JOBS = 20
 HEARTBEAT_EVERY_S = 1.0
+HEALTH_PROBE_EVERY_S = 0.25
+# A CPU-bound job: pure Python spinning on one core until it is stopped.
+CPU_JOB = [sys.executable, "-c", "while True: pass"]
 
 
 @dataclass
@@ -94,6 +103,7 @@ async def one_client(http: httpx.AsyncClient, headers: dict[str, str], job_ids: 
 @dataclass
 class WorkerRun:
     heartbeats_s: list[float] = field(default_factory=list)
+    health_probes_s: list[float] = field(default_factory=list)
     heartbeat_failures: Counter[str] = field(default_factory=Counter)
     claimed_job: int | None = None
     completed: str = "not reported"
@@ -134,6 +144,18 @@ async def worker_traffic(url: str, token: str, stop_at: float, run: WorkerRun) -
         run.completed = "kept" if fail.status_code == 204 else f"refused with {fail.status_code}"
 
 
+async def probe_health(url: str, stop_at: float, latencies_s: list[float]) -> None:
+    """A load balancer's probe: `/healthz` every HEALTH_PROBE_EVERY_S on its own connection."""
+    async with httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S) as http:
+        while time.perf_counter() < stop_at:
+            started = time.perf_counter()
+            # A probe that fails is counted by its time: failing late is as bad as answering late.
+            with suppress(httpx.HTTPError):
+                await http.get("/healthz")
+            latencies_s.append(time.perf_counter() - started)
+            await asyncio.sleep(HEALTH_PROBE_EVERY_S)
+
+
 async def seed_jobs(url: str, token: str) -> list[int]:
     async with httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S,
                                  headers={"Authorization": f"Bearer {token}"}) as http:
@@ -155,6 +177,7 @@ async def measure(url: str, tokens: Tokens, clients: int, seconds: float,
     try:
         await asyncio.gather(
             hold_a_job(url, tokens.worker, stop_at, worker_run),
+            probe_health(url, stop_at, worker_run.health_probes_s),
             *(one_client(http, headers, job_ids, stop_at, tally, think_s) for http in people),
         )
     finally:
@@ -177,8 +200,10 @@ def summary_line(backend: str, clients: int, tally: Tally, worker: WorkerRun, el
     beats = (f"heartbeat p99 {percentile_ms(worker.heartbeats_s, 0.99):.0f} ms, "
              f"max {1000 * max(worker.heartbeats_s, default=0):.0f} ms")
     p50, p99 = percentile_ms(tally.latencies_s, 0.5), percentile_ms(tally.latencies_s, 0.99)
+    health = (f"{percentile_ms(worker.health_probes_s, 0.99):.0f} ms / "
+              f"{1000 * max(worker.health_probes_s, default=0):.0f} ms")
     return (f"| {backend} | {clients} | {total / elapsed:.0f} | {p50:.0f} ms "
-            f"| {p99:.0f} ms | {errors} | {shed} | {beats}; result {worker.completed}"
+            f"| {p99:.0f} ms | {p99 / p50:.1f}× | {health} | {errors} | {shed} | {beats}; result {worker.completed}"
             f" | {error_kinds} |")
 
 
@@ -191,6 +216,15 @@ def empty_database(database_url: str) -> None:
     engine.dispose()
 
 
+@contextmanager
+def cpu_jobs(count: int, directory: Path) -> Iterator[None]:
+    """`count` CPU-bound processes running until the block ends."""
+    with ExitStack() as stack:
+        for index in range(count):
+            stack.enter_context(background(CPU_JOB, directory / f"cpu-job-{index}.log", dict(os.environ)))
+        yield
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, nargs="+", default=[10, 50, 200, 500])
@@ -199,6 +233,9 @@ def main() -> int:
                         help="each client's pause between requests (0.5 s: how often `padbench wait` polls; "
                              "0: back to back, a stress test)")
     parser.add_argument("--database-url", help="PostgreSQL URL (emptied first); default: a fresh SQLite file")
+    parser.add_argument("--server-processes", type=int, default=1, help="padbench server --workers N (default 1)")
+    parser.add_argument("--cpu-jobs", type=int, default=0,
+                        help="processes spinning on the CPU beside the server for the whole run (default 0)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="padbench-load-") as scratch:
         directory = Path(scratch)
@@ -213,14 +250,20 @@ def main() -> int:
                "PADBENCH_LEASE_SECONDS": "10"}
         backend = "PostgreSQL" if database_url.startswith("postgres") else "SQLite"
         log_path = directory / "server.log"
-        print("| backend | clients | req/s | p50 | p99 | errors | 503 shed | worker | outcomes |")
-        print("|---|---:|---:|---:|---:|---:|---:|---|---|")
-        with background(padbench_command("server", "--port", str(port), "--log-level", "warning"), log_path,
-                        env) as server:
+        print(f"server processes: {args.server_processes}, CPU-bound jobs beside it: {args.cpu_jobs}, "
+              f"load average before: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
+        print("| backend | clients | req/s | p50 | p99 | p99/p50 | /healthz p99 / worst | errors | 503 shed | worker "
+              "| outcomes |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+        server_command = padbench_command("server", "--port", str(port), "--log-level", "warning",
+                                          "--workers", str(args.server_processes))
+        with background(server_command, log_path, env) as server, cpu_jobs(args.cpu_jobs, directory):
             wait_until_healthy(url, server, log_path)
+            time.sleep(2 * args.server_processes)  # the first process answers before the others are up
             for clients in args.clients:
                 tally, worker, elapsed = asyncio.run(measure(url, tokens, clients, args.seconds, args.think_s))
                 print(summary_line(backend, clients, tally, worker, elapsed), flush=True)
+            print(f"load average after: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
         print(f"server log tail:\n{log_path.read_text(errors='replace')[-2000:]}", file=sys.stderr)
     return 0
 
