@@ -144,7 +144,8 @@ def test_a_cancel_reports_the_rows_the_job_finished_marked_partial() -> None:
     assert server.actions()[-1] == "cancelled" and "fail" not in server.actions()
     report = server.last("cancelled")
     assert report["lease_token"] == "lease-abc"
-    assert report["result"]["partial"] == {"reason": "cancelled", "rows_finished": 1, "rows_planned": 2}
+    assert report["result"]["partial"] == {"reason": "cancelled", "rows_finished": 1, "rows_planned": 2,
+                                         "last_row_measured_only": False}
     assert [row["tokens_per_s"] for row in report["result"]["strategies"]] == [1234.5]
 
 
