@@ -21,12 +21,13 @@ from padbench.contract.api import (
     JobStatus,
     WorkerOut,
 )
-from padbench.contract.history import Histories, History
+from padbench.contract.history import BaselineOut, Histories, History, RegressionCheck
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.results import JobResultBase
 from padbench.http import ApiError, ApiSession, parse_body
 
 WORKERS_ADAPTER = TypeAdapter(list[WorkerOut])
+BASELINES_ADAPTER = TypeAdapter(list[BaselineOut])
 
 
 class PadbenchClient(ApiSession):
@@ -61,6 +62,22 @@ class PadbenchClient(ApiSession):
     def job_history(self, job_id: int) -> Histories:
         """The history of every row of the job's result."""
         return parse_body(Histories, self.request("GET", "/history", params={"job": job_id}))
+
+    def set_baseline(self, name: str, job_id: int) -> BaselineOut:
+        """Name the job's result `name` (created, or moved from the job it named before)."""
+        return parse_body(BaselineOut, self.request("PUT", f"/baselines/{name}", json={"job_id": job_id}))
+
+    def baselines(self) -> list[BaselineOut]:
+        response = self.request("GET", "/baselines")
+        try:
+            return BASELINES_ADAPTER.validate_json(response.content)
+        except ValidationError as error:
+            raise ApiError(f"the server's baseline list does not match the BaselineOut contract: {error}") from error
+
+    def check_baseline(self, name: str, job_id: int, tolerance: float) -> RegressionCheck:
+        """The job's rows against the baseline's of the same fingerprint."""
+        params = {"job": job_id, "tolerance": tolerance}
+        return parse_body(RegressionCheck, self.request("GET", f"/baselines/{name}/check", params=params))
 
     def workers(self) -> list[WorkerOut]:
         """Every registered worker: capabilities, last contact and running job (admin or viewer tokens)."""

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from padbench.client.api import PadbenchClient
+from padbench.client.baselines import register_baselines
 from padbench.client.display import format_page, format_status, format_workers, page_table, workers_table
 from padbench.client.exits import EXIT_FAILED, reported
 from padbench.client.history import NotAFingerprint, add_history_options, history_command
@@ -112,6 +113,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             "queued and running jobs always stay")
     add_history_options(_command(subparsers, "history", history_command,
                                  "a row's figure over time, with the versions that changed between points"))
+    register_baselines(subparsers, _command)
     register_views(subparsers, _connection_options())
     register_starter(subparsers)
     add_demo_command(subparsers)

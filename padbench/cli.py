@@ -29,7 +29,7 @@ ROLES: tuple[Role, ...] = (
     Role("padbench.worker.cli", "worker", ("run", "tune", "check", "plan", "worker")),
     Role("padbench.server.cli", "server", ("server", "db", "token")),
     Role("padbench.client.cli", None, ("submit", "status", "wait", "results", "list", "cancel", "workers", "prune",
-                                       "compare", "plot", "schema", "init", "demo", "history")),
+                                       "compare", "plot", "schema", "init", "demo", "history", "baseline")),
 )
 
 

@@ -27,7 +27,7 @@ from padbench.server.api.auth_gate import AuthGateMiddleware
 from padbench.server.api.body_limit import BodySizeLimitMiddleware
 from padbench.server.api.errors import install_error_handlers
 from padbench.server.api.responses import EVERY_V1_ROUTE, error_responses
-from padbench.server.api.routes import compare, health, history, jobs, leases, workers
+from padbench.server.api.routes import baselines, compare, health, history, jobs, leases, workers
 from padbench.server.core.config import Settings
 from padbench.server.core.security import TokenFileError, TokenStore, read_token_file
 from padbench.server.db import auth_failures
@@ -130,7 +130,7 @@ def create_app(settings: Settings, tokens: TokenStore | None = None, migrate: bo
     install_error_handlers(app)
     app.include_router(health.router)
     v1 = APIRouter(prefix=API_PREFIX, responses=error_responses(*EVERY_V1_ROUTE))
-    for resource in (jobs, compare, history, workers, leases):
+    for resource in (jobs, compare, history, baselines, workers, leases):
         v1.include_router(resource.router)
     app.include_router(v1)
     install_metrics(app)

@@ -163,3 +163,17 @@ class AuthFailure(Base):
     # The short hash of what was presented (padbench.server.api.auth_gate.credential_tag), never the token.
     credential: Mapped[str] = mapped_column(String(16))
     failed_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class Baseline(Base):
+    """A name for one job's result, which later jobs' rows of the same fingerprint are checked against
+    (`padbench baseline check`, and automatically as their results are stored)."""
+
+    __tablename__ = "baselines"
+    __table_args__ = (Index("ix_baselines_job_id", "job_id"),)
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    # A baseline goes with its job: a pruned job leaves no name pointing at nothing.
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    set_by: Mapped[str] = mapped_column(String(200))  # the principal that set it: only it or an admin moves it
+    set_at: Mapped[datetime] = mapped_column(UtcDateTime)
