@@ -3,8 +3,10 @@
 A job on `gpus: N` runs as N processes (ranks), one per GPU, started together by the worker's launcher;
 on `device: cpu` the ranks are processes talking over gloo, which is how the multi-GPU path is tested
 without a GPU. Training shards the model with FSDP2 (every decoder layer and the root); inference runs one
-replica per GPU (data parallel) when the model fits one GPU, and sharded when it does not. Every rank
-processes its share of the same sequences, so the layouts still compare on identical work.
+replica per GPU (data parallel) when the model fits one GPU, and sharded when it does not. Each step's work is
+dealt across the ranks so that each computes about the same (a padded step's rows balanced by tokens, a packed
+step's packs of nearly equal fill), and the ranks together process the same sequences, so the layouts still
+compare on identical work.
 """
 
 from __future__ import annotations
@@ -129,6 +131,7 @@ class RankFigures(ResultSection):
     rank: Annotated[int, Field(ge=0, lt=MAX_GPUS)]
     device: Annotated[str, Field(max_length=200)]  # e.g. "cuda:1 NVIDIA H100 80GB HBM3" or "cpu"
     real_tokens: Annotated[int, Field(ge=0)]
+    computed_tokens: Annotated[int, Field(ge=0)] | None = None  # padding included: the work the rank computed
     batches: Annotated[int, Field(ge=0)]
     measured_seconds: Annotated[float, Field(ge=0)]
     peak_allocated_bytes: Annotated[int, Field(ge=0)] | None = None  # CUDA allocator; None on CPU
@@ -146,6 +149,11 @@ class RankShares(ResultSection):
     # Batches left unmeasured so that every rank runs the same number of steps (ranks step together, and a
     # layout's batches rarely divide evenly between them); their tokens are not counted.
     batches_left_out: Annotated[int, Field(ge=0)] = 0
+    # How unequal the ranks' work was over the measured steps: the busiest rank's computed tokens over the
+    # ranks' mean, minus one (0.05: one rank computed 5% more than the average, and the others waited for it).
+    work_imbalance: Annotated[float, Field(ge=0)] | None = None
+    # The largest difference in real tokens between two ranks within one measured step.
+    largest_step_gap_tokens: Annotated[int, Field(ge=0)] | None = None
 
 
 class ParallelRun(ResultSection):

@@ -58,17 +58,36 @@ def test_two_ranks_process_the_tokens_of_one_process(tmp_path: Path, mode: str, 
         ranks = group.per_rank.ranks
         assert [rank.rank for rank in ranks] == [0, 1]
         assert group.real_tokens == sum(rank.real_tokens for rank in ranks)
-        if group.strategy == "packed":  # each rank packs its own half: one may hold a pack more, left out
+        if group.strategy == "packed":  # packs dealt one per rank a step: an odd pack out is left out
             assert group.per_rank.batches_left_out <= 1 and group.real_tokens <= single.real_tokens
-        else:  # 16 sequences a rank, in batches of 4: the two ranks process exactly what one process does
+        else:  # global batches of 8 rows, 4 a rank: the two ranks process exactly what one process does
             assert group.per_rank.batches_left_out == 0 and group.real_tokens == single.real_tokens
+            assert ranks[0].computed_tokens == ranks[1].computed_tokens  # a step's rows share one width
+        # each step's work dealt: the ranks' real tokens within one sequence's length (64) in every step
+        assert group.per_rank.largest_step_gap_tokens is not None and group.per_rank.largest_step_gap_tokens <= 64
+        assert group.per_rank.work_imbalance is not None and group.per_rank.work_imbalance < 0.25
         assert all(rank.collective_seconds_per_step is not None for rank in ranks)
         assert group.per_rank.tokens_per_s_per_gpu == pytest.approx(group.tokens_per_s / 2)
         assert (group.step_split is not None) == (mode == "training")  # the ranks' mean phase times
     text = render_table(pair)
     assert f"on 2 processes: {'sharded (FSDP2)' if mode == 'training' else 'replicated'}" in text
-    assert "tokens/s per GPU" in text and "  rank 1 (cpu): " in text
+    assert "tokens/s per GPU, work imbalance " in text and "  rank 1 (cpu): " in text
     assert {row["ranks"] for row in csv_rows(pair)} == {2}
+
+
+def test_four_ranks_get_the_same_tokens_in_every_step_within_one_sequence(tmp_path: Path) -> None:
+    """Each step's rows (or packs) dealt across four ranks: the row states every rank's work and how far apart
+    the ranks were, never more than one sequence's length (64 tokens) within a step."""
+    four = run(spec("inference", gpus=4, strategies=["dynamic", "packed"], batch_size=2), 4, tmp_path)
+    for row in four.strategies:
+        assert row.status == "ok" and row.per_rank is not None, row.error
+        assert len(row.per_rank.ranks) == 4 and row.per_rank.largest_step_gap_tokens is not None
+        assert row.per_rank.largest_step_gap_tokens <= 64, row.label
+        work = [rank.computed_tokens for rank in row.per_rank.ranks]
+        assert all(tokens is not None and tokens > 0 for tokens in work)
+        if row.strategy == "dynamic":  # every rank's rows of a step at the step's width: the same work
+            assert len(set(work)) == 1 and row.per_rank.work_imbalance == 0
+    assert "at most" in render_table(four) and "tokens apart in a step" in render_table(four)
 
 
 @pytest.mark.parametrize(("precision", "tolerance"), [("auto", 1e-5), ("amp", 2e-2)])
@@ -137,10 +156,10 @@ def test_compiled_layers_of_a_sharded_model_train_as_the_eager_ones(tmp_path: Pa
 
 
 def test_a_compiled_sharded_row_warms_up_every_ranks_shapes_in_step(tmp_path: Path) -> None:
-    """Each rank warms its compiled layers up on its own batches' shapes, which differ between the ranks (with
-    this seed, rank 0's dynamic batches have one width and rank 1's two): the warm-ups are made equally long, so
-    no rank steps into a collective alone."""
-    document = spec("training", gpus=2, attention="eager", compile=True, strategies=["dynamic"],
+    """Each rank warms its compiled layers up on its own batches' shapes, which differ between the ranks (a
+    step's packs hold unequal token counts, so the ranks' packs have different shapes): the warm-ups are made
+    equally long, so no rank steps into a collective alone."""
+    document = spec("training", gpus=2, attention="eager", compile=True, strategies=["packed"],
                     data={"source": "synthetic", "max_length": 64, "num_samples": 32, "seed": 5})
     # dynamo's `eager` backend: tracing and guards as inductor's, none of its code generation; what is tested
     # is how many steps each rank takes.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from padbench.contract.parallel import RankShares
 from padbench.kinds.padding.contract import PaddingResult, StrategyResult
 from padbench.kinds.padding.experts import compare_kernel
 
@@ -29,13 +30,24 @@ def _rank_line(row: StrategyResult) -> list[str]:
         return []
     per_gpu = "—" if shares.tokens_per_s_per_gpu is None else f"{shares.tokens_per_s_per_gpu:,.0f}"
     left = f", {shares.batches_left_out} batches left out to step together" if shares.batches_left_out else ""
-    lines = [f"{row.label} / {compare_kernel(row)}: {per_gpu} tokens/s per GPU{left}"]
+    lines = [f"{row.label} / {compare_kernel(row)}: {per_gpu} tokens/s per GPU{_balance(shares)}{left}"]
     for rank in shares.ranks:
         collective = "—" if rank.collective_seconds_per_step is None else \
             f"{rank.collective_seconds_per_step * 1e3:.1f} ms/step in collectives"
-        lines.append(f"  rank {rank.rank} ({rank.device}): {rank.real_tokens:,} tokens in {rank.batches} steps, "
-                     f"peak {_gib(rank.peak_allocated_bytes)}, {collective}")
+        computed = "" if rank.computed_tokens is None else f" ({rank.computed_tokens:,} computed)"
+        lines.append(f"  rank {rank.rank} ({rank.device}): {rank.real_tokens:,} tokens{computed} in {rank.batches} "
+                     f"steps, peak {_gib(rank.peak_allocated_bytes)}, {collective}")
     return lines
+
+
+def _balance(shares: RankShares) -> str:
+    """`, work imbalance 0.4%, at most 37 tokens apart in a step`, from what the result holds."""
+    parts = []
+    if shares.work_imbalance is not None:
+        parts.append(f"work imbalance {shares.work_imbalance:.1%}")
+    if shares.largest_step_gap_tokens is not None:
+        parts.append(f"at most {shares.largest_step_gap_tokens:,} tokens apart in a step")
+    return "".join(f", {part}" for part in parts)
 
 
 def rank_lines(result: PaddingResult) -> list[str]:
@@ -50,6 +62,8 @@ def rank_fields(row: StrategyResult) -> dict[str, Any]:
         "tokens_per_s_per_gpu": shares.tokens_per_s_per_gpu if shares else None,
         "ranks": len(shares.ranks) if shares else 1,
         "batches_left_out": shares.batches_left_out if shares else 0,
+        "work_imbalance": shares.work_imbalance if shares else None,
+        "largest_step_gap_tokens": shares.largest_step_gap_tokens if shares else None,
         "max_rank_peak_allocated_bytes": max((r.peak_allocated_bytes or 0 for r in shares.ranks), default=None)
         if shares and any(r.peak_allocated_bytes is not None for r in shares.ranks) else None,
     }

@@ -92,11 +92,4 @@ def _collective_device() -> torch.device:
     return torch.device("cpu")
 
 
-def share_of(items: list[Any], ranks: Ranks) -> list[Any]:
-    """This rank's share of `items`: every `world`-th one from its own rank on, as torch's DistributedSampler
-    deals them (without its padding: a rank with one item fewer stays short). The shares together hold every
-    item exactly once, in every strategy alike, so the layouts compare on the same multiset of sequences."""
-    return items[ranks.rank::ranks.world]
-
-
 ONE_RANK = Ranks()  # a process no launcher started: the whole job

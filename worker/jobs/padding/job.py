@@ -28,7 +28,7 @@ from padbench.worker.engine.model import flops
 from padbench.worker.engine.model.build import build_model, model_config
 from padbench.worker.engine.model.experts import experts_implementation, is_mixture_of_experts
 from padbench.worker.engine.model.parameter_count import active_parameter_count, parameter_count
-from padbench.worker.engine.parallel.ranks import ONE_RANK, Backend, Ranks, share_of
+from padbench.worker.engine.parallel.ranks import ONE_RANK, Backend, Ranks
 from padbench.worker.engine.parallel.sharding import autocast_if, build_sharded, shard_model, snapshot_weights
 from padbench.worker.engine.parallel.sharding import restore_weights as restore_model_weights
 from padbench.worker.engine.training.features import AppliedTraining, apply_training, check_training
@@ -85,7 +85,7 @@ def prepare_job(spec: PaddingJobSpec, progress: ProgressFn, ranks: Ranks = ONE_R
         matmul_flops = measure_matmul_tflops(device, dtype) * 1e12
     initial_state = snapshot_weights(model) if spec.mode == "training" else None
     return JobSetup(spec, device, dtype, model, data, sample, references, noise_floor, peak, peak_source, matmul_flops,
-                    initial_state, ranks=ranks, share=tuple(share_of(data.sequences, ranks)), precision=precision,
+                    initial_state, ranks=ranks, precision=precision,
                     parallelism=parallelism, applied_training=applied, default_experts=experts_implementation(model))
 
 

@@ -86,15 +86,34 @@ class GroupFigures:
         per_gpu = totals.tokens_per_s / len(self.runs) if totals.tokens_per_s is not None else None
         ranks = [_rank_figures(rank, run) for rank, run in enumerate(self.runs)]
         return RankShares(ranks=ranks, tokens_per_s_per_gpu=per_gpu,
-                          batches_left_out=sum(run.batches_left_out for run in self.runs))
+                          batches_left_out=sum(run.batches_left_out for run in self.runs),
+                          work_imbalance=_work_imbalance(ranks), largest_step_gap_tokens=_largest_step_gap(self.runs))
+
+
+def _measured_indices(run: RankRun) -> list[int]:
+    return [index for repeat in run.measurement.repeats for index in repeat.batch_indices]
 
 
 def _rank_figures(rank: int, run: RankRun) -> RankFigures:
-    indices = [index for repeat in run.measurement.repeats for index in repeat.batch_indices]
+    indices = _measured_indices(run)
     seconds = sum(repeat.seconds for repeat in run.measurement.repeats)
     return RankFigures(rank=rank, device=run.device, real_tokens=sum(run.real_tokens[i] for i in indices),
-                       batches=len(indices), measured_seconds=seconds, peak_allocated_bytes=run.peak_allocated_bytes,
+                       computed_tokens=sum(run.computed_tokens[i] for i in indices), batches=len(indices),
+                       measured_seconds=seconds, peak_allocated_bytes=run.peak_allocated_bytes,
                        collective_seconds_per_step=run.collective_seconds_per_step)
+
+
+def _work_imbalance(ranks: list[RankFigures]) -> float | None:
+    work = [rank.computed_tokens or 0 for rank in ranks]
+    mean = sum(work) / len(work)
+    return max(work) / mean - 1 if mean > 0 else None
+
+
+def _largest_step_gap(runs: list[RankRun]) -> int | None:
+    """Ranks step together, so batch i of every rank is one step (`group_measurement` checks they agree)."""
+    steps = sorted(set(_measured_indices(runs[0])))
+    gaps = [max(run.real_tokens[i] for run in runs) - min(run.real_tokens[i] for run in runs) for i in steps]
+    return max(gaps, default=None)
 
 
 def group_figures(ranks: Ranks, mine: RankRun) -> GroupFigures:

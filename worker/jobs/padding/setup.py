@@ -41,7 +41,6 @@ class JobSetup:
     matmul_flops: float | None  # the device's GEMM rate in the job's dtype, measured in this job (FLOP/s)
     initial_state: dict[str, torch.Tensor] | None  # host copy of the weights, restored between training runs
     ranks: Ranks = ONE_RANK  # this process's place among the job's ranks (one, unless the job spans GPUs)
-    share: tuple[list[int], ...] = ()  # the sequences this rank measures (all of them on one rank)
     precision: RunPrecision = "bf16"  # what the weights are kept in: the dtype, or `amp` over fp32 weights
     parallelism: Parallelism = "single"
     applied_training: AppliedTraining | None = None  # how a training job's model trains (None: inference)

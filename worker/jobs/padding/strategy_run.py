@@ -20,7 +20,7 @@ from padbench.contract.training import StepSplit
 from padbench.kinds.padding.contract import CompileReport, StrategyResult
 from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling
-from padbench.worker.engine.data.batches import STRATEGIES, Batch, Strategy, longest_attention_span
+from padbench.worker.engine.data.batches import STRATEGIES, Batch, PaddedBatch, Strategy, longest_attention_span
 from padbench.worker.engine.measure.correctness import GateResult, check_layout, references_with_noise
 from padbench.worker.engine.measure.spread import repeat_spread
 from padbench.worker.engine.measure.timing import (
@@ -35,6 +35,7 @@ from padbench.worker.engine.measure.timing import (
 from padbench.worker.engine.model import flops
 from padbench.worker.engine.model.expert_load import count_expert_load
 from padbench.worker.engine.model.experts import ExpertsUnavailable, use_experts
+from padbench.worker.engine.parallel.dealing import dealt_share
 from padbench.worker.engine.parallel.rank_measure import RankRun
 from padbench.worker.engine.parallel.sharding import autocast_forward, autocast_if
 from padbench.worker.engine.strategies.tiers import TieredStrategy, Tiers
@@ -92,7 +93,7 @@ class StrategyRun:
         self.gate: GateResult | None = None
         self.gqa: GqaHandling | None = None  # set once the kernel is known, for models with fewer K/V heads
         self.graphs_after_warmup: int | None = None
-        self.batches_left_out = 0  # this rank's batches beyond the number every rank has (see equal_steps)
+        self.batches_left_out = 0  # this rank's part of steps too small for every rank (see dealing, equal_steps)
         self.compiler = RowCompiler(job.model, job.spec.mode)
         self.compilation: CompileReport | None = None  # set once the row's step is built
 
@@ -166,8 +167,12 @@ class StrategyRun:
             raise StrategyFailed(f"correctness gate: {self.gate.reason or 'failed on another rank'}")
         check_training_loss(self.job, self._forward(kernel), sample[0], device_sample[0])
         self.say(0.1, "building batches")
-        host_batches = self._build_batches(plugin, list(self.job.share))
-        host_batches, self.batches_left_out = equal_steps(self.job.ranks, host_batches)
+        ranks = self.job.ranks
+        # Every rank builds the whole job's batches alike, then takes its part of each step (see dealing).
+        whole = self._build_batches(plugin, list(self.job.data.sequences), rows_per_batch=ranks.world)
+        host_batches, dealt_out = dealt_share(whole, ranks.rank, ranks.world)
+        host_batches, unequal_out = equal_steps(ranks, host_batches)
+        self.batches_left_out = dealt_out + unequal_out
         return kernel, host_batches, row_warmup(kernel, host_batches, self._settings(), self.job.ranks)
 
     def _check_model_features(self, kernel: AttentionKernel) -> None:
@@ -215,12 +220,16 @@ class StrategyRun:
             return autocast_forward(kernel.forward, self.job.device, self.job.dtype)
         return kernel.forward
 
-    def _build_batches(self, plugin: Strategy, sequences: list[list[int]]) -> list[Batch]:
+    def _build_batches(self, plugin: Strategy, sequences: list[list[int]], rows_per_batch: int = 1) -> list[Batch]:
+        """The layout's batches of `sequences`; a padded layout's hold `rows_per_batch` times the batch size
+        (a step's rows for every rank, dealt afterwards), a pack is always one rank's."""
         max_length, pad, seed = self.job.spec.data.max_length, self.job.data.pad_token_id, self.job.spec.data.seed
+        times = rows_per_batch if plugin.layout is PaddedBatch else 1
         if self.tiers is not None and isinstance(plugin, TieredStrategy):
-            batches = list(plugin.tiered_batches(sequences, self.strategy, self.tiers, max_length, pad, seed))
+            tiers = [(longest, size * times) for longest, size in self.tiers]
+            batches = list(plugin.tiered_batches(sequences, self.strategy, tiers, max_length, pad, seed))
         else:
-            batches = list(plugin.batches(sequences, self.strategy, self.batch_size, max_length, pad, seed))
+            batches = list(plugin.batches(sequences, self.strategy, self.batch_size * times, max_length, pad, seed))
         if not batches:
             raise StrategyFailed("the strategy produced no batches")
         for batch in batches:
