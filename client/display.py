@@ -55,6 +55,8 @@ def format_status(job: JobOut) -> str:
         lines.append(("waits", job.waiting_reason))
     if job.error:
         lines.append(("error", job.error))
+    for flag in job.regressions:  # the check of its result against each baseline it matched
+        lines.append(("REGRESSED" if flag.regressed else "baseline", flag.summary))
     return "\n".join(f"{label:<10} {literal(value)}" for label, value in lines)
 
 

@@ -29,7 +29,7 @@ from padbench.server.api.auth_gate import METRICS_PATH
 from padbench.server.api.deps import ViewerAuth
 from padbench.server.db.clock import db_now
 from padbench.server.db.engine import Database
-from padbench.server.db.models import Job, JobResult, Worker
+from padbench.server.db.models import Job, JobRegression, JobResult, Worker
 from padbench.server.queue import LEASE_EXPIRED_ERROR
 
 router = APIRouter(tags=["metrics"])
@@ -81,6 +81,7 @@ class QueueCollector(Collector):
             yield from self._durations(session)
             yield from self._workers(session, now)
             yield from self._kind_metrics(session)
+            yield self._regressions(session)
 
     def _jobs(self, session: Session) -> Iterator[Any]:
         by_status = dict(session.execute(select(Job.status, func.count()).group_by(Job.status)).all())
@@ -121,6 +122,17 @@ class QueueCollector(Collector):
             age.add_metric([worker.name, str(capabilities.get("device", "")), str(capabilities.get("gpu_name") or "")],
                            _seconds(latest, now) or 0.0)
         yield age
+
+    @staticmethod
+    def _regressions(session: Session) -> GaugeMetricFamily:
+        """Jobs whose result was slower than a baseline's beyond noise when it was stored, per baseline."""
+        gauge = GaugeMetricFamily("padbench_regressed_jobs", "Jobs whose result regressed against the baseline, "
+                                  "as checked when the result was stored", labels=["baseline"])
+        counts = session.execute(select(JobRegression.baseline, func.count()).where(JobRegression.regressed)
+                                 .group_by(JobRegression.baseline).order_by(JobRegression.baseline))
+        for baseline, count in counts:
+            gauge.add_metric([baseline], count)
+        return gauge
 
     @staticmethod
     def _recent_results(session: Session, kind: str) -> Iterator[JobResultBase]:

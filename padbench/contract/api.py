@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from padbench.contract.bounds import MAX_RETENTION_DAYS, DbId, Label, LeaseToken, Message, Name, NoNul, WorkerLabels
+from padbench.contract.history import MAX_BASELINES, RegressionFlag
 from padbench.contract.kinds import DEFAULT_KIND, JOB_KINDS, JobResult, JobSpec
 from padbench.contract.parallel import MAX_GPUS
 from padbench.contract.results import MAX_RESULT_ROWS, JobResultBase
@@ -90,6 +91,9 @@ class JobOut(JobSummary):
     # Why a queued job cannot start on any worker in contact now (e.g. it needs more GPUs than any of them
     # owns), worked out when the job is read; None when some live worker could take it.
     waiting_reason: Message | None = None
+    # What the check of its result against each baseline it matches by fingerprint found, as the result was
+    # stored (read with the job itself, `GET /v1/jobs/{id}`; empty elsewhere).
+    regressions: Annotated[list[RegressionFlag], Field(max_length=MAX_BASELINES)] = []
 
 
 class JobPage(Body):

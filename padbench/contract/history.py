@@ -26,6 +26,7 @@ Tolerance = Annotated[float, Field(ge=0, lt=1)]
 MAX_SEARCHED = 2000  # a history searches the newest stored results the caller may read
 MAX_POINTS = MAX_SEARCHED
 MAX_ROWS = 4096
+MAX_BASELINES = 1000  # baselines one job's result is reported against
 RowVerdict = Literal["slower", "faster", "within_noise", "unjudged", "missing"]
 VersionName = Annotated[str, Field(max_length=32), NoNul]
 Versions = Annotated[dict[VersionName, Label | None], Field(max_length=16)]

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from padbench.contract.api import Capabilities, JobOut, JobStatus, JobSummary, VerdictOut, WorkerOut
+from padbench.contract.history import RegressionFlag
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.parallel import MAX_GPUS, GpuRequest
 from padbench.contract.table import ResultTable
@@ -51,9 +52,9 @@ def job_summary(job: Job, worker_name: str | None, worker_capabilities: dict[str
 
 
 def job_out(job: Job, worker_name: str | None, worker_capabilities: dict[str, Any] | None = None,
-            waiting_reason: str | None = None) -> JobOut:
+            waiting_reason: str | None = None, regressions: Sequence[RegressionFlag] = ()) -> JobOut:
     return JobOut(**dict(job_summary(job, worker_name, worker_capabilities)), spec=job.spec,
-                  waiting_reason=waiting_reason)
+                  waiting_reason=waiting_reason, regressions=list(regressions))
 
 
 def finite_json(value: Any) -> Any:

@@ -123,10 +123,23 @@ class Settings(BaseSettings):
     # address that failed authentications are counted and logged under, so only a proxy that replaces it
     # with the address it saw may be trusted. A string, not a list: settings would read a list as JSON.
     trusted_proxies: str = ""
+    # Where a regression is posted, as JSON, when a new result is slower than a baseline's rows of the same
+    # fingerprint beyond noise; unset, nothing is posted. The post follows the stored result and never delays
+    # or fails it; it gives up after webhook_timeout_seconds.
+    webhook_url: str | None = Field(default=None, pattern=r"^https?://", max_length=2000)
+    webhook_timeout_seconds: float = Field(default=5.0, gt=0, le=60, allow_inf_nan=False)
+    # The automatic check of a new result ignores slowdowns smaller than this share even when they are real
+    # (`padbench baseline check --tolerance`): 0.03 flags only those of 3% or more.
+    regression_tolerance: float = Field(default=0.0, ge=0, lt=1, allow_inf_nan=False)
 
     @field_validator("tokens_file", "retention_days", "workers", mode="before")
     @classmethod
     def _empty_means_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @field_validator("webhook_url", mode="before")
+    @classmethod
+    def _no_webhook_when_empty(cls, value: object) -> object:
         return None if value == "" else value
 
     @field_validator("trusted_proxies")

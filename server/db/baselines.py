@@ -3,12 +3,15 @@ change outside `padbench.server.queue`)."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from typing import Any
+
+from sqlalchemy import insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from padbench.contract.history import RegressionCheck, RegressionFlag
 from padbench.server.db.clock import db_now
-from padbench.server.db.models import Baseline
+from padbench.server.db.models import Baseline, Job, JobRegression, JobResult
 
 
 def set_baseline(session: Session, *, name: str, job_id: int, set_by: str) -> Baseline:
@@ -30,3 +33,25 @@ def find_baseline(session: Session, name: str) -> Baseline | None:
 
 def list_baselines(session: Session) -> list[Baseline]:
     return list(session.scalars(select(Baseline).order_by(Baseline.name)))
+
+
+def matching_kind_baselines(session: Session, kind: str) -> list[tuple[Baseline, dict[str, Any]]]:
+    """Every baseline whose job is of `kind`, with its stored result document."""
+    rows = session.execute(
+        select(Baseline, JobResult.result).join(Job, Job.id == Baseline.job_id)
+        .join(JobResult, JobResult.job_id == Baseline.job_id).where(Job.kind == kind).order_by(Baseline.name))
+    return [(baseline, document) for baseline, document in rows]
+
+
+def record_regression_checks(session: Session, job_id: int, checks: list[RegressionCheck]) -> None:
+    """What the automatic check of the job's new result against each matching baseline found."""
+    for check in checks:  # one statement each: the database's clock is an expression, not a bound value
+        session.execute(insert(JobRegression).values(
+            job_id=job_id, baseline=check.baseline, baseline_job_id=check.baseline_job_id,
+            regressed=check.regressed, summary=check.summary, checked_at=db_now()))
+
+
+def regression_flags(session: Session, job_id: int) -> list[RegressionFlag]:
+    rows = session.scalars(select(JobRegression).where(JobRegression.job_id == job_id).order_by(JobRegression.baseline))
+    return [RegressionFlag(baseline=row.baseline, baseline_job_id=row.baseline_job_id, regressed=row.regressed,
+                           summary=row.summary) for row in rows]

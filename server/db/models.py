@@ -177,3 +177,18 @@ class Baseline(Base):
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
     set_by: Mapped[str] = mapped_column(String(200))  # the principal that set it: only it or an admin moves it
     set_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class JobRegression(Base):
+    """What the automatic check against a baseline found as the job's result was stored: one row per baseline
+    that some row of the job's result matched by fingerprint."""
+
+    __tablename__ = "job_regressions"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    # Not a foreign key: the finding stays as it was when the baseline is later moved to another job.
+    baseline: Mapped[str] = mapped_column(String(100), primary_key=True)
+    baseline_job_id: Mapped[int] = mapped_column(Integer)
+    regressed: Mapped[bool] = mapped_column(Boolean)
+    summary: Mapped[str] = mapped_column(Text)
+    checked_at: Mapped[datetime] = mapped_column(UtcDateTime)

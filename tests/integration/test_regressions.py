@@ -4,13 +4,19 @@ CLI: results are crafted documents completed through the worker's lease API, nev
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
 
+from padbench.client.display import format_status
+from padbench.contract.api import JobOut
 from padbench.kinds.padding.contract import PaddingResult
 from padbench.report.fingerprint import measured_rows
-from tests.integration.conftest import LiveServer
+from tests.integration.conftest import LiveServer, empty_postgres, loopback_socket, serve
 from tests.integration.test_cli_client import cli_of
 from tests.integration.test_server_jobs import claim, register, submit
 from tests.regression_results import SPEC, STEADY, document, padding_result, scaled
@@ -97,3 +103,91 @@ def test_baseline_refusals(any_live_server: LiveServer, cli) -> None:
     with pytest.raises(SystemExit) as refused:  # argparse's own refusal of a bad option
         cli("baseline", "check", str(base), "--against", "main", "--tolerance", "5")
     assert refused.value.code == 2
+
+
+class Receiver:
+    """A local HTTP server on loopback that keeps every JSON body posted to it."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict] = []
+        self.arrived = threading.Event()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers["Content-Length"])
+                receiver.bodies.append(json.loads(self.rfile.read(length)))
+                self.send_response(204)
+                self.end_headers()
+                receiver.arrived.set()
+
+            def log_message(self, *args: object) -> None:  # quiet
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def __enter__(self) -> Receiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with Receiver() as running:
+        yield running
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def hooked_server(request: pytest.FixtureRequest, tmp_path: Path, receiver: Receiver) -> Iterator[LiveServer]:
+    """A live server posting regressions to `receiver`."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'padbench.sqlite3'}"
+    else:
+        url = request.getfixturevalue("postgres_database")
+        empty_postgres(url)
+    with serve(url, tmp_path, webhook_url=receiver.url) as server:
+        yield server
+
+
+def test_a_new_job_matching_a_baseline_is_flagged_counted_and_posted(hooked_server: LiveServer,
+                                                                     receiver: Receiver) -> None:
+    with hooked_server.client("submitter") as alice, hooked_server.client("worker") as gpu, \
+            hooked_server.client("viewer") as viewer:
+        base = finish(alice, gpu, BEFORE)
+        assert alice.put("/v1/baselines/main", json={"job_id": base}).status_code == 200
+        steady, slower = finish(alice, gpu, JITTER), finish(alice, gpu, AFTER)
+        assert receiver.arrived.wait(timeout=30)
+        flagged = JobOut.model_validate(alice.get(f"/v1/jobs/{slower}").json())
+        unflagged = JobOut.model_validate(alice.get(f"/v1/jobs/{steady}").json())
+        metrics = viewer.get("/metrics").text
+    assert [(flag.baseline, flag.regressed) for flag in flagged.regressions] == [("main", True)]
+    assert "dynamic / sdpa @ batch 8: 0.800×" in flagged.regressions[0].summary
+    assert [(flag.baseline, flag.regressed) for flag in unflagged.regressions] == [("main", False)]
+    assert 'padbench_regressed_jobs{baseline="main"} 1.0' in metrics
+    assert "REGRESSED" in format_status(flagged) and "REGRESSED" not in format_status(unflagged)
+    [body] = receiver.bodies  # one post: the job within noise posts nothing
+    assert body["event"] == "padbench.regression" and body["job_id"] == slower and body["regressed"] is True
+    assert [row["key"] for row in body["rows"] if row["verdict"] == "slower"] == [["dynamic", "sdpa"]]
+
+
+def test_an_unreachable_webhook_never_costs_the_result(tmp_path: Path) -> None:
+    dead = loopback_socket()  # bound, never listening: a connection is refused at once
+    url = f"http://127.0.0.1:{dead.getsockname()[1]}/hook"
+    database = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    with serve(database, tmp_path, webhook_url=url, webhook_timeout_seconds=1) as server, \
+            server.client("submitter") as alice, server.client("worker") as gpu:
+        base = finish(alice, gpu, BEFORE)
+        assert alice.put("/v1/baselines/main", json={"job_id": base}).status_code == 200
+        slower = finish(alice, gpu, AFTER)
+        assert alice.get(f"/v1/jobs/{slower}/results").status_code == 200
+        assert alice.get(f"/v1/jobs/{slower}").json()["regressions"][0]["regressed"] is True
+    dead.close()

@@ -46,6 +46,7 @@ from padbench.server.capacity import capacity_problem
 from padbench.server.core.security import Principal
 from padbench.server.cost import over_limits
 from padbench.server.db import reads
+from padbench.server.db.baselines import regression_flags
 from padbench.server.paths import path_errors
 from padbench.server.requirements import job_requirements, stored_gpus
 from padbench.server.waiting import waiting_reason
@@ -155,7 +156,7 @@ def get_job(job_id: JobIdPath, session: ReadSessionDep, settings: SettingsDep, p
         live = reads.live_workers(session, within_seconds=settings.lease_seconds)
         spec = stored_spec(row.job.spec)
         reason = None if spec is None else waiting_reason(spec, live)
-    return job_out(row.job, row.worker_name, row.worker_capabilities, reason)
+    return job_out(row.job, row.worker_name, row.worker_capabilities, reason, regression_flags(session, job_id))
 
 
 def stored_spec(document: dict[str, Any]) -> JobSpecBase | None:

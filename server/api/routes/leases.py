@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Response, status
+from fastapi import APIRouter, BackgroundTasks, HTTPException, Response, status
 from sqlalchemy.orm import Session
 
 from padbench.contract.api import (
@@ -43,6 +43,7 @@ from padbench.server.core.security import Principal
 from padbench.server.db import reads
 from padbench.server.db.models import Worker
 from padbench.server.db.workers import record_contact, record_lease_holder_contact
+from padbench.server.regressions import check_new_result, post_regressions
 from padbench.server.requirements import gpu_capabilities, offered_capabilities
 
 router = APIRouter(prefix="/leases", tags=["leases"], route_class=UnitOfWorkRoute)
@@ -130,9 +131,14 @@ def heartbeat(job_id: JobIdPath, body: Heartbeat, session: SessionDep, settings:
 
 
 @router.post("/{job_id}/complete", status_code=status.HTTP_204_NO_CONTENT, responses=LEASE_RESPONSES)
-def complete(job_id: JobIdPath, body: LeaseComplete, session: SessionDep, principal: WorkerAuth) -> None:
+def complete(job_id: JobIdPath, body: LeaseComplete, session: SessionDep, settings: SettingsDep,
+             principal: WorkerAuth, background: BackgroundTasks) -> None:
+    """The job's result; as it is stored, it is checked against every baseline it matches (`regressions`)."""
     result = storable_result(session, job_id, body.lease_token, body.result, principal)
     if queue.complete_job(session, job_id, body.lease_token, result):
+        checks = check_new_result(session, job_id, body.result, settings.regression_tolerance)
+        if settings.webhook_url is not None:  # posted once the result is committed and the worker answered
+            background.add_task(post_regressions, settings.webhook_url, settings.webhook_timeout_seconds, checks)
         return
     conflict = completion_conflict(session, job_id, body.lease_token)
     if conflict is not None:
