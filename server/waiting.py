@@ -1,10 +1,11 @@
 """Why a queued job waits, when no worker in contact could ever take it: none of them carries every label
-the job names (`worker_labels`), or it asks for more GPUs than any of those that do owns. Worked out each
-time the job is read, from the workers' registered capabilities, never stored: a worker that joins, or one
-that stops, changes the answer at once.
+the job names (`worker_labels`), none offers everything the job requires (its kind, an attention kernel, an
+experts implementation, a GPU, a GPU model: `padbench.server.requirements`), or it asks for more GPUs than
+any of those that do owns. Worked out each time the job is read, from the workers' registered capabilities,
+never stored: a worker that joins, or one that stops, changes the answer at once.
 
-Only labels and the GPU count are judged here; a job may still wait for a kernel, a job kind or a GPU model
-(`gpu:`) no worker offers, or simply for a busy worker to finish.
+With no worker in contact, a job that any worker could take says nothing: it waits for one to come.
+Otherwise a job may still simply wait for a busy worker to finish.
 """
 
 from __future__ import annotations
@@ -14,6 +15,17 @@ from collections.abc import Sequence
 from padbench.contract.api import Capabilities
 from padbench.contract.parallel import GpuRequest
 from padbench.contract.spec import JobSpecBase
+from padbench.server.requirements import GPU_PREFIX, gpu_capabilities, job_requirements, offered_capabilities
+
+# How each kind of requirement reads in a sentence, in the order they are named (labels have their own reason).
+REQUIREMENT_WORDS = {
+    "kind": "the {} job kind",
+    "device": "device: {}",
+    GPU_PREFIX.rstrip(":"): "a GPU named like {!r}",
+    "attention": "attention {}",
+    "experts": "the {} experts implementation",
+}
+ORDER = list(REQUIREMENT_WORDS)
 
 
 def _gpus(count: int) -> str:
@@ -37,7 +49,43 @@ def waiting_reason(spec: JobSpecBase, live_workers: Sequence[Capabilities]) -> s
     if wanted and not carrying:
         them = "it" if len(wanted) == 1 else "them all"
         return f"needs a worker labelled {_quoted(wanted)}; no live worker carries {them}"
-    return _gpu_count_reason(GpuRequest.of(spec), [worker.owned_gpus for worker in carrying])
+    # The GPU count first: "needs 4 GPUs" says more than the `device: cuda` every worker without one lacks.
+    return _gpu_count_reason(GpuRequest.of(spec), [w.owned_gpus for w in carrying]) or _unmet_reason(spec, carrying)
+
+
+def unmet_requirements(spec: JobSpecBase, worker: Capabilities) -> set[str]:
+    """What the job requires that this worker does not offer (the claim's own test, in Python)."""
+    required = job_requirements(spec)
+    return required - offered_capabilities(worker) - gpu_capabilities(worker, required)
+
+
+def describe_requirement(requirement: str) -> str:
+    """`attention:generate:flash` → "attention 'flash' for generate jobs"; `kind:tune` → "the tune job kind"."""
+    prefix, _, rest = requirement.partition(":")
+    if prefix == "attention":
+        kind, _, family = rest.rpartition(":")
+        return f"attention {family!r}" + (f" for {kind} jobs" if kind else "")
+    return REQUIREMENT_WORDS.get(prefix, "{}").format(rest)
+
+
+def _fewest_then_named(missing: set[str]) -> tuple[int, list[str]]:
+    return len(missing), sorted(missing)
+
+
+def _naming_order(requirement: str) -> tuple[int, str]:
+    prefix = requirement.partition(":")[0]
+    return (ORDER.index(prefix) if prefix in ORDER else len(ORDER), requirement)
+
+
+def _unmet_reason(spec: JobSpecBase, live_workers: Sequence[Capabilities]) -> str | None:
+    """Says "no live worker can run it" and what the nearest worker lacks, when every one lacks something."""
+    unmet = [unmet_requirements(spec, worker) for worker in live_workers]
+    if not unmet or not all(unmet):
+        return None
+    nearest = sorted(min(unmet, key=_fewest_then_named), key=_naming_order)
+    lacking = ", ".join(describe_requirement(requirement) for requirement in nearest)
+    whom = "the live worker lacks" if len(unmet) == 1 else "the nearest of them lacks"
+    return f"no live worker can run it: {whom} {lacking}"
 
 
 def _gpu_count_reason(request: GpuRequest, live_workers_owned: Sequence[int]) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from padbench.contract.api import Capabilities, GpuInfo
+from padbench.contract.kernel_families import attention_names
 from padbench.contract.kinds import JOB_KINDS, parse_job_spec
 from padbench.server.api.errors import clean_location
 from padbench.server.db.models import ALL_GPUS
@@ -113,7 +114,8 @@ def owning(*counts: int, labels: tuple[str, ...] = ()) -> list[Capabilities]:
     """Live workers owning these numbers of GPUs (0: a CPU worker), each carrying `labels`."""
     def worker(count: int) -> Capabilities:
         gpus = [GpuInfo(index=str(index), name="NVIDIA H100", memory_bytes=0) for index in range(count)]
-        return Capabilities(device="cuda" if count else "cpu", gpus=gpus, labels=list(labels))
+        return Capabilities(device="cuda" if count else "cpu", gpus=gpus, labels=list(labels),
+                            kernels=list(attention_names()))
     return [worker(count) for count in counts]
 
 
@@ -149,3 +151,27 @@ def test_a_job_requires_its_labels_and_a_worker_offers_its_own() -> None:
     assert job_requirements(spec) == {"kind:padding", "attention:padding:sdpa", "label:nvlink", "label:team-a"}
     offered = offered_capabilities(Capabilities(device="cpu", labels=["team-a", "NVLINK"]))
     assert {"label:nvlink", "label:team-a"} <= offered
+
+
+def test_a_job_no_live_worker_offers_everything_for_says_no_live_worker_can_run_it() -> None:
+    cpu_sdpa = Capabilities(device="cpu", kernels=["sdpa"], job_kinds=["padding"])
+    generate = {"kind": "generate", "device": "cpu", "dtype": "fp32", "attention": "sdpa"}
+    assert waits(generate, [cpu_sdpa]) == ("no live worker can run it: the live worker lacks the generate job kind, "
+                                           "attention 'sdpa' for generate jobs")
+    # A GPU missing is said as the GPU count's reason, which names what the workers own.
+    on_gpu = {"device": "cuda", "gpu": "H100", "attention": "sdpa"}
+    assert waits(on_gpu, [cpu_sdpa]) == "needs 1 GPU; no live worker owns a GPU"
+    # Named for the worker that lacks least; one that lacks nothing (though busy) takes it in its turn.
+    h100 = Capabilities(device="cuda", gpu_name="NVIDIA H100 80GB HBM3", kernels=["sdpa"], job_kinds=["padding"])
+    a100 = h100.model_copy(update={"gpu_name": "NVIDIA A100"})
+    assert waits(on_gpu, [cpu_sdpa, a100]) == ("no live worker can run it: the nearest of them lacks "
+                                               "a GPU named like 'h100'")
+    assert waits(on_gpu, [cpu_sdpa, a100, h100]) is None
+    assert waits(on_gpu, []) == "needs 1 GPU; no live worker owns a GPU"
+
+
+def test_a_missing_attention_kernel_is_named_for_its_job_kind() -> None:
+    flash = {"device": "cuda", "attention": "flash"}
+    gpu_sdpa = Capabilities(device="cuda", gpu_name="NVIDIA H100", kernels=["sdpa"], job_kinds=["padding"])
+    assert waits(flash, [gpu_sdpa]) == ("no live worker can run it: the live worker lacks attention 'flash' for "
+                                        "padding jobs")
