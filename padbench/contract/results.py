@@ -66,6 +66,10 @@ class Environment(ResultModel):
     peak_tflops: float | None = Field(default=None, validation_alias=AliasChoices("peak_tflops", "peak_bf16_tflops"))
     peak_source: str | None = None
     started_at: str  # ISO 8601, UTC
+    # What an hour of one GPU the job ran on costs (on a worker without GPUs, an hour of the machine), as its
+    # worker was told (`padbench worker --price-per-gpu-hour`); it prices each row per million tokens. None:
+    # not given, and no cost is shown.
+    price_per_gpu_hour: Annotated[float, Field(ge=0, le=1e6)] | None = None
     # The GPU's clocks when the job started and when it ended (None on CPU or without NVML): a clock that
     # fell between the two means the later strategies ran slower than the earlier ones for a reason of the box.
     clocks_at_start: GpuClocks | None = None

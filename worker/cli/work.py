@@ -51,6 +51,10 @@ def add_worker_command(subparsers: argparse._SubParsersAction) -> None:
                         help="a label this worker carries (repeatable: --label nvlink --label team-a); a job whose "
                              "spec names worker_labels runs only on a worker carrying all of them (default: "
                              "$PADBENCH_WORKER_LABELS, separated by commas)")
+    parser.add_argument("--price-per-gpu-hour", type=float, default=None, metavar="P",
+                        help="what an hour of one of its GPUs costs (on a worker without GPUs, an hour of the "
+                             "machine), stamped on its results to price each row per million tokens (default: "
+                             "$PADBENCH_PRICE_PER_GPU_HOUR, else no cost is shown)")
     parser.add_argument("--once", action="store_true", help="run one job, then exit")
     parser.add_argument("--job-timeout", type=float, default=None, metavar="SECONDS",
                         help="wall-clock limit for one job's child process "
@@ -62,6 +66,7 @@ def load_settings(args: argparse.Namespace) -> WorkerSettings | None:
     """PADBENCH_* settings with the command line's options on top; None (after saying why) when refused."""
     overrides = {"server": args.server, "token": args.token, "token_file": args.token_file, "gpu": args.gpu,
                  "gpus": args.gpus, "worker_name": args.name, "job_timeout_s": args.job_timeout,
+                 "price_per_gpu_hour": args.price_per_gpu_hour,
                  "worker_labels": None if args.labels is None else ",".join(args.labels)}
     # A GPU option on the command line replaces the other one's variable, as any option replaces its own.
     if args.gpus is not None:
@@ -128,7 +133,8 @@ def run_worker(args: argparse.Namespace) -> int:
     config = WorkerConfig(name=name, job_timeout_s=settings.job_timeout_s,
                           job_memory_cap_bytes=settings.memory_cap_bytes, once=args.once,
                           outbox_dir=outbox_directory(settings.cache_dir, name),
-                          data_roots=settings.data_root_paths, model_roots=settings.model_root_paths)
+                          data_roots=settings.data_root_paths, model_roots=settings.model_root_paths,
+                          price_per_gpu_hour=settings.price_per_gpu_hour)
     with WorkerApi(settings.server, token) as api:
         supervisor = Supervisor(api, config, capabilities, stop_event)
         try:

@@ -79,6 +79,9 @@ class WorkerSettings(BaseSettings):
     worker_labels: str = ""
     # A job's child process is killed past this wall-clock limit and the job fails, naming the limit.
     job_timeout_s: float = Field(default=DEFAULT_JOB_TIMEOUT_S, gt=0, le=7 * 24 * 3600)
+    # What an hour of one of this worker's GPUs costs (on a worker without GPUs, an hour of the machine):
+    # stamped on every result it reports, which prices each row per million tokens. None: no cost is shown.
+    price_per_gpu_hour: float | None = Field(default=None, ge=0, le=1e6, allow_inf_nan=False)
     # A job's processes (resident memory, summed) are killed past this; unset: 80% of the host's memory.
     job_memory_cap_bytes: int | None = Field(default=None, ge=2**26)
     # Tokenized data sets and OOM-probe limits, kept between jobs; a shared box may point all its

@@ -43,7 +43,7 @@ from padbench.worker.supervisor.confine import PathRefused, confine_spec_paths
 from padbench.worker.supervisor.gpus import GpuPool, job_ranks, visible_devices
 from padbench.worker.supervisor.lease import LeaseKeeper
 from padbench.worker.supervisor.outbox import Outbox
-from padbench.worker.supervisor.reporting import Reporter, Retrying
+from padbench.worker.supervisor.reporting import Reporter, Retrying, priced
 from padbench.worker.supervisor.specs import SpecRefused, job_spec
 
 log = logging.getLogger("padbench.worker")
@@ -70,6 +70,7 @@ class WorkerConfig:
     # The roots service jobs' file names resolve in (see padbench.worker.supervisor.confine).
     data_roots: tuple[Path, ...] = ()
     model_roots: tuple[Path, ...] = ()
+    price_per_gpu_hour: float | None = None  # stamped on every result reported (`priced`)
 
 
 class FatalWorkerError(RuntimeError):
@@ -273,11 +274,11 @@ class Supervisor:
                 partial: dict[str, Any] | None) -> None:
         job_id, token = lease.job.id, lease.lease_token
         if report.outcome == "ok":  # whoever holds the lease now: the first result wins
-            self.reporter.complete(job_id, token, report.value)
+            self.reporter.complete(job_id, token, priced(report.value, self.config.price_per_gpu_hour))
         elif keeper.lost.is_set():
             log.warning("job %d: the lease was lost; the child was stopped and nothing is reported", job_id)
         elif keeper.cancel_requested.is_set():
-            self.reporter.cancelled(job_id, token, partial)
+            self.reporter.cancelled(job_id, token, priced(partial, self.config.price_per_gpu_hour))
         elif self.stopping:
             log.info("job %d: stopping; releasing the lease", job_id)
             self.api.release(job_id, token)

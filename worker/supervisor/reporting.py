@@ -40,6 +40,15 @@ def worth_retrying(error: ApiError) -> bool:
     return error.is_transient or error.status == HTTP_TOO_MANY_REQUESTS
 
 
+
+def priced(document: Any, price_per_gpu_hour: float | None) -> Any:
+    """The result document with the worker's price stamped on its environment (unchanged without a price, or
+    for a document that is not a result: the server's validation then says what is wrong with it)."""
+    if price_per_gpu_hour is None or not isinstance(document, dict) or not isinstance(document.get("environment"),
+                                                                                    dict):
+        return document
+    return {**document, "environment": {**document["environment"], "price_per_gpu_hour": price_per_gpu_hour}}
+
 class Retrying:
     """Runs a report until the server answers for good.
 

@@ -28,6 +28,7 @@ from padbench.report.cells import (
     validity,
 )
 from padbench.report.columns import align
+from padbench.report.efficiency import cost_lines
 from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.noise import compact_rate, is_doubtful
 from padbench.report.partial import partial_lines
@@ -151,7 +152,7 @@ def result_table(result: GenerateResult) -> ResultTable:
         rows=[TableRow(cells=list(cells), row=index[id(row)],
                        mark="winner" if row is best else "doubtful" if is_doubtful(row) else None)
               for cells, row in zip(rows, ordered, strict=True)],
-        notes=notes, verdict=verdict_lines(result), after=context_lines(result))
+        notes=notes, verdict=verdict_lines(result), after=context_lines(result) + cost_lines(result))
 
 
 def render_table(result: GenerateResult) -> str:

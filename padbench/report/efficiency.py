@@ -1,0 +1,57 @@
+"""What a row's tokens cost: dollars per million tokens, from the price per GPU-hour its worker was given.
+
+A row's figure is the job's tokens per second over all its GPUs (all ranks), so a million tokens take
+1e6 / figure seconds of every GPU the job held: price × GPUs × 1e6 / (3600 × figure). On a worker without GPUs
+the price is the machine's per hour, counted once. Without a price, or for rows without a rate, nothing is
+shown: a cost that was not given is never guessed.
+"""
+
+from __future__ import annotations
+
+from padbench.contract.results import JobResultBase
+from padbench.kinds.record import kind_spec
+from padbench.report.fingerprint import gpu_count, measured_rows
+
+SECONDS_PER_HOUR = 3600.0
+
+
+def dollars_per_million_tokens(price_per_hour: float, units: int, tokens_per_s: float) -> float | None:
+    """The cost of a million tokens at `tokens_per_s` on `units` priced units; None without a rate."""
+    if tokens_per_s <= 0:
+        return None
+    return price_per_hour * units * 1e6 / (SECONDS_PER_HOUR * tokens_per_s)
+
+
+def priced_units(result: JobResultBase) -> int:
+    """The priced units the job held: its GPUs, or the machine once on CPU."""
+    return (gpu_count(result) or 1) if result.environment.device == "cuda" else 1
+
+
+def row_costs(result: JobResultBase) -> dict[tuple[str, str], float]:
+    """$ per million tokens per row (compare key), for the rows with a rate; empty without a price."""
+    price = result.environment.price_per_gpu_hour
+    rule = kind_spec(result.kind).report.compare
+    if price is None or not rule.higher_is_faster:  # a time per call (attention sweeps) is not a token rate
+        return {}
+    units = priced_units(result)
+    costs = {}
+    for row in measured_rows(result):
+        cost = None if row.figure is None else dollars_per_million_tokens(price, units, row.figure)
+        if cost is not None:
+            costs[row.key] = cost
+    return costs
+
+
+def cost_lines(result: JobResultBase) -> list[str]:
+    """Each row's cost, under the table; nothing without a price."""
+    costs = row_costs(result)
+    if not costs:
+        return []
+    price = result.environment.price_per_gpu_hour
+    units = priced_units(result)
+    held = (f"per GPU-hour × {units} GPU{'s' if units > 1 else ''}" if result.environment.device == "cuda"
+            else "per hour of the machine")
+    metric = kind_spec(result.kind).report.compare.metric_label
+    lines = [f"cost per million tokens (counted as {metric}) at ${price:g} {held}:"]
+    lines += [f"  {' / '.join(key)}: ${cost:,.4g}" for key, cost in sorted(costs.items(), key=lambda item: item[1])]
+    return lines
