@@ -82,7 +82,8 @@ def _unmet_reason(spec: JobSpecBase, live_workers: Sequence[Capabilities]) -> st
     unmet = [unmet_requirements(spec, worker) for worker in live_workers]
     if not unmet or not all(unmet):
         return None
-    nearest = sorted(min(unmet, key=_fewest_then_named), key=_naming_order)
+    lacks_least: set[str] = min(unmet, key=_fewest_then_named)
+    nearest = sorted(lacks_least, key=_naming_order)
     lacking = ", ".join(describe_requirement(requirement) for requirement in nearest)
     whom = "the live worker lacks" if len(unmet) == 1 else "the nearest of them lacks"
     return f"no live worker can run it: {whom} {lacking}"
