@@ -100,7 +100,7 @@ def run_server(args: argparse.Namespace) -> int:
 
     from padbench.server.main import create_app
 
-    settings = load_settings(host=args.host, port=args.port, dev=args.dev or None, workers=args.workers)
+    settings = load_settings(host=args.host, port=args.port, dev=args.dev or None, server_processes=args.workers)
     if settings is None:
         return 2
     processes = server_processes(settings)
@@ -129,9 +129,9 @@ def run_server(args: argparse.Namespace) -> int:
 
 
 def server_processes(settings: Settings) -> int:
-    """--workers (PADBENCH_WORKERS); unset, one with --dev, else what the host can spare."""
-    if settings.workers is not None:
-        return settings.workers
+    """--workers (PADBENCH_SERVER_PROCESSES); unset, one with --dev, else what the host can spare."""
+    if settings.server_processes is not None:
+        return settings.server_processes
     return 1 if settings.dev else default_server_processes()
 
 
@@ -252,7 +252,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     server.add_argument("--port", type=int, help="port (default 8000; PADBENCH_PORT)")
     server.add_argument("--workers", type=int, metavar="N",
                         help="server processes serving the port (default: the cores the host can spare, at most "
-                             f"{DEFAULT_MAX_PROCESSES}; 1 with --dev; PADBENCH_WORKERS)")
+                             f"{DEFAULT_MAX_PROCESSES}; 1 with --dev; PADBENCH_SERVER_PROCESSES)")
     server.add_argument("--dev", action="store_true", help="generate tokens for each role and print them once")
     server.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     server.set_defaults(handler=run_server)

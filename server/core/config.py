@@ -71,7 +71,7 @@ class Settings(BaseSettings):
     # Server processes serving the port (uvicorn's process manager); unset, `padbench server` picks the cores
     # the host can spare. Every state they share lives in the database; admission lanes, connection pools and
     # limit_concurrency are per process.
-    workers: int | None = Field(default=None, ge=1, le=64)
+    server_processes: int | None = Field(default=None, ge=1, le=64)
     # How often the server itself returns expired leases to the queue (claims also do it first).
     reaper_interval_seconds: float = Field(default=5.0, gt=0)
     sqlite_busy_timeout_ms: int = Field(default=10_000, ge=0)
@@ -132,7 +132,7 @@ class Settings(BaseSettings):
     # (`padbench baseline check --tolerance`): 0.03 flags only those of 3% or more.
     regression_tolerance: float = Field(default=0.0, ge=0, lt=1, allow_inf_nan=False)
 
-    @field_validator("tokens_file", "retention_days", "workers", mode="before")
+    @field_validator("tokens_file", "retention_days", "server_processes", mode="before")
     @classmethod
     def _empty_means_unset(cls, value: object) -> object:
         return None if value == "" else value

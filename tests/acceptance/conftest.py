@@ -102,7 +102,7 @@ def running_server(workdir: Path, extra_env: dict[str, str]) -> Iterator[LiveSer
     url = f"http://127.0.0.1:{port}"
     # One server process whatever the host's cores: the tests freeze and kill "the server" by its pid, and
     # the processes of `--workers N` would go on serving without their parent.
-    env = os.environ | {"PADBENCH_TOKENS_FILE": str(workdir / "tokens"), "PADBENCH_WORKERS": "1",
+    env = os.environ | {"PADBENCH_TOKENS_FILE": str(workdir / "tokens"), "PADBENCH_SERVER_PROCESSES": "1",
                         "PADBENCH_DATABASE_URL": f"sqlite:///{workdir / 'padbench.db'}", **extra_env}
     log = workdir / "server.log"
     with background(padbench_command("server", "--host", "127.0.0.1", "--port", str(port)), log, env) as process:

@@ -35,7 +35,7 @@ def test_the_server_runs_several_processes_with_a_command_padbench_accepts(compo
     assert command[:2] == ["padbench", "server"]
     args = build_parser().parse_args(command[1:])
     assert args.workers >= 2
-    assert Settings(workers=args.workers).workers == args.workers  # within the settings' bounds
+    assert Settings(server_processes=args.workers).server_processes == args.workers  # within the settings' bounds
 
 
 def test_the_server_trusts_forwarded_addresses_from_the_proxy_alone(compose: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""How many server processes `padbench server` starts: --workers (PADBENCH_WORKERS), else the cores the host
+"""How many server processes `padbench server` starts: --workers (PADBENCH_SERVER_PROCESSES), else the cores the host
 can spare (one left to the rest of the host, at most four), one with --dev; --dev with several is refused."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def test_the_default_leaves_a_core_to_the_host_and_is_capped(
 
 def test_workers_is_taken_as_given_and_dev_defaults_to_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli, "default_server_processes", lambda: 3)
-    assert cli.server_processes(Settings(workers=2)) == 2
+    assert cli.server_processes(Settings(server_processes=2)) == 2
     assert cli.server_processes(Settings()) == 3
     assert cli.server_processes(Settings(dev=True)) == 1
 
@@ -30,9 +30,9 @@ def test_workers_is_taken_as_given_and_dev_defaults_to_one(monkeypatch: pytest.M
 def test_a_workers_count_out_of_bounds_is_refused_naming_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: str
 ) -> None:
-    monkeypatch.setenv("PADBENCH_WORKERS", value)
+    monkeypatch.setenv("PADBENCH_SERVER_PROCESSES", value)
     assert cli.load_settings() is None
-    assert "workers" in capsys.readouterr().err
+    assert "server_processes" in capsys.readouterr().err
 
 
 def test_dev_with_several_processes_is_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
