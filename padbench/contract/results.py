@@ -160,6 +160,18 @@ class GpuActivity(ResultModel):
     throttled: bool = False
 
 
+class EnergyUse(ResultModel):
+    """The energy the job's GPUs used over a row's measured repeats (warm-up excluded), all ranks summed."""
+
+    joules: Annotated[float, Field(ge=0, le=1e15)]
+    seconds: Annotated[float, Field(gt=0, le=1e7)]  # the window the energy was read over
+    gpus: Annotated[int, Field(ge=1, le=4096)]  # the GPUs summed
+    # nvml-energy-counter: NVML's cumulative counter read at both ends of the window (nvmlDeviceGetTotalEnergy-
+    # Consumption). power-samples: a GPU without that counter; its power readings sampled on a thread and
+    # integrated, an estimate as good as the sampling interval.
+    source: Literal["nvml-energy-counter", "power-samples"]
+
+
 # Above the most rows a result can hold: 32 strategies × 16 batch sizes, or 16 kernels × 64 sequence lengths.
 MAX_RESULT_ROWS = 4096
 RowCount = Annotated[int, Field(ge=1, le=MAX_RESULT_ROWS)]

@@ -1,4 +1,5 @@
-"""What a row's tokens cost: dollars per million tokens, from the price per GPU-hour its worker was given.
+"""What a row's tokens cost: dollars per million tokens, from the price per GPU-hour its worker was given, and
+joules per token, from the energy its GPUs used over its measured repeats.
 
 A row's figure is the job's tokens per second over all its GPUs (all ranks), so a million tokens take
 1e6 / figure seconds of every GPU the job held: price × GPUs × 1e6 / (3600 × figure). On a worker without GPUs
@@ -8,9 +9,12 @@ shown: a cost that was not given is never guessed.
 
 from __future__ import annotations
 
-from padbench.contract.results import JobResultBase
+from collections.abc import Sequence
+
+from padbench.contract.results import EnergyUse, JobResultBase
 from padbench.kinds.record import kind_spec
 from padbench.report.fingerprint import gpu_count, measured_rows
+from padbench.report.noise import compact_rate
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -55,3 +59,27 @@ def cost_lines(result: JobResultBase) -> list[str]:
     lines = [f"cost per million tokens (counted as {metric}) at ${price:g} {held}:"]
     lines += [f"  {' / '.join(key)}: ${cost:,.4g}" for key, cost in sorted(costs.items(), key=lambda item: item[1])]
     return lines
+
+
+JOULES_PER_KWH = 3.6e6
+ENERGY_SOURCES = {"nvml-energy-counter": "NVML energy counter",
+                  "power-samples": "power samples integrated: this GPU has no energy counter"}
+
+
+def joules_per_token(energy: EnergyUse, tokens: int | None) -> float | None:
+    """The energy over the measured repeats divided by the real tokens they processed; None without tokens."""
+    return None if not tokens or energy.joules <= 0 else energy.joules / tokens
+
+
+def energy_lines(rows: Sequence[tuple[str, EnergyUse | None, int | None]]) -> list[str]:
+    """Each row's joules per token and tokens per kWh, under the table, for the rows whose energy was measured
+    (label, energy, real tokens); nothing when none was (CPU, or no NVML): not measured, never estimated."""
+    lines = []
+    for label, energy, tokens in rows:
+        per_token = None if energy is None else joules_per_token(energy, tokens)
+        if energy is None or per_token is None:
+            continue
+        gpus = f"{energy.gpus} GPU{'s' if energy.gpus > 1 else ''}"
+        lines.append(f"  {label}: {per_token:.4g} J/token, {compact_rate(JOULES_PER_KWH / per_token)} tokens/kWh "
+                     f"({energy.joules / energy.seconds:,.0f} W mean over {gpus}; {ENERGY_SOURCES[energy.source]})")
+    return ["energy per token over the measured repeats:", *lines] if lines else []

@@ -24,6 +24,7 @@ from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import DistributedSpec, ParallelRun, RankShares
 from padbench.contract.results import (
     BatchTier,
+    EnergyUse,
     GpuActivity,
     JobResultBase,
     MemoryStats,
@@ -213,6 +214,7 @@ class StrategyResult(ResultModel):
     repeat_tokens_per_s: Annotated[list[Rate], Field(max_length=100)] | None = None  # each repeat's headline
     spread: Spread | None = None  # None with a single repeat: one number has no spread
     gpu_activity: GpuActivity | None = None  # None on CPU or without NVML
+    energy: EnergyUse | None = None  # over the measured repeats; None on CPU or without NVML: not measured
     padding_efficiency: float | None = None  # real tokens / computed tokens
     real_tokens: int | None = None
     computed_tokens: int | None = None

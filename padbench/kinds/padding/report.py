@@ -33,7 +33,7 @@ from padbench.report.cells import (
     tflops,
     validity,
 )
-from padbench.report.efficiency import cost_lines
+from padbench.report.efficiency import cost_lines, energy_lines
 from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.noise import is_doubtful
 from padbench.report.partial import partial_lines
@@ -125,7 +125,8 @@ def result_table(result: PaddingResult) -> ResultTable:
     curve = curve_lines(result)
     after = ["batch-size curves (tokens/s):", *(f"  {line}" for line in curve)] if curve else []
     after += (tier_lines(result) + step_split_lines(result) + load_lines(result) + compile_lines(result)
-              + rank_lines(result) + cost_lines(result))
+              + rank_lines(result) + cost_lines(result) + energy_lines(
+                  [(f"{row.label} / {row.kernel}", row.energy, row.real_tokens) for row in result.strategies]))
     return ResultTable(
         header=header_lines(result),
         columns=[TableColumn(name=name, right=name in RIGHT_ALIGNED, detail=name in DETAIL_COLUMNS)

@@ -14,7 +14,7 @@ import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.experts import ExpertLoad
-from padbench.contract.results import GpuActivity, MemoryStats
+from padbench.contract.results import EnergyUse, GpuActivity, MemoryStats
 from padbench.contract.spec import MeasurementSpec, StrategySpec
 from padbench.contract.training import StepSplit
 from padbench.kinds.padding.contract import CompileReport, StrategyResult
@@ -61,6 +61,7 @@ from padbench.worker.jobs.padding.rank_steps import (
 from padbench.worker.jobs.padding.setup import JobSetup
 from padbench.worker.jobs.padding.training_checks import check_training_loss, step_split
 from padbench.worker.jobs.padding.warmups import row_warmup, with_every_shape
+from padbench.worker.runtime.energy import energy_window, summed
 from padbench.worker.runtime.gpu_activity import sample_gpu_activity
 from padbench.worker.runtime.memory import track_peak_memory
 from padbench.worker.runtime.messages import failed_row_line
@@ -94,6 +95,7 @@ class StrategyRun:
         self.gqa: GqaHandling | None = None  # set once the kernel is known, for models with fewer K/V heads
         self.graphs_after_warmup: int | None = None
         self.batches_left_out = 0  # this rank's part of steps too small for every rank (see dealing, equal_steps)
+        self.energy: EnergyUse | None = None  # over the measured repeats, every rank's GPU summed; None: not measured
         self.compiler = RowCompiler(job.model, job.spec.mode)
         self.compilation: CompileReport | None = None  # set once the row's step is built
 
@@ -134,9 +136,13 @@ class StrategyRun:
             warmup = with_every_shape(warmup, host_batches, self.job.ranks)
         with track_peak_memory(self.job.device) as memory:
             self.say(0.2, f"warm-up ({len(warmup)} batches)")
-            with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
+            with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity, \
+                    energy_window(self.job.device) as energy:
                 measurement = measure(step, len(device_batches), settings, clock_for(self.job.device),
-                                      on_repeat=self._on_repeat, warmup=warmup, agree=self.job.ranks.all_agree)
+                                      on_repeat=energy.opening(self._on_repeat), warmup=warmup,
+                                      agree=self.job.ranks.all_agree)
+                energy.close()
+        self.energy = summed(self.job.ranks.gather(energy.reading))  # every rank's GPU, summed
         # The peaks and the activity cover the warm-up and the measurement only, so the row is whole here: it
         # is handed over before the phases timed after it, which may run past a job's time limit.
         measured = partial(self._measured_result, measurement, host_batches, memory[0],
@@ -297,6 +303,7 @@ class StrategyRun:
             "padding_efficiency": totals.real_tokens / totals.computed_tokens, "batches": totals.batches,
             "measured_seconds": totals.seconds, "warmup_seconds": group.measurement.warmup_seconds,
             "memory": memory, "gpu_activity": activity, "per_rank": group.shares(totals), "step_split": split,
+            "energy": self.energy,
         }
         reason = invalid_reason(group.measurement, self.job.spec.measurement) or self._recompile_reason()
         if reason is not None:
