@@ -36,7 +36,7 @@ from padbench.spec_overrides import add_override_options, load_points
 from padbench.specfile import SpecError
 from padbench.terminal_text import literal
 
-FORMATS = ("table", "json", "csv")
+FORMATS = ("table", "json", "csv", "record")
 
 
 class UsageError(Exception):
@@ -93,7 +93,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               "`results --format json`)")
     results.add_argument("--format", choices=FORMATS, default=None,
                          help="table for people; json (the whole result document, everything measured) or csv "
-                              "for tools (default: what --output's name ends in, .json or .csv; else table)")
+                              "for tools; record: a self-describing benchmark record to publish (what was measured, "
+                              "on what hardware, the full spec, versions, date, each row, then the whole result) "
+                              "(default: what --output's name ends in, .json or .csv; else table)")
     results.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
                          help="write to FILE, not stdout: FILE.json gets the JSON document, FILE.csv the CSV "
                               "rows, any other name the plain text table (--format overrides the extension)")

@@ -14,6 +14,7 @@ from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.results import JobResultBase
 from padbench.kinds.record import kind_spec
 from padbench.report.identity import identity
+from padbench.report.record import render_record
 
 
 def render_table(result: JobResultBase) -> str:
@@ -39,9 +40,11 @@ def render_csv(result: JobResultBase, job_id: int | None = None) -> str:
 def render(result: JobResultBase, fmt: str, job_id: int | None = None) -> str:
     if fmt == "csv":
         return render_csv(result, job_id)
+    if fmt == "record":
+        return render_record(result, job_id)
     renderers = {"table": render_table, "json": render_json}
     if fmt not in renderers:
-        raise ValueError(f"unknown format {fmt!r} (choose table, json or csv)")
+        raise ValueError(f"unknown format {fmt!r} (choose table, json, csv or record)")
     return renderers[fmt](result)
 
 
