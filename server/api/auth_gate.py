@@ -125,8 +125,14 @@ class AuthGateMiddleware:
         await JSONResponse({"detail": reason}, 401, headers=CHALLENGE)(scope, receive, send)
 
     def check_and_record(self, scope: Scope, client: str, credential: str) -> float | None:
-        """The wait when this failure is refused; else None, with the failure counted (one write transaction)."""
+        """The wait when this failure is refused; else None, with the failure counted. A refusal is decided by
+        a read, so a flood already refused never takes the write lock from the queue's writers; an attempt
+        that is let through is checked again and counted in one write transaction."""
         database: Database = scope["app"].state.database
+        with database.read() as session:
+            wait = auth_failures.retry_after(session, client, credential, self.limits)
+        if wait is not None:
+            return wait
         with database.writing() as session:
             return auth_failures.check_and_record(session, client, credential, self.limits)
 

@@ -9,7 +9,7 @@ insert one step across processes; on PostgreSQL two processes may both pass a co
 same instant, so the limit can be passed by the requests in flight at once, never more. Rows older than
 the window count for nothing and `prune` removes them (the reaper calls it every few seconds), so the
 table holds at most one window of failures. Refused attempts are not stored: a flood that is refused
-costs a read, not a row.
+costs a read (the gate decides a refusal in a read session first), not a row nor the write lock.
 """
 
 from __future__ import annotations
