@@ -10,7 +10,7 @@ from padbench.contract.history import History, HistoryPoint
 from padbench.contract.results import JobResultBase
 from padbench.kinds.record import kind_spec
 from padbench.report.fingerprint import MeasuredRow, changed_versions, measured_rows, versions
-from padbench.report.identity import title
+from padbench.report.identity import device_name
 
 Stored = tuple[int, JobResultBase]  # a job id and its result
 
@@ -48,10 +48,12 @@ def _history(fingerprint: str, found: list[tuple[int, JobResultBase, MeasuredRow
                                    ci95_low=low, ci95_high=high, versions=versions(result.environment),
                                    changed={} if before is None else changed_versions(before, result.environment)))
     job_id, result, row = found[-1]
-    rule = kind_spec(result.kind).report.compare
+    report = kind_spec(result.kind).report
+    facts, rule = report.run_facts(result), report.compare
+    measured = " · ".join([facts.model, device_name(result), facts.dtype, facts.mode])  # every point's, undated
     return History(fingerprint=fingerprint, kind=result.kind, key=list(row.key), key_names=list(rule.key_names),
                    batch=row.batch, metric=rule.metric, metric_label=rule.metric_label,
-                   higher_is_faster=rule.higher_is_faster, title=title(result), points=points)
+                   higher_is_faster=rule.higher_is_faster, title=measured, points=points)
 
 
 def fingerprints_of(result: JobResultBase) -> list[str]:
