@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 from padbench.contract.history import RegressionCheck
 from padbench.contract.results import JobResultBase
 from padbench.report.regression import check_against, matches
+from padbench.server.api.stored_results import readable
 from padbench.server.db.baselines import matching_kind_baselines, record_regression_checks
-from padbench.server.stored_results import readable
 
 log = logging.getLogger(__name__)
 EVENT = "padbench.regression"

@@ -23,7 +23,7 @@ Figure = Annotated[float, Field(ge=0, le=1e15)]
 Ratio = Annotated[float, Field(ge=0, le=1e15)]
 # A practical floor under which a slowdown is ignored even when it is real: 0.03 ignores those under 3%.
 Tolerance = Annotated[float, Field(ge=0, lt=1)]
-MAX_SEARCHED = 2000  # a history searches the newest stored results the caller may read
+MAX_SEARCHED = 500  # a history searches the newest stored results the caller may read
 MAX_POINTS = MAX_SEARCHED
 MAX_ROWS = 4096
 MAX_BASELINES = 1000  # baselines one job's result is reported against

@@ -21,11 +21,11 @@ from padbench.report.regression import NothingToCompare, check_against
 from padbench.server.api.deps import ReaderAuth, ReadSessionDep, SessionDep, SubmitterAuth
 from padbench.server.api.errors import HTTP_UNPROCESSABLE
 from padbench.server.api.responses import error_responses
+from padbench.server.api.stored_results import job_result, readable
 from padbench.server.api.transactions import UnitOfWorkRoute
 from padbench.server.db import reads
 from padbench.server.db.baselines import find_baseline, list_baselines, set_baseline
 from padbench.server.db.models import Baseline
-from padbench.server.stored_results import job_result, readable
 
 router = APIRouter(prefix="/baselines", tags=["baselines"], route_class=UnitOfWorkRoute)
 NamePath = Annotated[str, Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]

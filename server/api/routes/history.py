@@ -13,8 +13,8 @@ from padbench.contract.history import Histories, History
 from padbench.report.history import fingerprints_of, histories, history
 from padbench.server.api.deps import ReaderAuth, ReadSessionDep
 from padbench.server.api.responses import error_responses
+from padbench.server.api.stored_results import job_result, recent_results
 from padbench.server.api.transactions import UnitOfWorkRoute
-from padbench.server.stored_results import job_result, recent_results
 
 router = APIRouter(prefix="/history", tags=["history"], route_class=UnitOfWorkRoute)
 FingerprintPath = Annotated[str, Path(pattern=r"^[0-9a-f]{16}$")]
