@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-import numpy as np
+import torch
 
 from padbench.worker.engine.data.batches import Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.strategies.collate import packed_batch
@@ -46,7 +46,7 @@ def deal_rows(batch: PaddedBatch, world: int) -> list[list[int]]:
 
 def rows_of(batch: PaddedBatch, rows: Sequence[int]) -> PaddedBatch:
     """The batch's chosen rows, at the batch's width."""
-    index = np.asarray(rows, dtype=np.int64)
+    index = torch.as_tensor(rows, dtype=torch.int64)
     return replace(
         batch,
         input_ids=batch.input_ids[index],
