@@ -166,6 +166,9 @@ class EnergyUse(ResultModel):
     joules: Annotated[float, Field(ge=0, le=1e15)]
     seconds: Annotated[float, Field(gt=0, le=1e7)]  # the window the energy was read over
     gpus: Annotated[int, Field(ge=1, le=4096)]  # the GPUs summed
+    # The tokens the window processed, which the energy is per: a padding row's real tokens, a generate row's
+    # output tokens, over all its repeats. None: not counted, and no figure per token is given.
+    tokens: Annotated[int, Field(ge=1, le=10**15)] | None = None
     # nvml-energy-counter: NVML's cumulative counter read at both ends of the window (nvmlDeviceGetTotalEnergy-
     # Consumption). power-samples: a GPU without that counter; its power readings sampled on a thread and
     # integrated, an estimate as good as the sampling interval.

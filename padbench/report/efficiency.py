@@ -66,20 +66,21 @@ ENERGY_SOURCES = {"nvml-energy-counter": "NVML energy counter",
                   "power-samples": "power samples integrated: this GPU has no energy counter"}
 
 
-def joules_per_token(energy: EnergyUse, tokens: int | None) -> float | None:
-    """The energy over the measured repeats divided by the real tokens they processed; None without tokens."""
-    return None if not tokens or energy.joules <= 0 else energy.joules / tokens
+def joules_per_token(energy: EnergyUse) -> float | None:
+    """The energy over the measured repeats divided by the tokens they processed; None without tokens."""
+    return None if not energy.tokens or energy.joules <= 0 else energy.joules / energy.tokens
 
 
-def energy_lines(rows: Sequence[tuple[str, EnergyUse | None, int | None]]) -> list[str]:
-    """Each row's joules per token and tokens per kWh, under the table, for the rows whose energy was measured
-    (label, energy, real tokens); nothing when none was (CPU, or no NVML): not measured, never estimated."""
+def energy_lines(rows: Sequence[tuple[str, EnergyUse | None]], tokens: str) -> list[str]:
+    """Each row's joules per token and tokens per kWh (`tokens`: which tokens, e.g. "output"), under the table,
+    for the rows whose energy was measured; nothing when none was (CPU, or no NVML): not measured, never
+    estimated."""
     lines = []
-    for label, energy, tokens in rows:
-        per_token = None if energy is None else joules_per_token(energy, tokens)
+    for label, energy in rows:
+        per_token = None if energy is None else joules_per_token(energy)
         if energy is None or per_token is None:
             continue
         gpus = f"{energy.gpus} GPU{'s' if energy.gpus > 1 else ''}"
         lines.append(f"  {label}: {per_token:.4g} J/token, {compact_rate(JOULES_PER_KWH / per_token)} tokens/kWh "
                      f"({energy.joules / energy.seconds:,.0f} W mean over {gpus}; {ENERGY_SOURCES[energy.source]})")
-    return ["energy per token over the measured repeats:", *lines] if lines else []
+    return [f"energy per {tokens} token over the measured repeats:", *lines] if lines else []

@@ -9,9 +9,11 @@ import pytest
 import torch
 
 from padbench.contract.results import EnergyUse
+from padbench.kinds.generate.report import render_table as generate_table
 from padbench.kinds.padding.report import render_table
 from padbench.report.efficiency import energy_lines, joules_per_token
 from padbench.worker.runtime.energy import EnergyWindow, energy_window, summed
+from tests.generate_result import generate_result
 from tests.regression_results import STEADY, padding_result
 
 
@@ -76,13 +78,22 @@ def test_every_ranks_gpu_is_summed_and_a_missing_rank_leaves_it_unmeasured() -> 
 
 
 def test_joules_per_token_and_tokens_per_kwh_are_shown_where_measured() -> None:
-    energy = EnergyUse(joules=1200.0, seconds=2.0, gpus=2, source="nvml-energy-counter")
-    assert joules_per_token(energy, 4000) == pytest.approx(0.3)
-    assert energy_lines([("static / sdpa", energy, 4000), ("packed / sdpa", None, 4000)]) == [
-        "energy per token over the measured repeats:",
+    energy = EnergyUse(joules=1200.0, seconds=2.0, gpus=2, source="nvml-energy-counter", tokens=4000)
+    assert joules_per_token(energy) == pytest.approx(0.3)
+    assert joules_per_token(energy.model_copy(update={"tokens": None})) is None
+    assert energy_lines([("static / sdpa", energy), ("packed / sdpa", None)], "real") == [
+        "energy per real token over the measured repeats:",
         "  static / sdpa: 0.3 J/token, 12M tokens/kWh (600 W mean over 2 GPUs; NVML energy counter)"]
-    assert energy_lines([("static / sdpa", None, 4000)]) == []
+    assert energy_lines([("static / sdpa", None)], "real") == []
     result = padding_result({"static": STEADY})
-    measured = result.model_copy(update={"strategies": [result.strategies[0].model_copy(
-        update={"energy": energy, "real_tokens": 4000})]})
+    measured = result.model_copy(update={"strategies": [result.strategies[0].model_copy(update={"energy": energy})]})
     assert "0.3 J/token" in render_table(measured) and "J/token" not in render_table(result)
+
+
+def test_a_generate_row_shows_joules_per_output_token() -> None:
+    result = generate_result()
+    energy = EnergyUse(joules=50.0, seconds=1.0, gpus=1, source="power-samples", tokens=1000)
+    rows = [result.rows[0].model_copy(update={"energy": energy}), *result.rows[1:]]
+    shown = generate_table(result.model_copy(update={"rows": rows}))
+    assert "energy per output token over the measured repeats:" in shown and "0.05 J/token" in shown
+    assert "power samples integrated" in shown and "J/token" not in generate_table(result)

@@ -17,6 +17,7 @@ from padbench.contract.job_kind import JobKind
 from padbench.contract.kernel_families import DecodeAttentionChoice, missing_entry_point, needs_half_precision
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.results import (
+    EnergyUse,
     Environment,
     GpuActivity,
     JobResultBase,
@@ -221,6 +222,7 @@ class GenerateRow(ResultModel):
     decode_tokens_per_s: Rate | None = None  # output tokens of decode steps / the decode steps' time
     repeat_tokens_per_s: Annotated[list[Rate], Field(max_length=100)] | None = None
     spread: Spread | None = None
+    energy: EnergyUse | None = None  # over the measured passes; None on CPU or without NVML: not measured
     speedup_vs_static: Annotated[float, Field(ge=0, le=1e6)] | None = None
     # Latencies under the names serving benchmarks give them (vLLM's benchmarks/benchmark_serving.py), from each
     # request's token times in the measured passes. TTFT: from a request's admission to a slot to its first token.

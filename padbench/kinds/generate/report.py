@@ -28,7 +28,7 @@ from padbench.report.cells import (
     validity,
 )
 from padbench.report.columns import align
-from padbench.report.efficiency import cost_lines
+from padbench.report.efficiency import cost_lines, energy_lines
 from padbench.report.kind import CompareKey, CompareRule, RunFacts
 from padbench.report.noise import compact_rate, is_doubtful
 from padbench.report.partial import partial_lines
@@ -152,7 +152,8 @@ def result_table(result: GenerateResult) -> ResultTable:
         rows=[TableRow(cells=list(cells), row=index[id(row)],
                        mark="winner" if row is best else "doubtful" if is_doubtful(row) else None)
               for cells, row in zip(rows, ordered, strict=True)],
-        notes=notes, verdict=verdict_lines(result), after=context_lines(result) + cost_lines(result))
+        notes=notes, verdict=verdict_lines(result), after=context_lines(result) + cost_lines(result)
+        + energy_lines([(f"{row_label(row)} / {row.kernel}", row.energy) for row in result.rows], "output"))
 
 
 def render_table(result: GenerateResult) -> str:

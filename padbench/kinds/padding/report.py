@@ -126,7 +126,7 @@ def result_table(result: PaddingResult) -> ResultTable:
     after = ["batch-size curves (tokens/s):", *(f"  {line}" for line in curve)] if curve else []
     after += (tier_lines(result) + step_split_lines(result) + load_lines(result) + compile_lines(result)
               + rank_lines(result) + cost_lines(result) + energy_lines(
-                  [(f"{row.label} / {row.kernel}", row.energy, row.real_tokens) for row in result.strategies]))
+                  [(f"{row.label} / {row.kernel}", row.energy) for row in result.strategies], "real"))
     return ResultTable(
         header=header_lines(result),
         columns=[TableColumn(name=name, right=name in RIGHT_ALIGNED, detail=name in DETAIL_COLUMNS)

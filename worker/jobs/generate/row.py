@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from padbench.contract.results import GpuActivity, MemoryStats
+from padbench.contract.results import EnergyUse, GpuActivity, MemoryStats
 from padbench.kinds.generate.contract import GenerateJobSpec, GenerateRow
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.decoding.cache import CacheShape, KvCache, TokenBuckets
@@ -28,6 +28,7 @@ from padbench.worker.jobs.generate.gate import GateOutcome, ReferenceRun, judge
 from padbench.worker.jobs.generate.passes import PassTiming, run_pass
 from padbench.worker.jobs.generate.schedule import Request, Scheduler
 from padbench.worker.jobs.generate.strategies import GENERATE_STRATEGIES
+from padbench.worker.runtime.energy import energy_window
 from padbench.worker.runtime.gpu_activity import sample_gpu_activity
 from padbench.worker.runtime.memory import track_peak_memory
 from padbench.worker.runtime.messages import failed_row_line
@@ -65,6 +66,7 @@ class StrategyRow:
         self.kernel_name: str = job.spec.attention
         self.gate: GateOutcome | None = None
         self.graphs: bool | None = None
+        self.energy: EnergyUse | None = None  # over the measured passes; None on CPU or without NVML
         self.compiled: bool | None = None
         self.compile_seconds: float | None = None
         self.capture_seconds: float | None = None
@@ -112,13 +114,17 @@ class StrategyRow:
                 if warmup else 0.0
             self.compiled, self.compile_seconds = decoder.compile_decode, decoder.compile_seconds
             self.capture_seconds = decoder.capture_seconds
-            with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity:
+            with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity, \
+                    energy_window(self.job.device) as energy:
+                energy.open()  # after the warm-up: the energy is the measured passes' alone
                 passes = []
                 for repeat in range(settings.repeats):
                     self.say(0.2 + 0.8 * repeat / settings.repeats, f"measuring (pass {repeat + 1}/{settings.repeats})")
                     decoder.reset()
                     passes.append(run_pass(self.strategy, scheduler, decoder, self.requests, self.job.device))
+                energy.close()
             del decoder
+        self.energy = energy.reading
         return self._measured(passes, warmup_seconds, memory[0], activity[0] if activity else None)
 
     def tune_products(self, kernel: DecodeKernel) -> None:
@@ -175,7 +181,10 @@ class StrategyRow:
         figures = row_figures(passes, self.requests, self.job.costs)
         rates = repeat_rates(passes, self.requests)
         spread = repeat_spread(rates, self.job.spec.measurement.noise_cv)
-        common = {**figures, "warmup_seconds": warmup_seconds, "memory": memory, "gpu_activity": activity}
+        output = sum(request.output_length for request in self.requests) * len(passes)  # every pass serves them all
+        energy = None if self.energy is None else self.energy.model_copy(update={"tokens": output or None})
+        common = {**figures, "warmup_seconds": warmup_seconds, "memory": memory, "gpu_activity": activity,
+                  "energy": energy}
         if figures["output_tokens_per_s"] is None:
             return self._row(status="invalid", invalid_reason="the timer measured no time", **common)
         return self._row(status="ok", repeat_tokens_per_s=rates, spread=spread, **common)

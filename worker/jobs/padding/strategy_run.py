@@ -303,7 +303,7 @@ class StrategyRun:
             "padding_efficiency": totals.real_tokens / totals.computed_tokens, "batches": totals.batches,
             "measured_seconds": totals.seconds, "warmup_seconds": group.measurement.warmup_seconds,
             "memory": memory, "gpu_activity": activity, "per_rank": group.shares(totals), "step_split": split,
-            "energy": self.energy,
+            "energy": None if self.energy is None else self.energy.model_copy(update={"tokens": totals.real_tokens}),
         }
         reason = invalid_reason(group.measurement, self.job.spec.measurement) or self._recompile_reason()
         if reason is not None:
