@@ -68,9 +68,17 @@ def measured_rows(result: JobResultBase) -> list[MeasuredRow]:
     for key, figure in rule.figures(result).items():
         spread = spreads.get(key)
         moments = None if spread is None else (spread.mean_tokens_per_s, spread.cv, spread.repeats)
-        fingerprint = digest({**job, "row": list(key), "batch": batches.get(key)})
+        fingerprint = digest({**job, "row": row_name(key, batches.get(key)), "batch": batches.get(key)})
         rows.append(MeasuredRow(key, fingerprint, figure, moments, batches.get(key)))
     return rows
+
+
+def row_name(key: CompareKey, batch: str | None) -> list[str]:
+    """The row's key as its fingerprint reads it: without the ` @ BATCH` a table adds to a layout that one job
+    measured at several batch sizes. The batch size is a part of the fingerprint of its own, so a row keeps its
+    fingerprint whether or not its job measured other batch sizes beside it."""
+    suffix = f" @ {batch}"
+    return [key[0].removesuffix(suffix) if batch is not None else key[0], *key[1:]]
 
 
 def versions(environment: Environment) -> dict[str, str | None]:

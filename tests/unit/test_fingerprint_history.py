@@ -24,6 +24,16 @@ def test_rows_measuring_the_same_thing_share_a_fingerprint_whatever_measured_the
     assert fingerprint_of(other_dtype, "static") != fingerprint_of(old, "static")
 
 
+def test_a_row_keeps_its_fingerprint_in_a_job_that_swept_batch_sizes() -> None:
+    alone = padding_result({"static": STEADY})
+    row = alone.strategies[0]
+    swept = alone.model_copy(update={"strategies": [row, row.model_copy(update={"batch_size": 16})]})
+    keys = [measured.key[0] for measured in measured_rows(swept)]
+    assert keys == ["static @ 8", "static @ 16"]  # the table tells them apart by batch size
+    assert measured_rows(swept)[0].fingerprint == fingerprint_of(alone, "static")
+    assert measured_rows(swept)[1].fingerprint != fingerprint_of(alone, "static")
+
+
 def test_history_lists_points_oldest_first_with_the_versions_that_changed() -> None:
     old = padding_result({"static": STEADY})
     new = padding_result({"static": scaled(STEADY, 0.5)}, torch="2.14.0", date="2026-11-25T12:00:00+00:00")
