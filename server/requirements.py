@@ -20,12 +20,19 @@ A spec's `worker_labels: [nvlink]` adds `label:nvlink` for each label, and a wor
 label its operator gave it: exact names, kept in lower case by the contract, so a job naming several labels
 goes only to a worker carrying all of them.
 
+A `device: auto` job whose work on a CPU is known from its spec (the cost estimate's FLOPs, over the share of
+a CPU's matrix-multiply rate its dtype reaches) requires `cpu-work:<N>`, N the power of ten of that work; a
+CPU worker that measured its rate offers `cpu-work:0` … `cpu-work:M`, M the power of ten of what it does
+within its job timeout, so a GPU-sized job is never claimed by a CPU that would run it for hours. A worker
+with GPUs, or one that measured nothing, offers every power.
+
 How many GPUs a job takes is no capability string: the claim matches `jobs.gpus` against the worker's free
 GPUs (see `server.queue.claim_next_job`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from padbench.contract.api import Capabilities
@@ -34,9 +41,14 @@ from padbench.contract.parallel import GpuRequest
 from padbench.contract.spec import JobSpecBase
 from padbench.kinds.policy import ATTENTION_PREFIX, attention_requirement
 from padbench.kinds.record import kind_spec
+from padbench.machine import CPU_SHARE_OF_MATMUL
+from padbench.server.cost import job_cost
 
 GPU_PREFIX = "gpu:"
 LABEL_PREFIX = "label:"
+CPU_WORK_PREFIX = "cpu-work:"
+# Powers of ten of FLOPs offered by a worker that takes any job: beyond any job the cost limits admit.
+MAX_CPU_WORK_POWER = 30
 
 
 def gpu_requirement(gpu: str) -> str:
@@ -47,7 +59,37 @@ def job_requirements(spec: JobSpecBase) -> set[str]:
     gpu = {gpu_requirement(spec.gpu)} if spec.gpu is not None else set()
     labels = {LABEL_PREFIX + label for label in spec.worker_labels}
     policy = kind_spec(spec.kind).policy
-    return {f"kind:{spec.kind}"} | policy.requirements(spec) | gpu | labels | ranks_requirements(spec)
+    return ({f"kind:{spec.kind}"} | policy.requirements(spec) | gpu | labels | ranks_requirements(spec)
+            | cpu_work_requirements(spec))
+
+
+def work_power(flops: float) -> int:
+    """The power of ten of `flops` (rounded down: a job within ten times a worker's reach is still offered)."""
+    return min(MAX_CPU_WORK_POWER, max(0, math.floor(math.log10(max(flops, 1.0)))))
+
+
+def cpu_work_on_a_cpu(spec: JobSpecBase) -> float | None:
+    """The fp32 matrix-multiply work that would take as long as the job on a CPU; None when its size is unknown."""
+    flops = job_cost(spec).flops
+    if flops is None:
+        return None
+    return flops / CPU_SHARE_OF_MATMUL.get(str(getattr(spec, "dtype", "fp32")), CPU_SHARE_OF_MATMUL["fp32"])
+
+
+def cpu_work_requirements(spec: JobSpecBase) -> set[str]:
+    """`cpu-work:<N>` for a `device: auto` job of known size (a job on `device: cpu` asked for a CPU)."""
+    if getattr(spec, "device", None) != "auto":
+        return set()
+    work = cpu_work_on_a_cpu(spec)
+    return set() if work is None else {CPU_WORK_PREFIX + str(work_power(work))}
+
+
+def cpu_work_offers(capabilities: Capabilities) -> set[str]:
+    """Every power of ten of work up to what this CPU worker does within its job timeout; every one for a
+    worker with GPUs or one that measured nothing."""
+    reach = capabilities.cpu_flops_per_job if capabilities.device == "cpu" else None
+    top = MAX_CPU_WORK_POWER if reach is None else work_power(reach)
+    return {CPU_WORK_PREFIX + str(power) for power in range(top + 1)}
 
 
 def stored_gpus(spec: JobSpecBase) -> int:
@@ -96,4 +138,4 @@ def offered_capabilities(capabilities: Capabilities) -> set[str]:
     offered |= {f"experts:{name}" for name in capabilities.experts}
     offered.add(f"device:{capabilities.device}")
     offered.update(LABEL_PREFIX + label for label in capabilities.labels)
-    return offered
+    return offered | cpu_work_offers(capabilities)

@@ -15,7 +15,13 @@ from collections.abc import Sequence
 from padbench.contract.api import Capabilities
 from padbench.contract.parallel import GpuRequest
 from padbench.contract.spec import JobSpecBase
-from padbench.server.requirements import GPU_PREFIX, gpu_capabilities, job_requirements, offered_capabilities
+from padbench.server.requirements import (
+    CPU_WORK_PREFIX,
+    GPU_PREFIX,
+    gpu_capabilities,
+    job_requirements,
+    offered_capabilities,
+)
 
 # How each kind of requirement reads in a sentence, in the order they are named (labels have their own reason).
 REQUIREMENT_WORDS = {
@@ -24,6 +30,8 @@ REQUIREMENT_WORDS = {
     GPU_PREFIX.rstrip(":"): "a GPU named like {!r}",
     "attention": "attention {}",
     "experts": "the {} experts implementation",
+    CPU_WORK_PREFIX.rstrip(":"): "a GPU: on a CPU the job's work is about 1e{} FLOPs of matrix multiplies, more than "
+    "it does within its job timeout",
 }
 ORDER = list(REQUIREMENT_WORDS)
 

@@ -156,6 +156,10 @@ class Capabilities(Body):
     labels: WorkerLabels = []
     # The host memory a job's processes may hold together (the worker's memory cap); None from earlier workers.
     job_memory_bytes: Annotated[int, Field(ge=0, le=2**50)] | None = None
+    # The fp32 matrix-multiply work (FLOPs) a CPU worker's CPU does within its job timeout: its measured rate
+    # times PADBENCH_JOB_TIMEOUT_S. A `device: auto` job estimated to need more on a CPU is left to a GPU
+    # worker. None: not measured (a worker with GPUs, or one from before), which takes any job as it did.
+    cpu_flops_per_job: Annotated[float, Field(ge=0, le=1e24, allow_inf_nan=False)] | None = None
 
     @field_validator("gpus")
     @classmethod

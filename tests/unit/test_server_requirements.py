@@ -5,13 +5,27 @@ from __future__ import annotations
 from padbench.contract.api import Capabilities, GpuInfo
 from padbench.contract.kernel_families import attention_names
 from padbench.contract.kinds import JOB_KINDS, parse_job_spec
+from padbench.contract.spec import JobSpecBase
+from padbench.server import requirements
 from padbench.server.api.errors import clean_location
 from padbench.server.db.models import ALL_GPUS
 from padbench.server.paths import path_errors
-from padbench.server.requirements import gpu_capabilities, job_requirements, offered_capabilities, stored_gpus
+from padbench.server.requirements import CPU_WORK_PREFIX, gpu_capabilities, stored_gpus
 from padbench.server.waiting import waiting_reason
 
 
+def without_cpu_work(capabilities: set[str]) -> set[str]:
+    return {capability for capability in capabilities if not capability.startswith(CPU_WORK_PREFIX)}
+
+
+def job_requirements(spec: JobSpecBase) -> set[str]:
+    """The job's requirements but `cpu-work:` (whose tests are their own, at the end)."""
+    return without_cpu_work(requirements.job_requirements(spec))
+
+
+def offered_capabilities(capabilities: Capabilities) -> set[str]:
+    """The worker's offers but `cpu-work:` (whose tests are their own, at the end)."""
+    return without_cpu_work(requirements.offered_capabilities(capabilities))
 def test_a_worker_offers_the_families_it_lists_never_one_read_from_a_kernel_name() -> None:
     """A worker from before the lists were per kind: its one list for every kind it runs, as before."""
     offered = offered_capabilities(Capabilities(device="cpu", kernels=["sdpa", "sdpa-block-mask", "flex-padding-mask"]))
@@ -175,3 +189,24 @@ def test_a_missing_attention_kernel_is_named_for_its_job_kind() -> None:
     gpu_sdpa = Capabilities(device="cuda", gpu_name="NVIDIA H100", kernels=["sdpa"], job_kinds=["padding"])
     assert waits(flash, [gpu_sdpa]) == ("no live worker can run it: the live worker lacks attention 'flash' for "
                                         "padding jobs")
+
+
+def test_a_gpu_sized_auto_job_is_left_to_gpus_and_cpu_workers_that_would_finish_it() -> None:
+    """`device: auto` bf16 gpt2-seed over 2,000 sequences: ~4.8e15 FLOPs, ~1.6e17 of fp32 matrix work on a CPU."""
+    gpu_sized = parse_job_spec({"model": "gpt2-seed", "attention": "sdpa", "data": {"num_samples": 2000}})
+    assert CPU_WORK_PREFIX + "17" in requirements.job_requirements(gpu_sized)
+    two_cores = Capabilities(device="cpu", kernels=["sdpa"], cpu_flops_per_job=1e11 * 7200)  # 7.2e14: power 14
+    assert requirements.cpu_work_offers(two_cores) == {f"{CPU_WORK_PREFIX}{power}" for power in range(15)}
+    assert waits(gpu_sized.model_dump(mode="json"), [two_cores]) == (
+        "no live worker can run it: the live worker lacks a GPU: on a CPU the job's work is about 1e17 FLOPs of "
+        "matrix multiplies, more than it does within its job timeout"
+    )
+    # A worker with GPUs, or one that measured nothing (from before), offers every power: it takes the job.
+    gpu = Capabilities(device="cuda", gpu_name="NVIDIA H100", kernels=["sdpa"])
+    assert waits(gpu_sized.model_dump(mode="json"), [two_cores, gpu]) is None
+    assert waits(gpu_sized.model_dump(mode="json"), [Capabilities(device="cpu", kernels=["sdpa"])]) is None
+    # Pinned to a device, the job asked for it: no cpu-work requirement; fp32 is cheaper on a CPU than bf16.
+    pinned = parse_job_spec({"model": "gpt2-seed", "attention": "sdpa", "device": "cpu", "dtype": "fp32"})
+    assert not any(need.startswith(CPU_WORK_PREFIX) for need in requirements.job_requirements(pinned))
+    small = parse_job_spec({"dtype": "fp32", "attention": "sdpa", "data": {"num_samples": 100}})
+    assert waits(small.model_dump(mode="json"), [two_cores]) is None

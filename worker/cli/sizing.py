@@ -18,12 +18,11 @@ import numpy as np
 from padbench.contract.model_spec import weights_upper_bound
 from padbench.contract.spec import JobSpecBase
 from padbench.kinds.padding.contract import PaddingJobSpec
-from padbench.machine import cuda_gpu_present
+from padbench.machine import CPU_SHARE_OF_MATMUL, cuda_gpu_present
 from padbench.report.progress import format_duration
 from padbench.worker.engine.data.synthetic import DistributionError, get_distribution
 from padbench.worker.jobs import get_job_runner
 
-CPU_SHARE_OF_MATMUL = {"fp32": 0.5, "bf16": 0.03, "fp16": 0.03}
 # Training does a backward pass of about twice the forward's work.
 TRAINING_FACTOR = 3
 # A spec whose estimate is longer than this on a CPU is called sized for a GPU, whatever its device says.

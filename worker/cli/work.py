@@ -12,9 +12,11 @@ from types import FrameType
 
 from pydantic import ValidationError
 
+from padbench.contract.api import Capabilities
 from padbench.contract.bounds import MAX_NAME_LENGTH
 from padbench.http import TokenFileUnreadable, token_from_file
 from padbench.specfile import format_validation_error
+from padbench.worker.cli.sizing import cpu_matmul_flops
 from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S, WorkerSettings
 from padbench.worker.supervisor.api import WorkerApi
 from padbench.worker.supervisor.capabilities import CapabilityError, detect_capabilities
@@ -93,6 +95,14 @@ def default_name(gpus: tuple[str, ...] | None) -> str:
     return f"{host}-gpu{','.join(gpus)}"[:MAX_NAME_LENGTH] if gpus else host
 
 
+def cpu_flops_per_job(capabilities: Capabilities, settings: WorkerSettings) -> float | None:
+    """What a CPU worker's CPU multiplies within a job's timeout (measured here in about 0.15 s), so the server
+    hands it no `device: auto` job it would run for longer; None on a worker with GPUs."""
+    if capabilities.device != "cpu":
+        return None
+    return cpu_matmul_flops() * settings.job_timeout_s
+
+
 def install_stop_handlers(stop_event: threading.Event) -> None:
     def stop(signum: int, _frame: FrameType | None) -> None:
         log.info("%s received: no new jobs; releasing the running ones", signal.Signals(signum).name)
@@ -127,7 +137,8 @@ def run_worker(args: argparse.Namespace) -> int:
         print(f"padbench worker: {error}", file=sys.stderr)
         return 1
     capabilities = capabilities.model_copy(update={"labels": settings.label_list,  # checked by the settings
-                                                   "job_memory_bytes": settings.memory_cap_bytes})
+                                                   "job_memory_bytes": settings.memory_cap_bytes,
+                                                   "cpu_flops_per_job": cpu_flops_per_job(capabilities, settings)})
     log.info("capabilities: %s", capabilities.model_dump_json())
     name = settings.worker_name or default_name(settings.gpu_list)
     config = WorkerConfig(name=name, job_timeout_s=settings.job_timeout_s,
