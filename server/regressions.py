@@ -56,5 +56,5 @@ async def post_regressions(url: str, timeout_s: float, checks: list[RegressionCh
             try:
                 response = await client.post(url, json={"event": EVENT, **check.model_dump(mode="json")})
                 response.raise_for_status()
-            except httpx.HTTPError as error:
+            except (httpx.HTTPError, httpx.InvalidURL) as error:  # refused, slow, 4xx/5xx, or a URL httpx refuses
                 log.warning("job %d: the regression webhook was not delivered: %s", check.job_id, error)
