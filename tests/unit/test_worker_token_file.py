@@ -17,7 +17,7 @@ TOKEN = "Zq3vT9xL0pR7sW2yB5nM8cK4"
 
 def worker_args(**given: object) -> argparse.Namespace:
     fields = {"server": None, "token": None, "token_file": None, "gpu": None, "gpus": None, "name": None,
-              "job_timeout": None, "labels": None}
+              "job_timeout": None, "labels": None, "price_per_gpu_hour": None}
     return argparse.Namespace(**{**fields, **given})
 
 
