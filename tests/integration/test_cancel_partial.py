@@ -23,7 +23,7 @@ from tests.integration.job_targets import STALLED
 
 STALLING_JOB = "tests.integration.job_targets:padding_job_stalling_after_its_first_row"
 SPEC = {"kind": "padding", "device": "cpu", "dtype": "fp32", "attention": "sdpa", "strategies": ["static", "packed"]}
-ONE_ROW_OF_TWO = {"reason": "cancelled", "rows_finished": 1, "rows_planned": 2}
+ONE_ROW_OF_TWO = {"reason": "cancelled", "rows_finished": 1, "rows_planned": 2, "last_row_measured_only": False}
 
 
 def job(server: LiveServer, job_id: int) -> JobOut:

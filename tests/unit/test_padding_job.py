@@ -353,8 +353,8 @@ def test_a_kernel_that_compiles_per_shape_warms_up_once_on_every_shape(monkeypat
     real_measure, real_build = strategy_run.measure, strategy_run.StrategyRun._build_batches
     monkeypatch.setattr(strategy_run, "measure", lambda *args, **kwargs: (
         seen_warmups.append(list(kwargs["warmup"])), real_measure(*args, **kwargs))[1])
-    monkeypatch.setattr(strategy_run.StrategyRun, "_build_batches", lambda *args: (
-        built.append(real_build(*args)), built[-1])[1])
+    monkeypatch.setattr(strategy_run.StrategyRun, "_build_batches", lambda *args, **kwargs: (
+        built.append(real_build(*args, **kwargs)), built[-1])[1])
     messages: list[str] = []
     result = run_padding_job(tiny_spec(strategies=["static", {"name": "binned", "n_bins": 4}]),
                              lambda fraction, message: messages.append(message))
