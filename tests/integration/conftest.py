@@ -55,7 +55,8 @@ PRINCIPALS: dict[str, tuple[str, str]] = {
     "admin": ("admin", "root"),
     "viewer": ("viewer", "dashboard"),
 }
-TABLES = "auth_failures, baselines, health_probe, job_attempts, job_regressions, job_results, job_requirements, jobs, workers"
+TABLES = ("auth_failures, baselines, health_probe, job_attempts, job_regressions, job_results, job_requirements, "
+          "jobs, workers")
 
 
 # --- direct queue helpers (tests of padbench.server.queue, without HTTP) ----------------------------------------
