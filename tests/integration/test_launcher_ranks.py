@@ -76,7 +76,9 @@ def test_a_killed_rank_ends_the_job_naming_itself(tmp_path: Path) -> None:
 
 
 def test_a_hung_job_past_its_deadline_leaves_no_rank_behind(tmp_path: Path) -> None:
-    report = launch_job(f"{TARGETS}:hang", str(tmp_path), ranks=2, timeout_s=15, workdir=str(tmp_path),
+    # The deadline leaves the ranks time to import torch and write their pids on a busy two-core machine (15 s
+    # did not, once); the job hangs until the deadline either way.
+    report = launch_job(f"{TARGETS}:hang", str(tmp_path), ranks=2, timeout_s=45, workdir=str(tmp_path),
                         env={"CUDA_VISIBLE_DEVICES": ""})
     assert report.outcome == "timeout"
     pids = rank_pids(tmp_path)
