@@ -38,10 +38,13 @@ CPU_STARTER = {"model": {"config": {"model_type": "gpt2", "n_layer": 2, "n_embd"
 
 def test_a_gpu_spec_on_a_cpu_is_named_with_a_rough_time_and_the_way_to_a_small_one(no_gpu: None) -> None:
     warning = sizing.gpu_sizing_warning(padding_spec(**GPU_STARTER), "my.yaml", MATMUL_FLOPS)
-    assert warning is not None
-    assert "no CUDA GPU, and my.yaml is sized for one: on this CPU it would take roughly " in warning
-    assert "(gpt2-seed, bf16, 2,000 sequences × 4 layouts × 1 repeat)" in warning
-    assert "padbench init --cpu" in warning and "tiny-* preset" in warning
+    assert warning is not None and warning.refused  # hours on this CPU: not started without --anyway
+    assert "no CUDA GPU, and my.yaml is sized for one: on this CPU it would take roughly " in warning.text
+    assert "(gpt2-seed, bf16, 2,000 sequences × 4 layouts × 1 repeat)" in warning.text
+    assert "padbench init --cpu" in warning.text and "tiny-* preset" in warning.text
+    assert warning.text.endswith("or pass --anyway to run it here regardless.")
+    on_purpose = sizing.gpu_sizing_warning(padding_spec(**{**GPU_STARTER, "device": "cpu"}), "my.yaml", MATMUL_FLOPS)
+    assert on_purpose is not None and not on_purpose.refused  # device: cpu is the user's choice: warned only
 
 
 def test_the_time_grows_with_the_work(no_gpu: None) -> None:
@@ -64,9 +67,10 @@ def test_a_spec_sized_for_a_cpu_or_a_machine_with_a_gpu_gets_no_warning(monkeypa
 
 def test_device_cuda_without_a_gpu_is_named(no_gpu: None) -> None:
     warning = sizing.gpu_sizing_warning(padding_spec(**{**CPU_STARTER, "device": "cuda"}), "my.yaml", MATMUL_FLOPS)
-    assert warning is not None and "device: cuda, but this machine has no CUDA GPU" in warning
+    assert warning is not None and "device: cuda, but this machine has no CUDA GPU" in warning.text
     sweep = parse_job_spec({"kind": "attention", "device": "cuda"})
-    assert "device: cuda" in (sizing.gpu_sizing_warning(sweep, "sweep.yaml", MATMUL_FLOPS) or "")
+    said = sizing.gpu_sizing_warning(sweep, "sweep.yaml", MATMUL_FLOPS)
+    assert said is not None and "device: cuda" in said.text
 
 
 def test_the_matmul_rate_is_measured_in_a_moment() -> None:
@@ -75,8 +79,8 @@ def test_the_matmul_rate_is_measured_in_a_moment() -> None:
     assert time.perf_counter() - start < 1.0 and rate > 1e8
 
 
-def test_run_warns_before_the_job_starts(tmp_path: Path, no_gpu: None, monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_refuses_hours_on_a_cpu_and_with_anyway_warns_before_the_job_starts(
+        tmp_path: Path, no_gpu: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "my.yaml"
     assert main(["init", str(spec), "--gpu"]) == 0
     started: list[float] = []
@@ -86,8 +90,11 @@ def test_run_warns_before_the_job_starts(tmp_path: Path, no_gpu: None, monkeypat
         return ChildReport(outcome="error", error="stopped by the test")
 
     monkeypatch.setattr(run_command, "launch_job", launch_job)
+    monkeypatch.setattr(sizing, "cpu_matmul_flops", lambda: MATMUL_FLOPS)  # hours of work on this CPU
+    assert main(["run", str(spec)]) == 2 and not started  # refused before anything starts
+    assert "or pass --anyway to run it here regardless." in capsys.readouterr().err
     before = time.perf_counter()
-    assert main(["run", str(spec)]) == 1
+    assert main(["run", str(spec), "--anyway"]) == 1
     assert started and started[0] - before < 1.0
     err = capsys.readouterr().err
     assert err.index("is sized for one: on this CPU it would take roughly") < err.index("stopped by the test")

@@ -58,6 +58,8 @@ def add_run_options(parser: argparse.ArgumentParser, spec_optional: bool = False
                         help="stop the job after this many seconds, keeping the rows it finished (default: no "
                              "limit)")
     parser.add_argument("--traceback", action="store_true", help="print the job's traceback when it fails")
+    parser.add_argument("--anyway", action="store_true",
+                        help="run a spec sized for a GPU on this CPU even when it would take hours")
 
 
 class ProgressPrinter:
@@ -135,7 +137,9 @@ def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None
     spec = point.spec
     warning = gpu_sizing_warning(spec, str(args.spec or FLAGS_SOURCE))
     if warning is not None:
-        print(f"{args.prog}: {warning}", file=sys.stderr)
+        print(f"{args.prog}: {warning.text}", file=sys.stderr)
+        if warning.refused and not args.anyway:
+            return 2
     printer = ProgressPrinter(sys.stderr)
     kept = LatestPartial()
     try:

@@ -12,6 +12,7 @@ matrix instructions).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from padbench.worker.jobs import get_job_runner
 TRAINING_FACTOR = 3
 # A spec whose estimate is longer than this on a CPU is called sized for a GPU, whatever its device says.
 LONG_ON_A_CPU_S = 300.0
+# A GPU-sized job (device auto) estimated longer than this on the CPU is not started without --anyway; a spec that
+# names device: cpu is the user's stated choice and is only warned about.
+REFUSED_ON_A_CPU_S = 3600.0
 MATMUL_SIZE = 512
 MATMUL_SECONDS = 0.15
 SMALLER = ("For a first result here, `padbench init --cpu small.yaml` writes a spec that runs in under a minute; "
@@ -82,14 +86,21 @@ def describe_size(spec: PaddingJobSpec) -> str:
             f"{repeats} repeat{'s' if repeats > 1 else ''}")
 
 
-def gpu_sizing_warning(spec: JobSpecBase, name: str,
-                       matmul_flops: float | None = None) -> str | None:
+@dataclass(frozen=True)
+class SizingWarning:
+    text: str
+    # Sized for a GPU and hours long on this CPU: `run` starts it only when told to (--anyway), as a worker
+    # without a GPU leaves such a job to GPU workers.
+    refused: bool = False
+
+
+def gpu_sizing_warning(spec: JobSpecBase, name: str, matmul_flops: float | None = None) -> SizingWarning | None:
     """What to tell someone about to run `name` on this machine, or None when it suits a CPU (or there is a GPU)."""
     if cuda_gpu_present():
         return None
     if getattr(spec, "device", None) == "cuda":  # every kind that runs on a device names it `device`
-        return (f"{name} asks for device: cuda, but this machine has no CUDA GPU, so the job will fail; "
-                f"device: auto runs it on the CPU. {SMALLER}")
+        return SizingWarning(f"{name} asks for device: cuda, but this machine has no CUDA GPU, so the job will fail; "
+                             f"device: auto runs it on the CPU. {SMALLER}")
     planned = get_job_runner(spec.kind).planned_run(spec)
     if planned is None:
         return None
@@ -97,9 +108,13 @@ def gpu_sizing_warning(spec: JobSpecBase, name: str,
     if seconds is None:
         if planned.device == "cpu":
             return None
-        return (f"this machine has no CUDA GPU, and {name} may be sized for one ({describe_size(planned)}); "
-                f"it runs on the CPU. {SMALLER}")
+        return SizingWarning(f"this machine has no CUDA GPU, and {name} may be sized for one "
+                             f"({describe_size(planned)}); it runs on the CPU. {SMALLER}")
     if seconds < LONG_ON_A_CPU_S:
         return None
-    return (f"this machine has no CUDA GPU, and {name} is sized for one: on this CPU it would take roughly "
-            f"{format_duration(seconds)} ({describe_size(planned)}). {SMALLER} Ctrl-C stops the run.")
+    said = (f"this machine has no CUDA GPU, and {name} is sized for one: on this CPU it would take roughly "
+            f"{format_duration(seconds)} ({describe_size(planned)}). {SMALLER}")
+    if seconds >= REFUSED_ON_A_CPU_S and planned.device != "cpu":
+        return SizingWarning(f"{said} Run it where there is a GPU (padbench submit), or pass --anyway to run it "
+                             "here regardless.", refused=True)
+    return SizingWarning(f"{said} Ctrl-C stops the run.")
