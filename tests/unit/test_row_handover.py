@@ -39,7 +39,9 @@ def test_a_padding_job_hands_over_each_finished_strategy_row_marked_partial() ->
     partials: list[PaddingResult] = []
     result = run_padding_job(tiny_spec(strategies=["static", "packed"]), lambda fraction, message: None,
                              partials.append)
-    assert [(p.partial.rows_finished, p.partial.rows_planned) for p in partials if p.partial] == [(1, 2), (2, 2)]
+    # Each row twice: as soon as its measurement ends (its step split and profile still to come), then whole.
+    assert [(p.partial.rows_finished, p.partial.rows_planned, p.partial.last_row_measured_only)
+            for p in partials if p.partial] == [(1, 2, True), (1, 2, False), (2, 2, True), (2, 2, False)]
     first = partials[0].strategies
     assert [row.strategy for row in first] == ["static"] and first[0].status == "ok"
     assert first[0].tokens_per_s == result.strategies[0].tokens_per_s  # the same measurement, kept as it was
