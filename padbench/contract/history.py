@@ -36,6 +36,28 @@ class HistoryBody(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+class RegressionFlag(HistoryBody):
+    """What the server found when a new job's rows matched a baseline's, set on the job as its result is stored."""
+
+    baseline: BaselineName
+    baseline_job_id: DbId
+    regressed: bool
+    summary: Message
+
+
+class PointCheck(HistoryBody):
+    """One point's row against a baseline's row of the same fingerprint, judged as `padbench baseline check`
+    judges it."""
+
+    baseline: BaselineName
+    baseline_job_id: DbId
+    verdict: RowVerdict
+    ratio: Ratio | None
+    ratio_low: Ratio | None = None
+    ratio_high: Ratio | None = None
+    line: Message
+
+
 class HistoryPoint(HistoryBody):
     job_id: DbId
     date: Annotated[str, Field(max_length=40)]  # when the run started, ISO 8601 UTC
@@ -45,6 +67,11 @@ class HistoryPoint(HistoryBody):
     ci95_high: Figure | None = None
     versions: Versions
     changed: Annotated[dict[VersionName, list[Label | None]], Field(max_length=16)] = {}  # vs the point before
+    baselines: Annotated[list[BaselineName], Field(max_length=MAX_BASELINES)] = []  # the names set on this job
+    # This row against each baseline's row of the same fingerprint (baselines among the history's points).
+    against: Annotated[list[PointCheck], Field(max_length=MAX_BASELINES)] = []
+    # What the automatic check of the job's whole result against its baselines found as it was stored.
+    regressions: Annotated[list[RegressionFlag], Field(max_length=MAX_BASELINES)] = []
 
 
 class History(HistoryBody):
@@ -100,11 +127,3 @@ class RegressionCheck(HistoryBody):
     rows: Annotated[list[RowCheck], Field(max_length=MAX_ROWS)]
     summary: Message
 
-
-class RegressionFlag(HistoryBody):
-    """What the server found when a new job's rows matched a baseline's, set on the job as its result is stored."""
-
-    baseline: BaselineName
-    baseline_job_id: DbId
-    regressed: bool
-    summary: Message

@@ -3,6 +3,7 @@ change outside `padbench.server.queue`)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import insert, select
@@ -55,3 +56,22 @@ def regression_flags(session: Session, job_id: int) -> list[RegressionFlag]:
     rows = session.scalars(select(JobRegression).where(JobRegression.job_id == job_id).order_by(JobRegression.baseline))
     return [RegressionFlag(baseline=row.baseline, baseline_job_id=row.baseline_job_id, regressed=row.regressed,
                            summary=row.summary) for row in rows]
+
+
+def baseline_names_by_job(session: Session) -> dict[int, list[str]]:
+    """The baseline names set on each job that has any, by name."""
+    names: dict[int, list[str]] = {}
+    for baseline in list_baselines(session):
+        names.setdefault(baseline.job_id, []).append(baseline.name)
+    return names
+
+
+def regression_flags_of(session: Session, job_ids: Collection[int]) -> dict[int, list[RegressionFlag]]:
+    """The automatic checks' flags of each of `job_ids` that has any, in one query."""
+    flags: dict[int, list[RegressionFlag]] = {}
+    rows = session.scalars(select(JobRegression).where(JobRegression.job_id.in_(list(job_ids)))
+                           .order_by(JobRegression.job_id, JobRegression.baseline))
+    for row in rows:
+        flags.setdefault(row.job_id, []).append(RegressionFlag(
+            baseline=row.baseline, baseline_job_id=row.baseline_job_id, regressed=row.regressed, summary=row.summary))
+    return flags

@@ -74,8 +74,22 @@ def compare_page(request: Request, ids: Annotated[str, Query(pattern=COMPARED_ID
     return _page(request, "compare.html", title=f"compare {ids.replace(',', ', ')}", ids=ids)
 
 
+@router.get("/history", response_class=HTMLResponse)
+def job_history_page(request: Request, job: Annotated[int, Query(ge=1, le=2**63 - 1)]) -> HTMLResponse:
+    """`/history?job=3`: the figure over time of each of the job's rows (`GET /v1/history?job=3`)."""
+    return _page(request, "history.html", title=f"history of job {job}", job_id=job)
+
+
+@router.get("/history/{fingerprint}", response_class=HTMLResponse)
+def history_page(request: Request,
+                 fingerprint: Annotated[str, PathParam(pattern=r"^[0-9a-f]{16}$")]) -> HTMLResponse:
+    """`/history/FINGERPRINT`: one row's figure over time (`GET /v1/history/FINGERPRINT`)."""
+    return _page(request, "history.html", title=f"history of {fingerprint}", fingerprint=fingerprint)
+
+
 def install_web(app: FastAPI) -> None:
-    """Dashboard pages at `/`, `/jobs/{id}`, `/compare`; static files and vendored libraries at `/static`."""
+    """Dashboard pages at `/`, `/jobs/{id}`, `/compare`, `/history`; static files and vendored libraries at
+    `/static`."""
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(router)
     app.include_router(docs_router(app))

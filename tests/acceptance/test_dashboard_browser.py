@@ -223,3 +223,66 @@ def test_a_tunes_page_shows_every_trial_the_winner_and_the_chart_of_tokens_again
     assert "settings to paste:" in page.inner_text("pre.after")
     page.wait_for_function("Chart.getChart(document.querySelector('#charts canvas')) !== undefined")
     page.screenshot(path=screenshots / "dashboard-tune.png", full_page=True)
+
+
+def store_by_hand(server: LiveServer, results: list[PaddingResult]) -> list[int]:
+    """Jobs of the regression tests' spec, each completed by a stand-in worker with one of `results`."""
+    from tests.regression_results import SPEC
+
+    job_ids = []
+    with WorkerApi(server.url, server.tokens.worker) as api:
+        worker = api.register("stand-in", Capabilities(device="cpu", kernels=["sdpa"]))
+        for index, result in enumerate(results):
+            with server.client() as client:
+                job_ids.append(client.submit(SPEC).id)
+            lease = api.claim(worker.id)
+            assert lease is not None and lease.job.id == job_ids[-1]
+            api.complete(job_ids[-1], lease.lease_token, JOB_RESULT_ADAPTER.dump_python(result, mode="json"))
+            if index == 0:  # the baseline the later jobs are checked against as their results are stored
+                with server.client() as client:
+                    client.set_baseline("main", job_ids[0])
+    return job_ids
+
+
+def test_a_rows_history_shows_its_points_intervals_version_change_and_regression(
+        live_server: LiveServer, browser_page: Any, screenshots: Path) -> None:
+    from tests.regression_results import STEADY, padding_result, scaled
+
+    torch = "2.14.0+<i>cu</i>"  # a version as a worker reported it: shown as text, never as markup
+    base, steady, slower = store_by_hand(live_server, [
+        padding_result({"static": STEADY, "dynamic": STEADY}),
+        padding_result({"static": STEADY, "dynamic": STEADY}, date="2026-11-23T12:00:00+00:00"),
+        padding_result({"static": STEADY, "dynamic": scaled(STEADY, 0.8)}, torch=torch,
+                       date="2026-11-25T12:00:00+00:00")])
+    page = browser_page
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    page.goto(f"{live_server.url}/jobs/{slower}")
+    page.fill("#token-input", live_server.tokens.viewer)
+    page.click("#token-entry button")
+    page.click("#history-link a")
+    page.wait_for_url(f"**/history?job={slower}")
+    page.wait_for_selector("section.history table.history tbody tr")
+    assert page.locator("section.history").count() == 2  # one per row of the job: static and dynamic
+    dynamic = page.locator("section.history", has_text="strategy dynamic")
+    assert dynamic.locator("tbody tr").count() == 3
+    cells = [dynamic.locator(f'tbody tr[data-job-id="{job_id}"] td').all_inner_texts()
+             for job_id in (base, steady, slower)]
+    assert [row[5] for row in cells] == ["main", "—", "—"]  # the baseline's point
+    assert all("–" in row[3] for row in cells)  # every point has its 95% interval
+    assert [row[4] for row in cells] == ["—", "—", f"torch 2.13.0 → {torch}"]
+    assert "slower beyond noise" in cells[2][6] and "REGRESSED vs main" in cells[2][7]
+    assert dynamic.locator("tbody tr.slower").count() == 1 and dynamic.locator("i").count() == 0
+    canvas = f'section.history[data-fingerprint="{dynamic.get_attribute("data-fingerprint")}"] canvas'
+    page.wait_for_function(f"Chart.getChart(document.querySelector('{canvas}')) !== undefined")
+    drawn = page.evaluate("(canvas) => { const set = Chart.getChart(document.querySelector(canvas)).data.datasets[0]; "
+                          "return [set.data.length, set.intervals.filter(Boolean).length, set.changes]; }", canvas)
+    assert drawn == [3, 3, [None, None, f"torch 2.13.0 → {torch}"]]
+    page.screenshot(path=screenshots / "dashboard-history.png", full_page=True)
+
+    dynamic.locator("p.hint a").click()  # by fingerprint: that row alone
+    page.wait_for_url("**/history/*")
+    page.wait_for_selector("section.history tbody tr")
+    assert page.locator("section.history").count() == 1 and page.locator("section.history tbody tr").count() == 3
+    assert problems == []

@@ -14,6 +14,7 @@ import pytest
 
 from padbench.client.display import format_status
 from padbench.contract.api import JobOut
+from padbench.contract.history import Histories
 from padbench.kinds.padding.contract import PaddingResult
 from padbench.report.fingerprint import measured_rows
 from tests.integration.conftest import LiveServer, empty_postgres, loopback_socket, serve
@@ -169,6 +170,13 @@ def test_a_new_job_matching_a_baseline_is_flagged_counted_and_posted(hooked_serv
         flagged = JobOut.model_validate(alice.get(f"/v1/jobs/{slower}").json())
         unflagged = JobOut.model_validate(alice.get(f"/v1/jobs/{steady}").json())
         metrics = viewer.get("/metrics").text
+        histories = Histories.model_validate(viewer.get("/v1/history", params={"job": slower}).json()).histories
+    dynamic = next(found for found in histories if found.key[0] == "dynamic")  # the history marks what was found
+    assert [(point.job_id, point.baselines) for point in dynamic.points] == [(base, ["main"]), (steady, []),
+                                                                             (slower, [])]
+    assert [[check.verdict for check in point.against] for point in dynamic.points] == [[], ["within_noise"],
+                                                                                        ["slower"]]
+    assert [[flag.regressed for flag in point.regressions] for point in dynamic.points] == [[], [False], [True]]
     assert [(flag.baseline, flag.regressed) for flag in flagged.regressions] == [("main", True)]
     assert "dynamic / sdpa @ batch 8: 0.800×" in flagged.regressions[0].summary
     assert [(flag.baseline, flag.regressed) for flag in unflagged.regressions] == [("main", False)]

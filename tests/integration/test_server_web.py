@@ -23,7 +23,7 @@ from tests.integration.test_server_jobs import SPEC, claim, register, submit
 EXTERNAL = re.compile(r"""(?:src|href)=["']https?://""")
 
 
-@pytest.mark.parametrize("path", ["/", "/jobs/7", "/compare?ids=3,4"])
+@pytest.mark.parametrize("path", ["/", "/jobs/7", "/compare?ids=3,4", "/history?job=7", "/history/0123456789abcdef"])
 def test_pages_are_shells_with_a_strict_content_security_policy(live_server: LiveServer, path: str) -> None:
     with live_server.client() as anonymous:
         page = anonymous.get(path)
@@ -41,9 +41,11 @@ def test_compare_needs_two_to_eight_job_ids(live_server: LiveServer) -> None:
         assert anonymous.get("/compare?ids=" + ",".join(map(str, range(1, 10)))).status_code == 422
         assert anonymous.get("/compare?ids=" + ",".join(map(str, range(1, 9)))).status_code == 200
         assert anonymous.get("/jobs/0").status_code == 422
+        assert anonymous.get("/history?job=x").status_code == 422
+        assert anonymous.get("/history/not-a-fingerprint").status_code == 422
 
 
-@pytest.mark.parametrize("path", ["/static/common.js", "/static/charts.js", "/static/pages.js",
+@pytest.mark.parametrize("path", ["/static/common.js", "/static/charts.js", "/static/pages.js", "/static/history.js",
                                   "/kinds/padding.js", "/kinds/attention.js", "/kinds/generate.js",
                                   "/static/dashboard.css", "/static/vendor/chartjs/chart.umd.min.js",
                                   "/static/vendor/swagger-ui/swagger-ui-bundle.js",

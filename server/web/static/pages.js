@@ -71,7 +71,10 @@ async function jobRow(job) {
   });
   // Free text wraps, so the table fits the page whatever the names; the rest stays on one line.
   const wrapped = (text) => el("span", { className: "wrap", text });
-  const cells = [box, el("a", { href: `/jobs/${job.id}`, text: `#${job.id}` }), statusBadge(job), progressBar(job),
+  // A finished job's rows have a history: their figure in every stored job that measured the same thing.
+  const history = result ? [" ", el("a", { href: `/history?job=${job.id}`, className: "history-link", text: "history" })] : [];
+  const jobCell = el("span", {}, el("a", { href: `/jobs/${job.id}`, text: `#${job.id}` }), ...history);
+  const cells = [box, jobCell, statusBadge(job), progressBar(job),
                  wrapped(job.name || MISSING), job.kind, wrapped(modelOf(spec)),
                  wrapped(result ? gpuOf(result) : job.device || MISSING), spec.dtype || MISSING,
                  wrapped((verdict && verdict.summary) || MISSING), fmt.when(job.created_at)];
@@ -117,6 +120,7 @@ function showResult(jobId, result, verdict, table) {
   // A kind whose report has no table model (its columns are empty) draws its own view of the result.
   const nodes = table.columns.length ? modelTable(table) : kindOf(result.kind).table(result);
   document.getElementById("results").replaceChildren(...nodes);
+  document.getElementById("history-link").hidden = false;
   const facts = Object.entries(result.environment).filter(([, value]) => value != null && value !== "")
     .map(([name, value]) => el("tr", {}, el("th", { text: name }),
                                el("td", { text: typeof value === "object" ? JSON.stringify(value) : String(value) })));
@@ -172,5 +176,5 @@ async function startCompare() {
                   comparison.metric_label);
 }
 
-const PAGES = { jobs: startJobs, job: startJob, compare: startCompare };
+const PAGES = { jobs: startJobs, job: startJob, compare: startCompare, history: startHistory };
 setUpToken(PAGES[document.body.dataset.page]);
