@@ -27,7 +27,7 @@ from padbench.server.api.auth_gate import AuthGateMiddleware
 from padbench.server.api.body_limit import BodySizeLimitMiddleware
 from padbench.server.api.errors import install_error_handlers
 from padbench.server.api.responses import EVERY_V1_ROUTE, error_responses
-from padbench.server.api.routes import baselines, compare, health, history, jobs, leases, workers
+from padbench.server.api.routes import baselines, compare, gangs, health, history, jobs, leases, workers
 from padbench.server.core.config import Settings
 from padbench.server.core.security import TokenFileError, TokenStore, read_token_file
 from padbench.server.db import auth_failures
@@ -58,7 +58,8 @@ def reap_once(database: Database, settings: Settings) -> int:
     left the limiter's window."""
     with database.writing() as session:
         auth_failures.prune(session, settings.auth_failure_window_seconds)
-        return queue.requeue_expired_leases(session, grace_seconds=settings.lease_grace_seconds)
+        return (queue.requeue_expired_leases(session, grace_seconds=settings.lease_grace_seconds)
+                + gangs.reap_gangs(session, settings))
 
 
 async def reap_periodically(database: Database, settings: Settings, retention: Retention) -> None:
@@ -130,7 +131,7 @@ def create_app(settings: Settings, tokens: TokenStore | None = None, migrate: bo
     install_error_handlers(app)
     app.include_router(health.router)
     v1 = APIRouter(prefix=API_PREFIX, responses=error_responses(*EVERY_V1_ROUTE))
-    for resource in (jobs, compare, history, baselines, workers, leases):
+    for resource in (jobs, compare, history, baselines, workers, leases, gangs):
         v1.include_router(resource.router)
     app.include_router(v1)
     install_metrics(app)

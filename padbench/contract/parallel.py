@@ -20,6 +20,12 @@ from padbench.contract.training import RunPrecision
 
 MAX_GPUS = 64  # more GPUs than any one host holds today (8 to 16)
 GpuCountNumber = Annotated[int, Field(ge=1, le=MAX_GPUS)]
+# Hosts one job runs across (a gang of workers): the published 70B-405B training figures use 2 to 64 nodes.
+MAX_NODES = 64
+NodeCount = Annotated[int, Field(ge=1, le=MAX_NODES, description="Workers (hosts) the job runs across, `gpus` "
+                                                                 "ranks on each; a gang of workers claims it together")]
+# Ranks of one job: every GPU of every node.
+MAX_RANKS = MAX_GPUS * MAX_NODES
 
 
 def _count_from_text(value: Any) -> Any:
@@ -128,7 +134,7 @@ class ResultSection(BaseModel):
 class RankFigures(ResultSection):
     """One rank's share of a strategy row."""
 
-    rank: Annotated[int, Field(ge=0, lt=MAX_GPUS)]
+    rank: Annotated[int, Field(ge=0, lt=MAX_RANKS)]
     device: Annotated[str, Field(max_length=200)]  # e.g. "cuda:1 NVIDIA H100 80GB HBM3" or "cpu"
     real_tokens: Annotated[int, Field(ge=0)]
     computed_tokens: Annotated[int, Field(ge=0)] | None = None  # padding included: the work the rank computed
@@ -144,7 +150,7 @@ class RankFigures(ResultSection):
 class RankShares(ResultSection):
     """A strategy row's figures per rank (the row's own figures are summed over its ranks)."""
 
-    ranks: Annotated[list[RankFigures], Field(min_length=1, max_length=MAX_GPUS)]
+    ranks: Annotated[list[RankFigures], Field(min_length=1, max_length=MAX_RANKS)]
     tokens_per_s_per_gpu: Annotated[float, Field(ge=0)] | None = None
     # Batches left unmeasured so that every rank runs the same number of steps (ranks step together, and a
     # layout's batches rarely divide evenly between them); their tokens are not counted.
@@ -159,10 +165,37 @@ class RankShares(ResultSection):
 class ParallelRun(ResultSection):
     """How a job on several GPUs ran: the same for each of its rows."""
 
-    gpus: GpuCountNumber
+    gpus: Annotated[int, Field(ge=1, le=MAX_RANKS)]  # ranks in all: every node's
     parallelism: Parallelism
     precision: RunPrecision
     backend: Literal["nccl", "gloo"] | None = None
-    devices: Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=MAX_GPUS)] = []
+    devices: Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=MAX_RANKS)] = []
     # How the GPUs connect (`nvidia-smi topo -m`), as the driver prints it; None where it could not be read.
     topology: Annotated[str, Field(max_length=20_000)] | None = None
+    # A job across several workers: each node (worker) and the global ranks it ran; empty on one worker.
+    nodes: Annotated[list[NodeRun], Field(max_length=MAX_NODES)] = []
+    interconnect: Interconnect | None = None
+
+
+class NodeRun(ResultSection):
+    """One worker of a job across several: which node it was and which of the job's ranks ran on it."""
+
+    node_rank: Annotated[int, Field(ge=0, lt=MAX_NODES)]
+    worker: Annotated[str, Field(max_length=200)]  # the padbench worker's name ("" when no worker started it)
+    host: Annotated[str, Field(max_length=255)]  # the host name the node's ranks saw
+    ranks: Annotated[list[Annotated[int, Field(ge=0, lt=MAX_RANKS)]], Field(min_length=1, max_length=MAX_GPUS)]
+
+
+class Interconnect(ResultSection):
+    """What the ranks' links were seen to do: a timed all-reduce over the job's own process group at its start,
+    and what the collective library says of itself. NCCL's chosen transport (NVLink, InfiniBand, sockets) is
+    only printed by NCCL_DEBUG, so it is not claimed here: `across_hosts` says whether the group spans hosts."""
+
+    backend: Literal["nccl", "gloo"]
+    nccl_version: Annotated[str, Field(max_length=40)] | None = None  # the NCCL torch carries; None on gloo
+    hosts: Annotated[int, Field(ge=1, le=MAX_RANKS)]  # distinct host names among the ranks
+    across_hosts: bool
+    all_reduce_bytes: Annotated[int, Field(ge=1)]
+    all_reduce_seconds: Annotated[float, Field(gt=0)]  # median of the timed all-reduces, slowest rank's
+    # nccl-tests' bus bandwidth: bytes × 2(n-1)/n over the time, comparable across group sizes.
+    all_reduce_bus_gbps: Annotated[float, Field(ge=0)]

@@ -19,9 +19,9 @@ from padbench.contract.batch_size import BatchSizeChoice
 from padbench.contract.bounds import MAX_REPEATS, GpuName, Label, Name, PathName, Seed, WorkerLabels, refusing_urls
 from padbench.contract.experts import ExpertsName
 from padbench.contract.hub_dataset import is_hub_dataset, parse_hub_dataset
-from padbench.contract.kernel_families import AttentionChoice
+from padbench.contract.kernel_families import AttentionSetting
 from padbench.contract.model_spec import ModelSpec
-from padbench.contract.parallel import GpuCount
+from padbench.contract.parallel import GpuCount, NodeCount
 
 # torch's own names are accepted too and stored as the short name, so `dtype: bfloat16` and `dtype: bf16` are
 # the same job (and the same row when results are compared).
@@ -128,7 +128,7 @@ class StrategySpec(StrictModel):
     # `pad_to_multiple_of`), e.g. 64 so tensor-core tiles are never partly empty; the widest stays max_length
     # rounded up.
     pad_to_multiple_of: Annotated[int, Field(ge=1, le=4096)] | None = None
-    attention: AttentionChoice | None = None  # overrides the job-level attention for this strategy
+    attention: AttentionSetting | None = None  # overrides the job-level attention for this strategy
     batch_size: BatchSizeChoice | None = None  # overrides the job-level batch size (or sizes)
     experts: ExpertsName | None = None  # overrides the job-level experts' implementation (mixtures of experts)
 
@@ -226,6 +226,10 @@ class JobSpecBase(StrictModel):
     # Where it runs: `cuda` pins a GPU (a worker without one never claims it), `cpu` the host, `auto` whichever
     # the worker has.
     device: Device = "auto"
+    # Workers (hosts) the job runs across, each running `gpus` ranks: a fleet of padbench workers claims it
+    # together (a gang) and its ranks meet through torch's c10d rendezvous. Only kinds that span GPUs take more
+    # than one.
+    nodes: NodeCount = 1
     SPANS_GPUS: ClassVar[bool] = False
     # A kind whose job starts its own ranks (a tune's trials) runs as one process holding all of its GPUs.
     LAUNCHES_OWN_RANKS: ClassVar[bool] = False
@@ -234,6 +238,20 @@ class JobSpecBase(StrictModel):
     def _one_gpu_unless_spanning(self) -> JobSpecBase:
         if self.gpus != 1 and not self.SPANS_GPUS:
             raise ValueError(f"gpus: {self.kind} jobs run on one GPU; only padding jobs span several")
+        return self
+
+    @model_validator(mode="after")
+    def _nodes_only_for_ranks_across_hosts(self) -> JobSpecBase:
+        if self.nodes == 1:
+            return self
+        if not self.SPANS_GPUS or self.LAUNCHES_OWN_RANKS:
+            raise PydanticCustomError("nodes", "nodes: {kind} jobs run on one worker; only padding jobs, whose "
+                                      "ranks shard the model or split the data, run across several",
+                                      {"kind": self.kind})
+        if self.gpus == "all" or isinstance(self.gpus, list):
+            raise PydanticCustomError("nodes", "nodes: a job across several workers names its GPUs per worker "
+                                      "(gpus: N), not all nor a list: every node of a gang runs the same number "
+                                      "of ranks", {})
         return self
 
     def new_job_problems(self) -> list[NewJobProblem]:

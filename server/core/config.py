@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     # keeps its job, so a GPU run is not started twice; a dead worker's job waits this much longer.
     lease_grace_seconds: int = Field(default=120, ge=0, le=24 * 3600)
     max_attempts: int = Field(default=3, ge=1, le=100)
+    # How long a gang of workers may take to fill for a job across several of them: a gang not full by then is
+    # dissolved, so no worker holds its GPUs waiting for others that never come.
+    gang_form_seconds: int = Field(default=300, ge=5, le=24 * 3600)
     # Results are the largest bodies (a padding result with probe logs is tens of kB); 8 MiB is ample.
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     host: str = "127.0.0.1"

@@ -61,6 +61,7 @@ class Job(Base):
         CheckConstraint(f"status IN ({STATUS_VALUES})", name="status_known"),
         CheckConstraint("attempts >= 0", name="attempts_not_negative"),
         CheckConstraint("gpus >= 0", name="gpus_not_negative"),
+        CheckConstraint("nodes >= 1", name="nodes_positive"),
         # The claim scans queued jobs in id order; the reaper scans running jobs by deadline.
         Index("ix_jobs_status_id", "status", "id"),
         Index("ix_jobs_status_lease_expires_at", "status", "lease_expires_at"),
@@ -82,6 +83,8 @@ class Job(Base):
     # GPUs the job runs on, matched in the claim against the worker's free ones; ALL_GPUS (0): all of the
     # worker's. The spec holds the same (`gpus`); a column keeps the claim's match plain SQL.
     gpus: Mapped[int] = mapped_column(Integer, server_default=text("1"))
+    # Workers the job runs across (`nodes` in the spec), `gpus` on each: more than one is claimed by a gang.
+    nodes: Mapped[int] = mapped_column(Integer, server_default=text("1"))
     worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="SET NULL"))
     # The fencing token of the current lease: heartbeats and results must present it.
     lease_token: Mapped[str | None] = mapped_column(String(64))
@@ -123,6 +126,33 @@ class JobAttempt(Base):
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
     worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="SET NULL"))
     claimed_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class GangMember(Base):
+    """One worker's place in the gang that runs a job across several workers (`jobs.nodes` > 1).
+
+    A member joins a queued job, holding its GPUs, and beats its membership while the gang forms; the job
+    starts (one attempt, one lease, held by node 0) when `nodes` members hold it. `attempt_token` is that
+    lease's token, set on every member as the job starts: a member whose attempt_token is not the job's
+    current lease belongs to an attempt that ended. Node 0's address and port are the gang's rendezvous.
+    """
+
+    __tablename__ = "gang_members"
+    __table_args__ = (
+        # Node ranks are handed out in join order; two racing joiners get the same rank and one is refused.
+        UniqueConstraint("job_id", "node_rank", name="uq_gang_members_job_id_node_rank"),
+        Index("ix_gang_members_worker_id", "worker_id"),
+    )
+
+    member_token: Mapped[str] = mapped_column(String(64), primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    node_rank: Mapped[int] = mapped_column(Integer)
+    worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="CASCADE"))
+    address: Mapped[str] = mapped_column(String(255))
+    port: Mapped[int] = mapped_column(Integer)
+    joined_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    attempt_token: Mapped[str | None] = mapped_column(String(64))
 
 
 class JobResult(Base):

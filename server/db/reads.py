@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, func, select
@@ -10,7 +11,7 @@ from sqlalchemy.orm import Session, defer
 
 from padbench.contract.api import Capabilities, JobStatus
 from padbench.server.db.clock import db_now
-from padbench.server.db.models import Job, JobAttempt, JobResult, Worker
+from padbench.server.db.models import GangMember, Job, JobAttempt, JobResult, Worker
 
 
 @dataclass(frozen=True)
@@ -132,3 +133,31 @@ def live_workers(session: Session, *, within_seconds: float) -> list[Capabilitie
     """The capabilities of each worker that was in contact in the last `within_seconds` (by the database's clock)."""
     documents = session.scalars(select(Worker.capabilities).where(Worker.last_contact_at >= db_now(-within_seconds)))
     return [Capabilities.model_validate(document) for document in documents]
+
+
+@dataclass(frozen=True)
+class GangMemberRow:
+    node_rank: int
+    worker_name: str
+    address: str
+    port: int
+
+
+def gang_members(session: Session, job_id: int, attempt_token: str | None) -> list[GangMemberRow]:
+    """The members of job `job_id`'s gang running attempt `attempt_token` (None: its forming gang), by node rank."""
+    attempt = GangMember.attempt_token.is_(None) if attempt_token is None else GangMember.attempt_token == attempt_token
+    rows = session.execute(
+        select(GangMember.node_rank, Worker.name, GangMember.address, GangMember.port)
+        .join(Worker, GangMember.worker_id == Worker.id)
+        .where(GangMember.job_id == job_id, attempt).order_by(GangMember.node_rank)
+    )
+    return [GangMemberRow(rank, name, address, port) for rank, name, address, port in rows]
+
+
+def find_member_worker(session: Session, member_token: str) -> int | None:
+    """The worker a gang membership was granted to (None: no such membership)."""
+    return session.scalar(select(GangMember.worker_id).where(GangMember.member_token == member_token))
+
+
+def member_expiry(session: Session, member_token: str) -> datetime:
+    return session.execute(select(GangMember.expires_at).where(GangMember.member_token == member_token)).scalar_one()

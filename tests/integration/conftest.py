@@ -55,8 +55,8 @@ PRINCIPALS: dict[str, tuple[str, str]] = {
     "admin": ("admin", "root"),
     "viewer": ("viewer", "dashboard"),
 }
-TABLES = ("auth_failures, baselines, health_probe, job_attempts, job_regressions, job_results, job_requirements, "
-          "jobs, workers")
+TABLES = ("auth_failures, baselines, gang_members, health_probe, job_attempts, job_regressions, job_results, "
+          "job_requirements, jobs, workers")
 
 
 # --- direct queue helpers (tests of padbench.server.queue, without HTTP) ----------------------------------------
@@ -71,7 +71,7 @@ def submit(database: Database, document: dict | None = None, submitter: str = "a
     with database.write.begin() as session:
         return queue.insert_job(session, kind=spec.kind, name=spec.name, submitter=submitter, max_attempts=3,
                                 spec=JOB_SPEC_ADAPTER.dump_python(spec, mode="json"),
-                                requirements=job_requirements(spec), gpus=stored_gpus(spec))
+                                requirements=job_requirements(spec), gpus=stored_gpus(spec), nodes=spec.nodes)
 
 
 def add_worker(

@@ -30,6 +30,7 @@ from padbench.contract.api import (
     WorkerRegister,
 )
 from padbench.contract.bounds import MAX_MESSAGE_LENGTH
+from padbench.contract.gangs import GangBeat, GangJoin, GangJoined, GangState
 from padbench.http import ApiError, ApiSession, error_from_response, parse_body
 
 HTTP_CONFLICT = 409
@@ -65,7 +66,8 @@ class LeaseLost(ApiError):
 
 def raise_lease_lost(response: httpx.Response) -> None:
     """An httpx response hook: a 409 to a lease call raises `LeaseLost` with the job status in its body."""
-    if response.status_code != HTTP_CONFLICT or not response.request.url.path.startswith(f"{API_PREFIX}/leases/"):
+    path = response.request.url.path
+    if response.status_code != HTTP_CONFLICT or not path.startswith((f"{API_PREFIX}/leases/", f"{API_PREFIX}/gangs/")):
         return
     response.read()
     try:
@@ -121,6 +123,23 @@ class WorkerApi(ApiSession):
 
     def release(self, job_id: int, token: str) -> None:
         self._lease_call(job_id, "release", LeaseRelease(lease_token=token).model_dump(mode="json"))
+
+    def join_gang(self, worker_id: int, address: str, port: int, gpus_free: int | None = None) -> GangJoined | None:
+        """Join a job across several workers that this worker can run on its `gpus_free` GPUs; None when the
+        queue has none (204). `address` and `port` host the gang's rendezvous if this worker is node 0."""
+        body = GangJoin(worker_id=worker_id, gpus_free=gpus_free, address=address, port=port)
+        response = self.request("POST", "/gangs", json=body.model_dump(mode="json", exclude_none=True))
+        if response.status_code == HTTP_NO_CONTENT:
+            return None
+        return parse_body(GangJoined, response)
+
+    def beat_gang(self, job_id: int, member_token: str) -> GangState:
+        """Beat the membership; `LeaseLost` (409) when it ended."""
+        body = GangBeat(member_token=member_token).model_dump(mode="json")
+        return parse_body(GangState, self.request("POST", f"/gangs/{job_id}/beat", json=body))
+
+    def leave_gang(self, job_id: int, member_token: str) -> None:
+        self.request("POST", f"/gangs/{job_id}/leave", json=GangBeat(member_token=member_token).model_dump(mode="json"))
 
     def _lease_call(self, job_id: int, action: str, body: dict[str, Any]) -> Any:
         """POST a lease call; a 409 raises `LeaseLost` (see `raise_lease_lost`)."""

@@ -98,6 +98,7 @@ def submit_job(body: JobCreate, response: Response, session: SessionDep, setting
         max_attempts=settings.max_attempts,
         requirements=job_requirements(spec),
         gpus=stored_gpus(spec),
+        nodes=spec.nodes,
         idempotency_key=idempotency_key,
     )
     if job_id is None:

@@ -1,29 +1,6 @@
-"""The job queue. EVERY job state change is one named, single-statement SQL UPDATE in this module.
+"""One job on one worker: submit, claim, heartbeat, resume, report, release, cancel, reap and prune.
 
-Rules the statements keep (after procrastinate and Oban):
-- Time comes from the database clock (`db_now`), never from Python's.
-- A claim is one atomic `UPDATE … WHERE id = (SELECT … LIMIT 1 [FOR UPDATE SKIP LOCKED]) RETURNING …`;
-  attempts are counted at claim time, so a job that crashes its worker every time runs out of attempts.
-  Each claim's lease is recorded in `job_attempts` in the same transaction; a released lease gives its
-  attempt back and its record with it, so `jobs.attempts` counts exactly the recorded attempts.
-  A worker that owns GPUs claims while some are free, saying how many: it gets only a job that needs no
-  more than that (`jobs.gpus`, `all` being every GPU it owns); a worker without GPUs runs one job at a time
-  and is offered any job its capabilities allow (multi-rank jobs not on `device: cpu` need `device:cuda`).
-- A result is a GPU run's worth of measurement, so it is accepted from ANY recorded attempt of the job,
-  even one whose lease expired or went to another worker, as long as the job has no result yet and has
-  not ended otherwise (a job failed only because its last lease expired still takes it). One fenced UPDATE
-  decides: the first result wins; a later one changes nothing and its caller answers 409.
-- A heartbeat is fenced by the lease token alone (the reaper clears the token when it takes a lease away),
-  so a lease past its deadline that nobody took yet is simply extended; the job's latest attempt may also
-  resume its lease when the reaper took it but nobody claimed the job again.
-- fail, release and cancelled are fenced by the lease token AND an unexpired deadline: a worker whose
-  lease expired (and perhaps went to someone else) changes nothing there; its caller answers 409.
-- The reaper is one idempotent UPDATE; running it twice changes nothing the second time. It takes a lease
-  away only once it has been missed by the admin's grace (PADBENCH_LEASE_GRACE_SECONDS) beyond its deadline:
-  a holder that is only unreachable (the server restarting, a network outage) extends its lease with its
-  next heartbeat, and the job is not run twice meanwhile.
-- A submit with an idempotency key is one `INSERT … ON CONFLICT DO NOTHING`: two racing retries of the same
-  submit cannot both create a job, and neither needs an error (which would abort a PostgreSQL transaction).
+The rules every statement keeps are in the package's docstring (`padbench.server.queue`).
 """
 
 from __future__ import annotations
@@ -44,6 +21,7 @@ from sqlalchemy import (
     delete,
     exists,
     insert,
+    null,
     or_,
     select,
     true,
@@ -109,10 +87,11 @@ def insert_job(
     max_attempts: int,
     requirements: Collection[str],
     gpus: int = 1,
+    nodes: int = 1,
     idempotency_key: str | None = None,
 ) -> int | None:
     """A new queued job and the capabilities a worker needs to claim it; `gpus` is how many it runs on
-    (ALL_GPUS: all of the worker's).
+    (ALL_GPUS: all of the worker's), on each of `nodes` workers.
 
     None (nothing inserted) when the submitter already used `idempotency_key`: the caller reads that job.
     Without a key the job is always new.
@@ -123,7 +102,7 @@ def insert_job(
         insert_unless_known(Job)
         .values(kind=kind, name=name, spec=spec, status=QUEUED, submitter=submitter, attempts=0,
                 max_attempts=max_attempts, cancel_requested=False, created_at=db_now(), gpus=gpus,
-                idempotency_key=idempotency_key)
+                nodes=nodes, idempotency_key=idempotency_key)
         .on_conflict_do_nothing(index_elements=[Job.submitter, Job.idempotency_key])
         .returning(Job.id)
     ).scalar_one_or_none()
@@ -141,7 +120,7 @@ def queued_gpu_requirements(session: Session) -> list[str]:
     ))
 
 
-def _fits_free_gpus(candidate: type[Job], owned: int, free: int) -> ColumnElement[bool]:
+def fits_free_gpus(candidate: type[Job], owned: int, free: int) -> ColumnElement[bool]:
     """The job needs no more GPUs than the worker has free; any job fits a worker without GPUs (it runs one
     job at a time, and the requirements keep multi-GPU jobs off it unless their ranks run on its CPU)."""
     if owned == 0:
@@ -162,7 +141,8 @@ def claim_next_job(
     )
     next_job_id = (
         select(candidate.id)
-        .where(candidate.status == QUEUED, ~lacks_requirement, _fits_free_gpus(candidate, gpus_owned, gpus_free))
+        .where(candidate.status == QUEUED, candidate.nodes == 1, ~lacks_requirement,
+               fits_free_gpus(candidate, gpus_owned, gpus_free))
         .order_by(candidate.id)
         .limit(1)
         .with_for_update(skip_locked=True)  # PostgreSQL: concurrent claimers skip each other's row
@@ -218,13 +198,14 @@ def resume_lease(
     so it is not run twice. The attempt was counted when it was claimed and is not counted again.
 
     The reaper acts on missed heartbeats alone (an overloaded server, a network outage); a worker that is
-    still beating is still running the job. None when the lease cannot be resumed.
+    still beating is still running the job. A gang's attempt is never resumed: the reaper took it because a
+    member was lost, and the other members have stopped. None when the lease cannot be resumed.
     """
     mine, other = aliased(JobAttempt, name="mine"), aliased(JobAttempt, name="other")
     claimed_later = exists().where(other.job_id == job_id, other.claimed_at > mine.claimed_at)
     is_latest_attempt = exists().where(mine.job_id == job_id, mine.lease_token == lease_token, ~claimed_later)
     statement = (
-        update(Job).where(Job.id == job_id, _REAPED, is_latest_attempt)
+        update(Job).where(Job.id == job_id, Job.nodes == 1, _REAPED, is_latest_attempt)
         .values(status=RUNNING, worker_id=_attempt_worker(lease_token), lease_token=lease_token,
                 lease_expires_at=db_now(lease_seconds), error=None, finished_at=None,
                 **_progress_values(progress, message))
@@ -270,14 +251,21 @@ def _end_with_result(session: Session, job_id: int, lease_token: str, ending: Up
 
 
 def fail_job(session: Session, job_id: int, lease_token: str, error: str, traceback: str | None) -> bool:
-    """Record the job's error. A job whose cancel was requested ends `cancelled` rather than `failed`."""
+    """Record the job's error. A job whose cancel was requested ends `cancelled` rather than `failed`.
+
+    A gang's attempt (a job across several workers) goes back to the queue while it has attempts left: across
+    hosts a failure is as often one host's (a node lost, a link down) as the job's, and every member's ranks
+    fail together when one member's do. Its error stays on the job until an attempt ends it.
+    """
+    requeued = and_(Job.nodes > 1, ~Job.cancel_requested, Job.attempts < Job.max_attempts)
     statement = (
         update(Job).where(_holds_lease(job_id, lease_token))
-        .values(status=case((Job.cancel_requested, CANCELLED), else_=FAILED), error=error, traceback=traceback,
-                finished_at=db_now(), lease_token=None, lease_expires_at=None)
+        .values(status=case((Job.cancel_requested, CANCELLED), (requeued, QUEUED), else_=FAILED), error=error,
+                traceback=traceback, finished_at=case((requeued, null()), else_=db_now()),
+                worker_id=case((requeued, null()), else_=Job.worker_id), lease_token=None, lease_expires_at=None)
         .execution_options(**PLAIN_UPDATE)
     )
-    return _rowcount(session, statement) == 1
+    return rowcount(session, statement) == 1
 
 
 def release_job(session: Session, job_id: int, lease_token: str) -> bool:
@@ -296,7 +284,7 @@ def release_job(session: Session, job_id: int, lease_token: str) -> bool:
                 lease_token=None, lease_expires_at=None, progress=None, progress_message=None)
         .execution_options(**PLAIN_UPDATE)
     )
-    if _rowcount(session, statement) != 1:
+    if rowcount(session, statement) != 1:
         return False
     session.execute(delete(JobAttempt).where(JobAttempt.lease_token == lease_token))
     return True
@@ -329,19 +317,25 @@ def requeue_expired_leases(session: Session, *, grace_seconds: float) -> int:
     Cancel requested → cancelled; attempts spent → failed; otherwise → queued for another worker.
     Returns how many jobs it moved.
     """
-    attempts_spent = Job.attempts >= Job.max_attempts
-    ends = or_(Job.cancel_requested, attempts_spent)
     statement = (
         update(Job)
         .where(Job.status == RUNNING, Job.lease_expires_at <= db_now(-grace_seconds))
-        .values(status=case((Job.cancel_requested, CANCELLED), (attempts_spent, FAILED), else_=QUEUED),
+        .values(**reaped_values())
+        .execution_options(**PLAIN_UPDATE)
+    )
+    return rowcount(session, statement)
+
+
+def reaped_values() -> dict[str, Any]:
+    """What the reaper sets on a running job it takes away: cancel requested → cancelled; attempts spent →
+    failed; otherwise → queued for another worker (or gang)."""
+    attempts_spent = Job.attempts >= Job.max_attempts
+    ends = or_(Job.cancel_requested, attempts_spent)
+    return dict(status=case((Job.cancel_requested, CANCELLED), (attempts_spent, FAILED), else_=QUEUED),
                 error=case((and_(attempts_spent, ~Job.cancel_requested), LEASE_EXPIRED_ERROR), else_=Job.error),
                 finished_at=case((ends, db_now()), else_=None),
                 worker_id=case((ends, Job.worker_id), else_=None),
                 lease_token=None, lease_expires_at=None)
-        .execution_options(**PLAIN_UPDATE)
-    )
-    return _rowcount(session, statement)
 
 
 def delete_finished_jobs(session: Session, *, older_than_days: int) -> int:
@@ -355,9 +349,9 @@ def delete_finished_jobs(session: Session, *, older_than_days: int) -> int:
         .where(Job.status.in_(FINISHED), Job.finished_at < db_now(-older_than_days * SECONDS_PER_DAY))
         .execution_options(**PLAIN_UPDATE)
     )
-    return _rowcount(session, statement)
+    return rowcount(session, statement)
 
 
-def _rowcount(session: Session, statement: Update | Delete) -> int:
+def rowcount(session: Session, statement: Update | Delete) -> int:
     # An UPDATE or DELETE always yields a CursorResult; Session.execute's stubs only promise the Result base class.
     return cast(CursorResult[Any], session.execute(statement)).rowcount
