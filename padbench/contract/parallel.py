@@ -11,10 +11,11 @@ compare on identical work.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from padbench.contract.training import RunPrecision
 
@@ -39,6 +40,45 @@ def _count_from_text(value: Any) -> Any:
 GpuCount = Annotated[GpuCountNumber | Literal["all"], BeforeValidator(_count_from_text), WithJsonSchema({
     "oneOf": [{"type": "integer", "minimum": 1, "maximum": MAX_GPUS}, {"type": "string", "enum": ["all"]}],
     "description": "GPUs the job runs on, one process each, or `all` of the worker's"})]
+
+# A scaling axis: the same rows measured at each of several GPU counts (one launch per count, the ranks of each
+# count alone on the worker), reported as tokens/s per GPU and the scaling efficiency against the smallest count.
+# `[all]` is the counts 1, 2, 4, … doubling while below the GPUs of the worker that takes the job, then that
+# number itself (1, 2, 4, 8 on eight GPUs; 1, 2, 4, 6 on six).
+MAX_SCALING_COUNTS = 8
+
+
+def _scaling_counts(counts: list[int | str]) -> list[int | str]:
+    if counts == ["all"]:
+        return counts
+    if "all" in counts:
+        raise ValueError("`all` in a list of GPU counts stands alone: [all] is 1, 2, 4, … up to the worker's GPUs")
+    if len(counts) < 2 or counts != sorted(set(counts)):
+        raise ValueError("a scaling axis lists at least two different GPU counts, smallest first, e.g. [1, 2, 4]")
+    return counts
+
+
+GpuScaling = Annotated[
+    list[Annotated[GpuCountNumber | Literal["all"], BeforeValidator(_count_from_text)]],
+    Field(min_length=1, max_length=MAX_SCALING_COUNTS), AfterValidator(_scaling_counts),
+    WithJsonSchema({"type": "array", "minItems": 1, "maxItems": MAX_SCALING_COUNTS, "items": {"oneOf": [
+        {"type": "integer", "minimum": 1, "maximum": MAX_GPUS}, {"type": "string", "enum": ["all"]}]},
+        "description": "a scaling axis: the same rows at each GPU count, smallest first, or [all]: 1, 2, 4, … "
+                       "up to the worker's GPUs"})]
+
+
+def scaling_top(counts: Sequence[int | str]) -> int | Literal["all"]:
+    """The most GPUs a scaling axis takes at once: its largest count, or `all` of the worker's."""
+    return "all" if list(counts) == ["all"] else max(int(count) for count in counts)
+
+
+def scaling_counts(counts: Sequence[int | str], owned: int) -> list[int]:
+    """The GPU counts a scaling axis measures on a worker owning `owned` GPUs (`[all]` doubles up to them)."""
+    if list(counts) != ["all"]:
+        return [int(count) for count in counts]
+    doubling = [2**power for power in range(MAX_GPUS.bit_length()) if 2**power < max(owned, 1)]
+    return [*doubling, max(owned, 1)]
+
 
 # How inference spreads over several GPUs: `replicated` (data parallel, one full copy per GPU), `sharded`
 # (FSDP2, for a model one GPU cannot hold) or `auto`: replicated when the weights fit one GPU.
@@ -74,7 +114,10 @@ class GpuRequest:
 
     @classmethod
     def of(cls, spec: Any) -> GpuRequest:
-        """The request of a job spec (every kind's spec has `gpus`, `device` and `LAUNCHES_OWN_RANKS`)."""
+        """The request of a job spec (every kind's spec has `gpus`, `device` and `LAUNCHES_OWN_RANKS`). A scaling
+        axis asks for its largest count, run as one process that launches each count's ranks in turn."""
+        if isinstance(spec.gpus, list):
+            return cls(scaling_top(spec.gpus), spec.device, launches_own_ranks=True)
         return cls(spec.gpus, spec.device, spec.LAUNCHES_OWN_RANKS)
 
     @classmethod
@@ -160,6 +203,17 @@ class RankShares(ResultSection):
     work_imbalance: Annotated[float, Field(ge=0)] | None = None
     # The largest difference in real tokens between two ranks within one measured step.
     largest_step_gap_tokens: Annotated[int, Field(ge=0)] | None = None
+
+
+class ScalingPoint(ResultSection):
+    """A row of a scaling axis: the GPU count it ran on and how its throughput per GPU held up."""
+
+    gpus: GpuCountNumber
+    tokens_per_s_per_gpu: Annotated[float, Field(ge=0)] | None = None
+    # Tokens/s per GPU over that of the same row at `baseline_gpus`, the smallest count that measured it (1.0:
+    # perfect scaling; 0.8: each GPU does 80% of the work it did there). None where either was not measured.
+    efficiency: Annotated[float, Field(ge=0)] | None = None
+    baseline_gpus: GpuCountNumber | None = None
 
 
 class ParallelRun(ResultSection):

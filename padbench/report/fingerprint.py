@@ -44,8 +44,11 @@ def digest(document: Any) -> str:
 
 
 def gpu_count(result: JobResultBase) -> int | None:
-    """GPUs the job ran on: its spec's count, or for `all` the GPUs its worker saw."""
+    """GPUs the job ran on: its spec's count, or for `all` the GPUs its worker saw; None for a scaling axis,
+    whose rows each name their count in their key."""
     asked = result.spec.gpus
+    if isinstance(asked, list):
+        return None
     return result.environment.gpu_count if asked in ("all", ALL_GPUS) else int(asked)
 
 

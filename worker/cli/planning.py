@@ -13,6 +13,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from padbench.contract.parallel import scaling_counts
 from padbench.contract.spec import JobSpecBase
 from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.kinds.record import kind_spec
@@ -83,6 +84,9 @@ def ranks_for(spec: PaddingJobSpec, gpus: int | None) -> tuple[int, str]:
     """The ranks to plan for and where the number comes from."""
     if gpus is not None:
         return gpus, "--gpus"
+    if isinstance(spec.gpus, list):  # a scaling axis: its smallest count holds the most per GPU
+        counts = scaling_counts(spec.gpus, visible_gpu_count())
+        return counts[0], f"the smallest count of the spec's scaling axis {spec.gpus}"
     if spec.gpus != "all":
         return spec.gpus, "the spec's gpus"
     visible = visible_gpu_count()

@@ -21,7 +21,14 @@ from padbench.contract.horizon import Horizon
 from padbench.contract.job_kind import JobKind
 from padbench.contract.kernel_families import AttentionName, missing_entry_point, needs_half_precision
 from padbench.contract.model_spec import ModelSpec
-from padbench.contract.parallel import DistributedSpec, ParallelRun, RankShares
+from padbench.contract.parallel import (
+    DistributedSpec,
+    GpuCount,
+    GpuScaling,
+    ParallelRun,
+    RankShares,
+    ScalingPoint,
+)
 from padbench.contract.results import (
     BatchTier,
     EnergyUse,
@@ -85,6 +92,10 @@ class PaddingJobSpec(JobSpecBase):
     distributed: DistributedSpec = DistributedSpec()
     # TRL's packing settings (SFTConfig's names): they add the layout they mean to `strategies`.
     trl: TrlSettings | None = None
+    # GPUs the job runs on (see JobSpecBase), or a scaling axis: a list of counts, smallest first, each measuring
+    # the same rows on its own launch (`[all]`: 1, 2, 4, … up to the worker's GPUs).
+    # Wider than JobSpecBase's count: only padding jobs take a scaling axis, so the base keeps the one count.
+    gpus: GpuCount | GpuScaling = 1  # type: ignore[assignment]
     SPANS_GPUS: ClassVar[bool] = True
 
     @model_validator(mode="before")
@@ -105,6 +116,9 @@ class PaddingJobSpec(JobSpecBase):
             kernel = self.attention_for(strategy)
             if needs_half_precision(kernel, strategy_entry_point(strategy.name)) and self.dtype == "fp32":
                 raise ValueError(f"attention {kernel!r} ({strategy.label}) needs dtype bf16 or fp16, not fp32")
+        if self.gpus == ["all"] and self.device == "cpu":
+            raise ValueError("gpus: [all] counts the worker's GPUs; on device cpu list the process counts, "
+                             "e.g. [1, 2]")
         if self.training.precision == "amp" and self.dtype == "fp32":
             raise ValueError("training.precision amp computes in a half-precision dtype: set dtype bf16 or fp16")
         if self.training.precision == "fp8" and self.dtype != "bf16":
@@ -235,6 +249,7 @@ class StrategyResult(ResultModel):
     per_rank: RankShares | None = None  # jobs on several GPUs: each rank's share of this row
     step_split: StepSplit | None = None  # training: forward, backward and optimizer time per step
     compilation: CompileReport | None = None  # None when the job's compile is false
+    scaling: ScalingPoint | None = None  # a scaling axis's row: the GPU count it ran on, and its efficiency
 
     @property
     def label(self) -> str:

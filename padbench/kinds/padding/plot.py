@@ -1,6 +1,8 @@
 """A padding job's plot: tokens/s per strategy × kernel as bars (one colour per job), each labelled with its
 padding efficiency and, where the row was measured with repeats, whiskered with its 95% interval; when a job
-measured a layout at several batch sizes, a second panel draws tokens/s against batch size. Rows without a
+measured a layout at several batch sizes, a second panel draws tokens/s against batch size, and where a job is a
+scaling axis (`gpus: [1, 2, 4]`), tokens/s per GPU against the GPU count instead, each point labelled with its
+scaling efficiency. Rows without a
 valid figure are left out of the picture, never drawn as zero."""
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from padbench.kinds.padding.contract import PaddingResult, StrategyResult
 from padbench.kinds.padding.experts import compare_kernel
+from padbench.kinds.padding.scaling import scaling_curves
 from padbench.report.plotting import interval_bars, job_name, panels, rate_curve_axes, rate_formatter
 
 if TYPE_CHECKING:
@@ -69,6 +72,22 @@ def _curves(axes: Axes, jobs: Jobs) -> None:
     rate_curve_axes(axes, "batch size", "tokens/s", "tokens/s against batch size")
 
 
+def _scaling(axes: Axes, jobs: Jobs) -> None:
+    for job_id, result in jobs:
+        for key, points in scaling_curves(result).items():
+            prefix = f"{job_name(job_id, result, False)} · " if len(jobs) > 1 else ""
+            counts = [gpus for gpus, _, _ in points]
+            per_gpu = [rate for _, rate, _ in points]
+            axes.plot(counts, per_gpu, marker="o", label=prefix + key)
+            for count, rate, efficiency in points[1:]:
+                if efficiency is not None:
+                    axes.annotate(f"{efficiency:.0%}", (count, rate), textcoords="offset points", xytext=(0, 6),
+                                  fontsize=8, ha="center")
+    rate_curve_axes(axes, "GPUs", "tokens/s per GPU", "tokens/s per GPU against GPU count (label: scaling efficiency)")
+
+
 def padding_plot(plt: Any, jobs: Jobs) -> Figure:
+    if any(scaling_curves(result) for _, result in jobs):
+        return panels(plt, jobs, _bars, _scaling, (9, 13))
     with_curves = any(batch_curves(result) for _, result in jobs)
     return panels(plt, jobs, _bars, _curves if with_curves else None, (9, 13))

@@ -16,6 +16,14 @@ from padbench.kinds.padding.compilation import compile_fields, compile_lines, co
 from padbench.kinds.padding.contract import PaddingResult, StrategyResult
 from padbench.kinds.padding.experts import active_line, compare_kernel, kernel_cell, load_fields, load_lines
 from padbench.kinds.padding.ranks import parallel_lines, rank_fields, rank_lines
+from padbench.kinds.padding.scaling import (
+    SCALING_COLUMNS,
+    gpus_suffix,
+    is_scaling,
+    scaling_cells,
+    scaling_fields,
+    scaling_lines,
+)
 from padbench.kinds.padding.training import step_split_fields, step_split_lines, training_lines
 from padbench.kinds.padding.verdict import compact_rate, curve_lines, ranked_rows, verdict_lines, winner
 from padbench.report.cells import (
@@ -44,8 +52,8 @@ COLUMNS = ("strategy", "kernel", "batch", "tokens/s", "95% interval", "min–max
            "padding eff.", "MFU", "MFU (GEMM)", "peak memory", "max logit error", "probe", "valid")
 # Figures read on demand: a column on a terminal, the row's details on the dashboard.
 DETAIL_COLUMNS = frozenset({"min–max", "CV", "MFU (GEMM)", "max logit error", "probe"})
-RIGHT_ALIGNED = frozenset({"batch", "tokens/s", "95% interval", "min–max", "CV", "vs static", "padding eff.",
-                           "MFU", "MFU (GEMM)", "peak memory"})
+RIGHT_ALIGNED = frozenset({*SCALING_COLUMNS, "batch", "tokens/s", "95% interval", "min–max", "CV", "vs static",
+                           "padding eff.", "MFU", "MFU (GEMM)", "peak memory"})
 
 
 def _logit_error(row: StrategyResult) -> str:
@@ -86,11 +94,21 @@ def _cells(row: StrategyResult, notes: list[str], is_winner: bool = False) -> tu
             validity(row, notes))
 
 
+def columns(result: PaddingResult) -> tuple[str, ...]:
+    """COLUMNS, with a scaling axis's GPU count, tokens/s per GPU and efficiency after the batch size."""
+    return (*COLUMNS[:3], *SCALING_COLUMNS, *COLUMNS[3:]) if is_scaling(result) else COLUMNS
+
+
 def table_rows(result: PaddingResult) -> tuple[list[tuple[str, ...]], list[str]]:
-    """The table's cells (one tuple per row, in COLUMNS order, fastest first) and its numbered notes."""
+    """The table's cells (one tuple per row, in `columns` order, fastest first) and its numbered notes."""
     notes: list[str] = []
     best = winner(result)
-    return [_cells(row, notes, row is best) for row in ranked_rows(result.strategies)], notes
+    scaling = is_scaling(result)
+    rows = [_cells(row, notes, row is best) for row in ranked_rows(result.strategies)]
+    if scaling:
+        rows = [(*cells[:3], *scaling_cells(row), *cells[3:])
+                for cells, row in zip(rows, ranked_rows(result.strategies), strict=True)]
+    return rows, notes
 
 
 def _header(result: PaddingResult) -> list[str]:
@@ -124,13 +142,13 @@ def result_table(result: PaddingResult) -> ResultTable:
                             for row in ranked_rows(result.strategies)]
     curve = curve_lines(result)
     after = ["batch-size curves (tokens/s):", *(f"  {line}" for line in curve)] if curve else []
-    after += (tier_lines(result) + step_split_lines(result) + load_lines(result) + compile_lines(result)
-              + rank_lines(result) + cost_lines(result) + energy_lines(
+    after += (scaling_lines(result) + tier_lines(result) + step_split_lines(result) + load_lines(result)
+              + compile_lines(result) + rank_lines(result) + cost_lines(result) + energy_lines(
                   [(f"{row.label} / {row.kernel}", row.energy) for row in result.strategies], "real"))
     return ResultTable(
         header=header_lines(result),
         columns=[TableColumn(name=name, right=name in RIGHT_ALIGNED, detail=name in DETAIL_COLUMNS)
-                 for name in COLUMNS],
+                 for name in columns(result)],
         rows=[TableRow(cells=list(cells), row=index[id(row)], mark=mark)
               for cells, row, mark in zip(rows, ranked_rows(result.strategies), marks, strict=True)],
         notes=notes, verdict=verdict_lines(result), after=after)
@@ -143,8 +161,10 @@ def render_table(result: PaddingResult) -> str:
 def csv_rows(result: PaddingResult) -> list[dict[str, Any]]:
     """One row per strategy, every measured figure in plain units (bytes, seconds, tokens/s)."""
     rows = []
+    scaling = is_scaling(result)
     for row in result.strategies:
         rows.append({
+            **(scaling_fields(row) if scaling else {}),
             "strategy": row.strategy, "n_bins": row.n_bins, "pad_to_multiple_of": row.pad_to_multiple_of,
             "crosses_documents": row.crosses_documents, "attention": row.attention, "kernel": row.kernel,
             "batch_size": row.batch_size, "auto_times": row.auto_times, "batch_tiers": tiers_field(row),
@@ -171,8 +191,8 @@ def run_facts(result: PaddingResult) -> RunFacts:
 def comparison_keys(result: PaddingResult) -> list[tuple[CompareKey, StrategyResult]]:
     """Each row by its compare key: strategy and kernel (with the experts' implementation of a mixture of experts);
     a layout measured at several batch sizes has a row per size."""
-    pairs = [(row.label, compare_kernel(row)) for row in result.strategies]
-    return [((f"{row.label} @ {row.batch_size}" if pairs.count(pair) > 1 else row.label, pair[1]), row)
+    pairs = [(row.label + gpus_suffix(row), compare_kernel(row)) for row in result.strategies]
+    return [((f"{pair[0]} @ {row.batch_size}" if pairs.count(pair) > 1 else pair[0], pair[1]), row)
             for row, pair in zip(result.strategies, pairs, strict=True)]
 
 

@@ -70,6 +70,32 @@ function batchSizeChart(container, result) {
   if (curves.length) lineChart(chartIn(container, "tokens/s against batch size"), curves, "batch size", "tokens/s", false);
 }
 
+// A scaling axis (gpus: [1, 2, 4]): tokens/s per GPU against the GPU count for each row, and the scaling
+// efficiency (against the smallest count) on a second chart (scaling_curves in padbench/kinds/padding/scaling.py).
+function scalingCurves(result, figure) {
+  const curves = new Map();
+  for (const row of result.strategies) {
+    const point = row.scaling;
+    if (point == null || point.tokens_per_s_per_gpu == null || point[figure] == null) continue;
+    const key = `${strategyLabel(row)} · ${compareKernel(row)} @ ${row.batch_size}`;
+    if (!curves.has(key)) curves.set(key, []);
+    curves.get(key).push({ x: point.gpus, y: point[figure] });
+  }
+  return [...curves].filter(([, points]) => points.length > 1)
+    .map(([key, points]) => [key, points.sort((a, b) => a.x - b.x)]);
+}
+
+function scalingCharts(container, result) {
+  const perGpu = scalingCurves(result, "tokens_per_s_per_gpu");
+  if (!perGpu.length) return;
+  lineChart(chartIn(container, "tokens/s per GPU against GPU count"), perGpu, "GPUs", "tokens/s per GPU", false);
+  const efficiency = scalingCurves(result, "efficiency");
+  if (efficiency.length) {
+    lineChart(chartIn(container, "scaling efficiency against GPU count (1 = tokens/s per GPU of the smallest count)"),
+              efficiency, "GPUs", "scaling efficiency", false);
+  }
+}
+
 registerKind("padding", {
   plural: "padding jobs",
   model: modelLabel,
@@ -77,5 +103,6 @@ registerKind("padding", {
   charts(container, result) {
     throughputChart(container, result);
     batchSizeChart(container, result);
+    scalingCharts(container, result);
   },
 });

@@ -18,6 +18,10 @@ from padbench.worker.runtime.progress import ProgressFn
 class PaddingJob:
     def run(self, spec: PaddingJobSpec, progress: ProgressFn, on_partial: PartialFn) -> PaddingResult:
         # Imported here so that listing job kinds never loads torch or transformers.
+        if isinstance(spec.gpus, list):  # a scaling axis: each GPU count on a launch of its own
+            from padbench.worker.jobs.padding.scaling import run_scaling
+
+            return run_scaling(spec, progress, on_partial)
         from padbench.worker.jobs.padding.job import run_padding_job
 
         return run_padding_job(spec, progress, on_partial)
