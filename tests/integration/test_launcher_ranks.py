@@ -89,3 +89,33 @@ def test_a_hung_job_past_its_deadline_leaves_no_rank_behind(tmp_path: Path) -> N
 def test_one_rank_is_one_plain_child(tmp_path: Path) -> None:
     report = launch_job("tests.unit.supervisor_targets:write_in_cwd", {}, ranks=1, workdir=str(tmp_path))
     assert report.outcome == "ok"
+
+
+def test_two_nodes_on_one_host_meet_at_node_zeros_store_and_only_one_reports_rank_zero(tmp_path: Path) -> None:
+    """Two launchers given the same rendezvous act as two nodes: node 0 hosts the c10d store, node 1 (started
+    first, so it finds no store yet) only connects to it; the four ranks form one group and only the node that
+    got global rank 0 returns a value."""
+    import socket
+    import threading
+
+    from padbench.worker.runtime.launcher import Rendezvous
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    reports: dict[int, object] = {}
+
+    def node(rank: int) -> None:
+        rendezvous = Rendezvous(endpoint=f"127.0.0.1:{port}", run_id=f"test-{port}", nodes=2, node_rank=rank,
+                                local_addr="127.0.0.1")
+        reports[rank] = launch("sum_ranks", tmp_path, rendezvous=rendezvous)
+
+    threads = [threading.Thread(target=node, args=(rank,)) for rank in (1, 0)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(report.outcome == "ok" for report in reports.values()), reports  # type: ignore[attr-defined]
+    values = [report.value for report in reports.values() if report.value is not None]  # type: ignore[attr-defined]
+    assert values == [{"rank": 0, "world": 4, "sum": 10.0}]
+    assert_all_gone(rank_pids(tmp_path))

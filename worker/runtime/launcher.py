@@ -8,6 +8,12 @@ memory cap and stop reach every rank; the elastic agent ends all ranks when one 
 a benchmark that silently restarts measures something else). Rank 0 reports progress and results; any
 rank's error is named with its rank and GPU.
 
+A job across several hosts (nodes) passes a `Rendezvous`: every node's launcher meets the others at node 0's
+c10d store (`rdzv_backend="c10d"`, `nnodes` = the nodes, `node_rank` fixed by whoever placed the nodes: a gang
+of padbench workers, or a cluster's scheduler), so rank numbers run across nodes and only node 0's rank 0
+reports. Node 0 hosts the store; the others only connect to it, so two "nodes" on one host (tests, or two
+workers sharing a machine) never race to bind the same port.
+
 The job kind runs the same target either way and never learns how many processes run it, except through
 `torch.distributed`'s own environment.
 """
@@ -21,6 +27,7 @@ import queue
 import tempfile
 import threading
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from padbench.worker.runtime.isolation import (
@@ -39,14 +46,34 @@ RENDEZVOUS_TIMEOUT_S = 300
 MONITOR_INTERVAL_S = 0.2
 
 
-def launch_job(target: str, *args: Any, ranks: int = 1, **options: Any) -> ChildReport:
-    """Run `module:function(ctx, *args)` as one process, or as `ranks` processes started by torch's launcher;
-    `options` are `run_in_child`'s. Never raises for what the processes do."""
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where this node's launcher meets the other nodes of a job across several: node 0's c10d store at
+    `endpoint` (`host:port`), under `run_id` (the same on every node, new for every attempt), `nodes` nodes in
+    all, this one being `node_rank` (0 hosts the store). `local_addr` is the address the other nodes reach this
+    one at (None: torch's guess from the host name)."""
+
+    endpoint: str
+    run_id: str
+    nodes: int
+    node_rank: int
+    local_addr: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.node_rank < self.nodes:
+            raise ValueError(f"node_rank {self.node_rank} is not one of the {self.nodes} nodes")
+
+
+def launch_job(target: str, *args: Any, ranks: int = 1, rendezvous: Rendezvous | None = None,
+               **options: Any) -> ChildReport:
+    """Run `module:function(ctx, *args)` as one process, or as `ranks` processes started by torch's launcher
+    (`ranks` on this node; with a `rendezvous`, nodes × ranks in all); `options` are `run_in_child`'s. Never
+    raises for what the processes do."""
     if ranks < 1:
         raise ValueError(f"a job runs on at least one process, not {ranks}")
-    if ranks == 1:
+    if ranks == 1 and rendezvous is None:
         return run_in_child(target, *args, **options)
-    return run_in_child(f"{__name__}:run_ranks", target, ranks, args, **options)
+    return run_in_child(f"{__name__}:run_ranks", target, ranks, args, rendezvous, **options)
 
 
 class RankContext:
@@ -153,21 +180,31 @@ def _forward(messages: Any, ctx: ChildContext, errors: RankErrors, done: threadi
             errors.add(payload)
 
 
-def _launch_config(ranks: int, log_dir: str) -> Any:
+def _launch_config(ranks: int, log_dir: str, rendezvous: Rendezvous | None) -> Any:
     from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
     from torch.distributed.launcher.api import LaunchConfig
 
     logs = DefaultLogsSpecs(log_dir=log_dir)
-    return LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=ranks, run_id=f"padbench-{uuid.uuid4().hex}",
-                        rdzv_backend="c10d", rdzv_endpoint="127.0.0.1:0",
-                        rdzv_configs={"timeout": RENDEZVOUS_TIMEOUT_S}, max_restarts=0,
-                        monitor_interval=MONITOR_INTERVAL_S, start_method="spawn", logs_specs=logs,
-                        local_addr="127.0.0.1")
+    common = {"nproc_per_node": ranks, "rdzv_backend": "c10d", "max_restarts": 0,
+              "monitor_interval": MONITOR_INTERVAL_S, "start_method": "spawn", "logs_specs": logs}
+    if rendezvous is None:  # one node: a private store on a free loopback port
+        return LaunchConfig(min_nodes=1, max_nodes=1, run_id=f"padbench-{uuid.uuid4().hex}",
+                            rdzv_endpoint="127.0.0.1:0", rdzv_configs={"timeout": RENDEZVOUS_TIMEOUT_S},
+                            local_addr="127.0.0.1", **common)
+    # Node 0 hosts the store and the others connect to it: torch would otherwise guess from the host name, and
+    # two nodes on one host would both try to bind the port.
+    configs = {"timeout": RENDEZVOUS_TIMEOUT_S, "is_host": rendezvous.node_rank == 0,
+               "rank": rendezvous.node_rank}
+    return LaunchConfig(min_nodes=rendezvous.nodes, max_nodes=rendezvous.nodes, run_id=rendezvous.run_id,
+                        rdzv_endpoint=rendezvous.endpoint, rdzv_configs=configs, local_addr=rendezvous.local_addr,
+                        **common)
 
 
-def run_ranks(ctx: ChildContext, target: str, ranks: int, args: tuple[Any, ...]) -> Any:
-    """Child-process target: start `ranks` ranks of `target` and return rank 0's value; a failed rank raises
-    `RanksFailed` naming it (classified as its own error was: out of memory stays out of memory)."""
+def run_ranks(ctx: ChildContext, target: str, ranks: int, args: tuple[Any, ...],
+              rendezvous: Rendezvous | None = None) -> Any:
+    """Child-process target: start `ranks` ranks of `target` (this node's, with a `rendezvous`) and return the
+    lowest rank's value (rank 0's on node 0); a failed rank raises `RanksFailed` naming it (classified as its
+    own error was: out of memory stays out of memory)."""
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import elastic_launch
 
@@ -179,14 +216,14 @@ def run_ranks(ctx: ChildContext, target: str, ranks: int, args: tuple[Any, ...])
     # the caller's working directory (`padbench run` starts here from wherever the user stands).
     try:
         with tempfile.TemporaryDirectory(prefix="padbench-ranks-") as log_dir:
-            returned = elastic_launch(_launch_config(ranks, log_dir), rank_main)(messages, target, args)
+            returned = elastic_launch(_launch_config(ranks, log_dir, rendezvous), rank_main)(messages, target, args)
     except ChildFailedError as failure:
         done.set()
         forwarder.join(timeout=5)
         raise RanksFailed(_failure_message(failure, errors)) from None
     done.set()
     forwarder.join(timeout=5)
-    return returned[0]
+    return returned.get(0)  # global rank 0's: None on a node without it (its job reports nothing)
 
 
 def _failure_message(failure: Any, errors: RankErrors) -> str:
