@@ -1,4 +1,5 @@
-"""`padbench worker --server URL --token-file PATH [--gpus 0,1,…] [--name NAME] [--label NAME …] [--once]`."""
+"""`padbench worker --server URL --token-file PATH [--gpus 0,1,…] [--name NAME] [--label NAME …] [--once]
+[--slurm …]`."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from padbench.contract.bounds import MAX_NAME_LENGTH
 from padbench.http import TokenFileUnreadable, token_from_file
 from padbench.specfile import format_validation_error
 from padbench.worker.cli.sizing import cpu_matmul_flops
+from padbench.worker.cli.slurm_worker import SlurmStartRefused, add_slurm_options, node_capabilities, slurm_options
 from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S, WorkerSettings
 from padbench.worker.supervisor.api import WorkerApi
 from padbench.worker.supervisor.capabilities import CapabilityError, detect_capabilities
 from padbench.worker.supervisor.loop import FatalWorkerError, Supervisor, WorkerConfig
 from padbench.worker.supervisor.outbox import outbox_directory
+from padbench.worker.supervisor.slurm_backend import SlurmBackend, SlurmOptions
 
 log = logging.getLogger("padbench.worker")
 
@@ -61,6 +64,7 @@ def add_worker_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--job-timeout", type=float, default=None, metavar="SECONDS",
                         help="wall-clock limit for one job's child process "
                              f"(default: $PADBENCH_JOB_TIMEOUT_S, else {DEFAULT_JOB_TIMEOUT_S:.0f})")
+    add_slurm_options(parser)
     parser.set_defaults(handler=run_worker)
 
 
@@ -112,12 +116,32 @@ def install_stop_handlers(stop_event: threading.Event) -> None:
     signal.signal(signal.SIGINT, stop)
 
 
+def local_capabilities(settings: WorkerSettings, stop_event: threading.Event) -> Capabilities:
+    """What this host runs: its GPUs (those given), kernels and kinds, and a CPU worker's reach per job."""
+    capabilities = detect_capabilities(settings.gpu_list, should_stop=stop_event.is_set)
+    return capabilities.model_copy(update={"cpu_flops_per_job": cpu_flops_per_job(capabilities, settings)})
+
+
+def slurm_capabilities(options: SlurmOptions, settings: WorkerSettings, stop_event: threading.Event) -> Capabilities:
+    """What a node of the Slurm partition runs, asked there."""
+    capabilities, flops = node_capabilities(options, stop_event)
+    reach = flops * settings.job_timeout_s if capabilities.device == "cpu" else None
+    return capabilities.model_copy(update={"cpu_flops_per_job": reach})
+
+
 def run_worker(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per heartbeat drowns the job's story
     settings = load_settings(args)
     if settings is None:
         return 2
+    slurm: SlurmOptions | None = None
+    if args.slurm:
+        try:
+            slurm = slurm_options(args, settings)
+        except SlurmStartRefused as refused:
+            print(f"padbench worker --slurm: {refused}", file=sys.stderr)
+            return 2
     try:
         token = resolved_token(settings)
     except TokenFileUnreadable as error:
@@ -130,15 +154,15 @@ def run_worker(args: argparse.Namespace) -> int:
     stop_event = threading.Event()
     install_stop_handlers(stop_event)
     try:
-        capabilities = detect_capabilities(settings.gpu_list, should_stop=stop_event.is_set)
-    except CapabilityError as error:
+        capabilities = (local_capabilities(settings, stop_event) if slurm is None
+                        else slurm_capabilities(slurm, settings, stop_event))
+    except (CapabilityError, SlurmStartRefused) as error:
         if stop_event.is_set():
             return 0
         print(f"padbench worker: {error}", file=sys.stderr)
         return 1
     capabilities = capabilities.model_copy(update={"labels": settings.label_list,  # checked by the settings
-                                                   "job_memory_bytes": settings.memory_cap_bytes,
-                                                   "cpu_flops_per_job": cpu_flops_per_job(capabilities, settings)})
+                                                   "job_memory_bytes": settings.memory_cap_bytes})
     log.info("capabilities: %s", capabilities.model_dump_json())
     name = settings.worker_name or default_name(settings.gpu_list)
     config = WorkerConfig(name=name, job_timeout_s=settings.job_timeout_s,
@@ -146,8 +170,11 @@ def run_worker(args: argparse.Namespace) -> int:
                           outbox_dir=outbox_directory(settings.cache_dir, name),
                           data_roots=settings.data_root_paths, model_roots=settings.model_root_paths,
                           price_per_gpu_hour=settings.price_per_gpu_hour)
+    # On a cluster the nodes' own memory bounds each job: only a cap the operator set travels with it.
+    backend = None if slurm is None else SlurmBackend(slurm, config.job_target, settings.job_timeout_s,
+                                                      settings.job_memory_cap_bytes)
     with WorkerApi(settings.server, token) as api:
-        supervisor = Supervisor(api, config, capabilities, stop_event)
+        supervisor = Supervisor(api, config, capabilities, stop_event, backend)
         try:
             supervisor.run()
         except FatalWorkerError as error:

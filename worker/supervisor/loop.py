@@ -24,7 +24,6 @@ is delivered when it starts again.
 from __future__ import annotations
 
 import logging
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,14 +32,13 @@ from typing import Any
 from padbench.contract.api import Capabilities, LeaseOut
 from padbench.contract.spec import JobSpecBase
 from padbench.http import ApiError, jittered_wait
-from padbench.worker.jobs import spec_json
-from padbench.worker.runtime import launcher
 from padbench.worker.runtime.isolation import ChildReport, LatestPartial
 from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S
 from padbench.worker.supervisor.api import LeaseLost, WorkerApi
+from padbench.worker.supervisor.backend import JobBackend, JobRun, LocalBackend
 from padbench.worker.supervisor.backoff import Backoff
 from padbench.worker.supervisor.confine import PathRefused, confine_spec_paths
-from padbench.worker.supervisor.gpus import GpuPool, job_ranks, visible_devices
+from padbench.worker.supervisor.gpus import GpuPool, job_ranks
 from padbench.worker.supervisor.lease import LeaseKeeper
 from padbench.worker.supervisor.outbox import Outbox
 from padbench.worker.supervisor.reporting import Reporter, Retrying, priced
@@ -84,8 +82,11 @@ class Supervisor:
         config: WorkerConfig,
         capabilities: Capabilities,
         stop_event: threading.Event | None = None,
+        backend: JobBackend | None = None,
     ) -> None:
         self.api = api
+        # Where each job's processes run: a child on this host unless the worker hands jobs to a scheduler.
+        self.backend = backend or LocalBackend(config.job_target, config.job_timeout_s, config.job_memory_cap_bytes)
         self.config = config
         self.capabilities = capabilities
         self.worker_id: int | None = None
@@ -243,7 +244,7 @@ class Supervisor:
             except (SpecRefused, PathRefused) as refused:
                 report = ChildReport(outcome="error", error=str(refused))
             else:
-                report = self._run_child(confined, keeper, partials, gpus, ranks)
+                report = self._run_child(lease, confined, keeper, partials, gpus, ranks)
             log.info("job %d: child finished: %s in %.1f s", job.id, report.outcome, report.seconds)
             try:
                 self._settle(lease, report, keeper, partials.latest)
@@ -254,21 +255,12 @@ class Supervisor:
                 log.error("job %d: could not report to the server: %s", job.id, error)
         return report
 
-    def _run_child(self, spec: JobSpecBase, keeper: LeaseKeeper, partials: LatestPartial,
+    def _run_child(self, lease: LeaseOut, spec: JobSpecBase, keeper: LeaseKeeper, partials: LatestPartial,
                    gpus: tuple[str, ...], ranks: int) -> ChildReport:
-        with tempfile.TemporaryDirectory(prefix="padbench-job-") as workdir:  # empty, private: see confine
-            return launcher.launch_job(
-                self.config.job_target,
-                spec_json(spec),  # the child parses it once, into the same model
-                ranks=ranks,
-                timeout_s=self.config.job_timeout_s,
-                memory_cap_bytes=self.config.job_memory_cap_bytes,
-                env=visible_devices(gpus),
-                on_progress=keeper.update,
-                on_finished=partials.keep,
-                should_stop=lambda: self.stopping or keeper.cancel_requested.is_set() or keeper.lost.is_set(),
-                workdir=workdir,
-            )
+        return self.backend.run(JobRun(
+            job_id=lease.job.id, attempt=lease.job.attempts, spec=spec, gpus=gpus, ranks=ranks,
+            on_progress=keeper.update, on_finished=partials.keep,
+            should_stop=lambda: self.stopping or keeper.cancel_requested.is_set() or keeper.lost.is_set()))
 
     def _settle(self, lease: LeaseOut, report: ChildReport, keeper: LeaseKeeper,
                 partial: dict[str, Any] | None) -> None:

@@ -1,0 +1,86 @@
+"""`padbench worker --slurm` against a real Slurm (slurmctld + slurmd on this host, see slurm_cluster.py): a job
+claimed from a real server on loopback runs as a Slurm job to its verdict, a cancel on the server reaches the
+Slurm job as scancel, and a host without Slurm refuses to start the worker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from padbench.client.demo import background, padbench_command
+from padbench.contract.api import JobOut, JobStatus
+from padbench.kinds.padding.contract import PaddingResult
+from tests.acceptance.conftest import LiveServer, Worker
+from tests.acceptance.slurm_cluster import SlurmCluster, slurm_cluster
+from tests.acceptance.specs import LONG, QUICK
+
+__all__ = ["slurm_cluster"]  # the module's fixture, used by name below
+
+
+@contextmanager
+def slurm_worker(server: LiveServer, cluster: SlurmCluster, name: str) -> Iterator[Worker]:
+    log = server.workdir / f"worker-{name}.log"
+    command = padbench_command("worker", "--slurm", "--slurm-dir", str(server.workdir / "slurm-jobs"),
+                               "--server", server.url, "--name", name)
+    with background(command, log, server.env | cluster.env | {"PADBENCH_TOKEN": server.tokens.worker}) as process:
+        worker = Worker(name=name, process=process, log=log)
+        yield worker
+
+
+def slurm_jobs_of(cluster: SlurmCluster, job_id: int) -> list[str]:
+    """The states Slurm lists for the padbench job's attempts."""
+    return [job.split()[1] for job in cluster.jobs() if job.endswith(f" padbench-{job_id}")]
+
+
+def verdict(server: LiveServer, job_id: int, worker: Worker, cluster: SlurmCluster) -> JobOut:
+    """The job once final; a wait that ends first fails with the worker's and Slurm's logs."""
+    try:
+        return server.wait_for(job_id, lambda job: job.status.is_final)
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n--- worker\n{worker.log_text()}\n{cluster.logs()}") from None
+
+
+@pytest.mark.slow
+def test_a_job_runs_on_slurm_to_its_verdict_and_a_cancel_reaches_scancel(
+    live_server: LiveServer, slurm_cluster: SlurmCluster
+) -> None:
+    with slurm_worker(live_server, slurm_cluster, "slurm") as worker, live_server.client() as client:
+        job_id = client.submit(QUICK).id
+        done = verdict(live_server, job_id, worker, slurm_cluster)
+        assert done.status is JobStatus.succeeded, f"{done.error}\n{worker.log_text()}\n{slurm_cluster.logs()}"
+        assert done.worker == "slurm"
+        result = client.results(done.id)
+        assert isinstance(result, PaddingResult)
+        assert [row.strategy for row in result.strategies] == ["static", "packed"]
+        assert all(row.status == "ok" and row.tokens_per_s for row in result.strategies)
+        assert slurm_jobs_of(slurm_cluster, done.id) == ["COMPLETED"]
+
+        long_id = client.submit(LONG).id
+        # Progress that padbench-rank wrote on the node, carried by the worker's heartbeats.
+        running = live_server.wait_for(long_id, lambda job: job.status is JobStatus.running
+                                       and bool(job.progress_message) and "Slurm job" not in job.progress_message)
+        assert slurm_jobs_of(slurm_cluster, long_id) == ["RUNNING"], running
+        client.cancel(long_id)
+        cancelled = verdict(live_server, long_id, worker, slurm_cluster)
+    assert cancelled.status is JobStatus.cancelled
+    assert slurm_jobs_of(slurm_cluster, long_id) == ["CANCELLED"]
+    assert "cancelling it (scancel)" in worker.log_text()
+    assert not list((live_server.workdir / "slurm-jobs").iterdir())  # each attempt's directory is removed
+
+
+def test_the_worker_refuses_to_start_without_slurm(tmp_path: Path) -> None:
+    # A PATH that holds this Python but none of Slurm's commands.
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    (bare / "python").symlink_to(sys.executable)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PADBENCH_", "SLURM_"))}
+    done = subprocess.run(padbench_command("worker", "--slurm", "--server", "http://127.0.0.1:9", "--token", "x"),
+                          env=env | {"PATH": str(bare)}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "padbench worker --slurm: Slurm's `sbatch` is not on PATH" in done.stderr
