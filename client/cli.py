@@ -31,6 +31,7 @@ from padbench.contract.api import JobOut, JobStatus
 from padbench.contract.bounds import MAX_RETENTION_DAYS
 from padbench.http import TokenFileUnreadable, token_from_file
 from padbench.report import render
+from padbench.report.ranking import RANKINGS, RankBy
 from padbench.report.terminal import write_table
 from padbench.spec_overrides import add_override_options, load_points
 from padbench.specfile import SpecError
@@ -99,6 +100,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     results.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
                          help="write to FILE, not stdout: FILE.json gets the JSON document, FILE.csv the CSV "
                               "rows, any other name the plain text table (--format overrides the extension)")
+    results.add_argument("--rank-by", choices=RANKINGS, default=None,
+                         help="the verdict under the table: speed (default), or cost, in $ per million tokens at the "
+                              "price per GPU-hour the job's worker was given (ranked by speed, saying so, where no "
+                              "price is known)")
     listing = _command(subparsers, "list", list_jobs, "list your jobs, newest first")
     listing.add_argument("--status", choices=[status.value for status in JobStatus], default=None,
                          help="only jobs in this state")
@@ -185,10 +190,14 @@ def results_format(chosen: str | None, output: Path | None) -> str:
 def show_results(args: argparse.Namespace) -> int:
     [(job_id, result)] = load_results([args.source], args)
     fmt = results_format(args.format, args.output)
+    if args.rank_by is not None and fmt != "table":
+        raise UsageError(f"--rank-by orders the table's verdict; the {fmt} output carries every row's figure and "
+                         "cost as they are")
+    rank_by: RankBy = args.rank_by or "speed"
     if args.output is None and fmt == "table":
-        write_table(result, sys.stdout)
+        write_table(result, sys.stdout, rank_by)
         return 0
-    text = render(result, fmt, job_id=job_id)
+    text = render(result, fmt, job_id=job_id, rank_by=rank_by)
     if args.output is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return 0

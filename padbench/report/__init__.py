@@ -14,11 +14,17 @@ from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.results import JobResultBase
 from padbench.kinds.record import kind_spec
 from padbench.report.identity import identity
+from padbench.report.ranking import RankBy, ranked_table
 from padbench.report.record import render_record
+from padbench.report.table import plain_text
 
 
-def render_table(result: JobResultBase) -> str:
-    return kind_spec(result.kind).report.render_table(result)
+def render_table(result: JobResultBase, rank_by: RankBy = "speed") -> str:
+    """The plain text table, its verdict ranked by speed or by cost (`padbench.report.ranking`)."""
+    entry = kind_spec(result.kind).report
+    if rank_by != "speed" and entry.table is not None:
+        return plain_text(ranked_table(entry.table(result), result, rank_by))
+    return entry.render_table(result)
 
 
 def render_json(result: JobResultBase) -> str:
@@ -37,15 +43,16 @@ def render_csv(result: JobResultBase, job_id: int | None = None) -> str:
     return buffer.getvalue()
 
 
-def render(result: JobResultBase, fmt: str, job_id: int | None = None) -> str:
+def render(result: JobResultBase, fmt: str, job_id: int | None = None, rank_by: RankBy = "speed") -> str:
     if fmt == "csv":
         return render_csv(result, job_id)
     if fmt == "record":
         return render_record(result, job_id)
-    renderers = {"table": render_table, "json": render_json}
-    if fmt not in renderers:
+    if fmt == "table":
+        return render_table(result, rank_by)
+    if fmt != "json":
         raise ValueError(f"unknown format {fmt!r} (choose table, json, csv or record)")
-    return renderers[fmt](result)
+    return render_json(result)
 
 
 __all__ = ["render", "render_csv", "render_json", "render_table"]

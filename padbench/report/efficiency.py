@@ -46,18 +46,36 @@ def row_costs(result: JobResultBase) -> dict[tuple[str, str], float]:
     return costs
 
 
+def rate_cost(result: JobResultBase, tokens_per_s: float | None) -> float | None:
+    """$ per million tokens at `tokens_per_s` on the units the job held; None without a price or a rate."""
+    price = result.environment.price_per_gpu_hour
+    if price is None or tokens_per_s is None:
+        return None
+    return dollars_per_million_tokens(price, priced_units(result), tokens_per_s)
+
+
+def priced_as(result: JobResultBase) -> str:
+    """`$2.5 per GPU-hour × 8 GPUs`, or `$0.4 per hour of the machine` on CPU; the job must have a price."""
+    price = result.environment.price_per_gpu_hour
+    units = priced_units(result)
+    held = (f"per GPU-hour × {units} GPU{'s' if units > 1 else ''}" if result.environment.device == "cuda"
+            else "per hour of the machine")
+    return f"${price:g} {held}"
+
+
+def dollars(cost: float) -> str:
+    """A cost per million tokens as the tables print it: `$0.2734`, `$1,204`."""
+    return f"${cost:,.4g}"
+
+
 def cost_lines(result: JobResultBase) -> list[str]:
     """Each row's cost, under the table; nothing without a price."""
     costs = row_costs(result)
     if not costs:
         return []
-    price = result.environment.price_per_gpu_hour
-    units = priced_units(result)
-    held = (f"per GPU-hour × {units} GPU{'s' if units > 1 else ''}" if result.environment.device == "cuda"
-            else "per hour of the machine")
     metric = kind_spec(result.kind).report.compare.metric_label
-    lines = [f"cost per million tokens (counted as {metric}) at ${price:g} {held}:"]
-    lines += [f"  {' / '.join(key)}: ${cost:,.4g}" for key, cost in sorted(costs.items(), key=lambda item: item[1])]
+    lines = [f"cost per million tokens (counted as {metric}) at {priced_as(result)}:"]
+    lines += [f"  {' / '.join(key)}: {dollars(cost)}" for key, cost in sorted(costs.items(), key=lambda item: item[1])]
     return lines
 
 

@@ -71,3 +71,6 @@ class KindReport(Generic[R]):
     # (the dashboard then draws the kind's own view of the result).
     table: Callable[[R], ResultTable] | None = None
     verdict: Callable[[R], Verdict] | None = None  # None: the kind ranks no rows (an attention sweep)
+    # The verdict ranked by $ per million tokens, which returns None for a result without a price; None: the
+    # kind's rows are no token rate to price (`padbench.report.ranking`).
+    cost_verdict: Callable[[R], Verdict | None] | None = None

@@ -13,6 +13,7 @@ from padbench.contract.student_t import Moments, means_differ_95, ratio_interval
 
 if TYPE_CHECKING:
     from padbench.contract.api import VerdictOut
+    from padbench.report.ranking import RankBy
 
 
 NOISE_REASON = "their repeats do not tell them from the fastest (Welch's t-test, 5%)"
@@ -75,17 +76,16 @@ def ratio_interval(top: Vetted, base: Vetted) -> str:
     return f", 95% interval {bounds[0]:.2f}–{bounds[1]:.2f}×"
 
 
-def verdict_out(result: JobResultBase) -> VerdictOut:
-    """The verdict as the API serves it, rows named by their index in the result's rows; kinds that rank
-    no rows (an attention sweep) have none."""
+def verdict_out(result: JobResultBase, rank_by: RankBy = "speed") -> VerdictOut:
+    """The verdict as the API serves it, ranked by speed or cost (`padbench.report.ranking`), rows named by their
+    index in the result's rows; kinds that rank no rows (an attention sweep) have none."""
     # Imported here, not with the module: the API's bodies build the union of the job kinds registered
     # when they are first imported, and reports are imported while a plugin kind may still be registering.
     from padbench.contract.api import VerdictOut
-    from padbench.kinds.record import kind_spec
-    decide = kind_spec(result.kind).report.verdict
-    if decide is None:
+    from padbench.report.ranking import ranked_verdict
+    verdict = ranked_verdict(result, rank_by)
+    if verdict is None:
         return VerdictOut()
-    verdict = decide(result)
     index = {id(row): position for position, row in enumerate(verdict.rows)}
     return VerdictOut(lines=verdict.lines, summary=verdict.summary,
                       winner=None if verdict.winner is None else index[id(verdict.winner)],

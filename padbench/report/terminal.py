@@ -12,7 +12,8 @@ from rich.text import Text
 
 from padbench.contract.results import JobResultBase
 from padbench.report.columns import PLAIN_WIDTH
-from padbench.report.table import print_table
+from padbench.report.ranking import RankBy, ranked_table
+from padbench.report.table import plain_text, print_table
 
 
 def print_rich(result: JobResultBase, console: Console) -> None:
@@ -35,11 +36,19 @@ def console_for(stream: TextIO) -> Console:
     return Console(file=stream, highlight=False, force_terminal=False, width=PLAIN_WIDTH)
 
 
-def write_table(result: JobResultBase, stream: TextIO) -> None:
-    """The results table on `stream`: drawn with rich on a terminal, the plain text table otherwise."""
-    if stream.isatty():
+def write_table(result: JobResultBase, stream: TextIO, rank_by: RankBy = "speed") -> None:
+    """The results table on `stream`: drawn with rich on a terminal, the plain text table otherwise; its verdict
+    ranked by speed or by cost (`padbench.report.ranking`)."""
+    from padbench.kinds.record import kind_spec
+
+    entry = kind_spec(result.kind).report
+    if rank_by != "speed" and entry.table is not None:
+        table = ranked_table(entry.table(result), result, rank_by)
+        if stream.isatty():
+            print_table(table, Console(file=stream))
+        else:
+            stream.write(plain_text(table))
+    elif stream.isatty():
         print_rich(result, Console(file=stream))
     else:
-        from padbench.kinds.record import kind_spec
-
-        stream.write(kind_spec(result.kind).report.render_table(result))
+        stream.write(entry.render_table(result))

@@ -15,6 +15,7 @@ from padbench.contract.parallel import MAX_GPUS, GpuRequest
 from padbench.contract.table import ResultTable
 from padbench.kinds.record import kind_spec
 from padbench.report.noise import verdict_out
+from padbench.report.ranking import RankBy, ranked_table
 from padbench.server.db.models import Job, Worker
 from padbench.server.db.reads import RunningJob
 
@@ -68,22 +69,23 @@ def finite_json(value: Any) -> Any:
     return value
 
 
-def verdict_of(document: dict[str, Any]) -> VerdictOut:
-    """The verdict of a stored result document (already free of non-finite figures)."""
+def verdict_of(document: dict[str, Any], rank_by: RankBy = "speed") -> VerdictOut:
+    """The verdict of a stored result document (already free of non-finite figures), ranked by speed or cost."""
     try:
-        return verdict_out(JOB_RESULT_ADAPTER.validate_python(document))
+        return verdict_out(JOB_RESULT_ADAPTER.validate_python(document), rank_by)
     except ValidationError:
         return VerdictOut(lines=[UNREADABLE_VERDICT])
 
 
-def table_of(document: dict[str, Any]) -> ResultTable:
-    """The table of a stored result document: its kind's table model, or no columns for a kind without one."""
+def table_of(document: dict[str, Any], rank_by: RankBy = "speed") -> ResultTable:
+    """The table of a stored result document: its kind's table model, its verdict ranked by speed or cost, or no
+    columns for a kind without one."""
     try:
         result = JOB_RESULT_ADAPTER.validate_python(document)
     except ValidationError:
         return ResultTable(header=[UNREADABLE_VERDICT.replace("verdict", "table", 1)])
     build = kind_spec(result.kind).report.table
-    return ResultTable() if build is None else build(result)
+    return ResultTable() if build is None else ranked_table(build(result), result, rank_by)
 
 
 def gpus_busy(capabilities: Capabilities, running: Sequence[RunningJob]) -> int | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from padbench.kinds.generate import plot, policy, report, verdict
+from padbench.kinds.generate import cost_verdict, plot, policy, report, verdict
 from padbench.kinds.generate.contract import JOB_KIND, GenerateJobSpec, GenerateResult
 from padbench.kinds.record import KindMetric, KindSpec, Sample
 from padbench.report.identity import device_name, model_name
@@ -26,7 +26,7 @@ KIND = KindSpec[GenerateJobSpec, GenerateResult](
     report=KindReport[GenerateResult](
         noun="a generate job", plural="generate jobs", render_table=report.render_table, csv_rows=report.csv_rows,
         run_facts=report.run_facts, compare=report.COMPARE, table=report.result_table,
-        verdict=verdict.generate_verdict),
+        verdict=verdict.generate_verdict, cost_verdict=cost_verdict.generate_cost_verdict),
     plot=plot.generate_plot,
     metrics=(KindMetric[GenerateResult](
         "padbench_last_output_tokens_per_second",

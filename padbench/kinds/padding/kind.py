@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from padbench.kinds.padding import plot, policy, report, verdict
+from padbench.kinds.padding import cost_verdict, plot, policy, report, verdict
 from padbench.kinds.padding.contract import JOB_KIND, PaddingJobSpec, PaddingResult
 from padbench.kinds.record import KindMetric, KindSpec, Sample
 from padbench.report.identity import device_name, model_name
@@ -25,7 +25,7 @@ KIND = KindSpec[PaddingJobSpec, PaddingResult](
     report=KindReport[PaddingResult](
         noun="a padding job", plural="padding jobs", render_table=report.render_table, csv_rows=report.csv_rows,
         run_facts=report.run_facts, compare=report.COMPARE, table=report.result_table,
-        verdict=verdict.padding_verdict),
+        verdict=verdict.padding_verdict, cost_verdict=cost_verdict.padding_cost_verdict),
     plot=plot.padding_plot,
     metrics=(KindMetric[PaddingResult](
         "padbench_last_tokens_per_second",

@@ -27,6 +27,7 @@ from padbench.contract.bounds import MAX_DB_ID
 from padbench.contract.kinds import JOB_SPEC_ADAPTER, JobResult
 from padbench.contract.spec import JobSpecBase
 from padbench.contract.table import ResultTable
+from padbench.report.ranking import RankBy
 from padbench.server import queue
 from padbench.server.api.deps import (
     AdminAuth,
@@ -52,6 +53,8 @@ from padbench.server.requirements import job_requirements, stored_gpus
 from padbench.server.waiting import waiting_reason
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], route_class=UnitOfWorkRoute)
+# The verdict by speed, or by $ per million tokens at the price its worker was given (`padbench.report.ranking`).
+RankByQuery = Annotated[RankBy, Query(description="rank the verdict by speed or by cost")]
 
 
 def owner_filter(principal: Principal) -> str | None:
@@ -189,18 +192,22 @@ def get_results(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAut
 
 
 @router.get("/{job_id}/verdict", responses=error_responses(404))
-def get_verdict(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth) -> VerdictOut:
+def get_verdict(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth,
+                rank_by: RankByQuery = "speed") -> VerdictOut:
     """What the result's rows add up to, in the words `padbench results` prints under its table (the dashboard
-    shows these, so the two never disagree), and the rows it highlights and dims; 404 until there is a result."""
-    return verdict_of(stored_result(session, job_id, principal))
+    shows these, so the two never disagree), and the rows it highlights and dims; 404 until there is a result.
+    `rank_by=cost` states it in $ per million tokens, or says that no price is known and ranks by speed."""
+    return verdict_of(stored_result(session, job_id, principal), rank_by)
 
 
 @router.get("/{job_id}/table", responses=error_responses(404))
-def get_table(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth) -> ResultTable:
+def get_table(job_id: JobIdPath, session: ReadSessionDep, principal: ReaderAuth,
+              rank_by: RankByQuery = "speed") -> ResultTable:
     """The result's table as `padbench results` prints it, as one model (header, columns, cells in the CLI's
     order, the verdict's marks, notes and the lines below): the dashboard renders this, so both show the same
-    cells. No columns for a kind that draws its own view; 404 until there is a result."""
-    return table_of(stored_result(session, job_id, principal))
+    cells. No columns for a kind that draws its own view; 404 until there is a result. `rank_by` as for the
+    verdict."""
+    return table_of(stored_result(session, job_id, principal), rank_by)
 
 
 @router.post("/{job_id}/cancel", responses=error_responses(404, 409))
