@@ -1,6 +1,7 @@
 """`padbench worker --slurm` against a real Slurm (slurmctld + slurmd on this host, see slurm_cluster.py): a job
 claimed from a real server on loopback runs as a Slurm job to its verdict, a cancel on the server reaches the
-Slurm job as scancel, and a host without Slurm refuses to start the worker."""
+Slurm job as scancel, the two nodes of a job across nodes meet at the first one's rendezvous as Slurm tells
+them to, and a host without Slurm refuses to start the worker."""
 
 from __future__ import annotations
 
@@ -15,7 +16,11 @@ import pytest
 
 from padbench.client.demo import background, padbench_command
 from padbench.contract.api import JobOut, JobStatus
+from padbench.contract.kinds import parse_job_spec
 from padbench.kinds.padding.contract import PaddingResult
+from padbench.worker.jobs import spec_json
+from padbench.worker.runtime.jobdir import JobDirectory, RunOrder, job_report
+from padbench.worker.supervisor.slurm_backend import rank_command
 from tests.acceptance.conftest import LiveServer, Worker
 from tests.acceptance.slurm_cluster import SlurmCluster, slurm_cluster
 from tests.acceptance.specs import LONG, QUICK
@@ -72,6 +77,31 @@ def test_a_job_runs_on_slurm_to_its_verdict_and_a_cancel_reaches_scancel(
     assert slurm_jobs_of(slurm_cluster, long_id) == ["CANCELLED"]
     assert "cancelling it (scancel)" in worker.log_text()
     assert not list((live_server.workdir / "slurm-jobs").iterdir())  # each attempt's directory is removed
+
+
+@pytest.mark.slow
+def test_two_nodes_of_a_job_meet_at_the_first_nodes_rendezvous(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    # What srun hands each task of a two-node allocation, both "nodes" being this host (a one-node cluster cannot
+    # allocate two): padbench-rank reads the node list through scontrol, node 0 hosts the store.
+    directory = JobDirectory(tmp_path / "job")
+    spec = parse_job_spec(QUICK | {"nodes": 2, "gpus": 1, "strategies": ["packed"]})
+    directory.create(RunOrder(target="padbench.worker.jobs:run_job", spec_text=spec_json(spec), ranks_per_node=1,
+                              nodes=2, timeout_s=240, worker="slurm-test"))
+    allocation = slurm_cluster.env | {"SLURM_JOB_NODELIST": f"{slurm_cluster.node},{slurm_cluster.node}",
+                                      "SLURM_JOB_ID": str(os.getpid())}
+    nodes = [subprocess.Popen([*rank_command(), str(directory.path)], env=os.environ | allocation | {
+        "SLURM_NODEID": str(node)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for node in (0, 1)]
+    said = [node.communicate(timeout=240)[1].decode(errors="replace") for node in nodes]
+    assert [node.returncode for node in nodes] == [0, 0], said
+    reports = directory.reports(2)
+    # Each node reports; only the one torch gave global rank 0 carries the result.
+    assert [report.outcome for report in reports] == ["ok", "ok"]
+    assert sum(report.value is not None for report in reports) == 1
+    report = job_report(reports, 2)
+    assert report is not None
+    result = PaddingResult.model_validate(report.value)
+    assert result.strategies[0].status == "ok" and result.strategies[0].tokens_per_s
+    assert result.parallel is not None and result.parallel.gpus == 2  # ranks in all: one on each node
 
 
 def test_the_worker_refuses_to_start_without_slurm(tmp_path: Path) -> None:

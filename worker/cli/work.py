@@ -171,7 +171,7 @@ def run_worker(args: argparse.Namespace) -> int:
                           data_roots=settings.data_root_paths, model_roots=settings.model_root_paths,
                           price_per_gpu_hour=settings.price_per_gpu_hour)
     # On a cluster the nodes' own memory bounds each job: only a cap the operator set travels with it.
-    backend = None if slurm is None else SlurmBackend(slurm, config.job_target, settings.job_timeout_s,
+    backend = None if slurm is None else SlurmBackend(slurm, name, config.job_target, settings.job_timeout_s,
                                                       settings.job_memory_cap_bytes)
     with WorkerApi(settings.server, token) as api:
         supervisor = Supervisor(api, config, capabilities, stop_event, backend)

@@ -4,8 +4,8 @@ A worker that hands its job to a scheduler (`padbench worker --slurm`) cannot ho
 processes: they start later, on another host. It writes what to run into a directory on a file system both
 hosts see (`run.json`), and `padbench-rank` — the command each node runs — writes back what the local child's
 pipe would have carried: the latest progress (`progress.json`), the latest partial result (`partial.json`)
-and how the run ended (`report.json`, a `ChildReport`). Each file is replaced whole (written aside, then
-renamed), so a reader on the worker's host never sees half of one.
+and how each node's share of the run ended (`report-NODE.json`, a `ChildReport`). Each file is replaced whole
+(written aside, then renamed), so a reader on the worker's host never sees half of one.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from padbench.worker.runtime.isolation import ChildReport
 RUN_FILE = "run.json"
 PROGRESS_FILE = "progress.json"
 PARTIAL_FILE = "partial.json"
-REPORT_FILE = "report.json"
+REPORT_FILE = "report-{node}.json"  # one per node: on several, the one holding global rank 0 has the value
 WORK_FOLDER = "work"  # the job's working directory: empty and private, as a local job's temporary one
 
 
@@ -36,6 +36,7 @@ class RunOrder:
     nodes: int = 1
     timeout_s: float | None = None
     memory_cap_bytes: int | None = None
+    worker: str = ""  # the name of the worker that submitted it, which the result's nodes carry
 
 
 def write_whole(path: Path, document: Any) -> None:
@@ -86,9 +87,21 @@ class JobDirectory:
     def partial(self) -> Any | None:
         return read_json(self.path / PARTIAL_FILE)
 
-    def write_report(self, report: ChildReport) -> None:
-        write_whole(self.path / REPORT_FILE, dataclasses.asdict(report))
+    def write_report(self, report: ChildReport, node: int) -> None:
+        write_whole(self.path / REPORT_FILE.format(node=node), dataclasses.asdict(report))
 
-    def report(self) -> ChildReport | None:
-        document = read_json(self.path / REPORT_FILE)
-        return ChildReport(**document) if isinstance(document, dict) else None
+    def reports(self, nodes: int) -> list[ChildReport]:
+        """The reports the job's nodes wrote, in node order (a node killed before it wrote one has none)."""
+        documents = [read_json(self.path / REPORT_FILE.format(node=node)) for node in range(nodes)]
+        return [ChildReport(**document) for document in documents if isinstance(document, dict)]
+
+
+def job_report(reports: list[ChildReport], nodes: int) -> ChildReport | None:
+    """How the whole job ended from its nodes' reports: the first node's failure, else the report carrying the
+    result (torch places global rank 0 on any node); None while a node's report is missing and none failed."""
+    failed = [report for report in reports if report.outcome != "ok"]
+    if failed:
+        return failed[0]
+    if len(reports) < nodes:
+        return None
+    return next((report for report in reports if report.value is not None), reports[0] if reports else None)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from padbench.worker.jobs import spec_json
 from padbench.worker.runtime.isolation import ChildReport, Outcome
-from padbench.worker.runtime.jobdir import JobDirectory, RunOrder
+from padbench.worker.runtime.jobdir import JobDirectory, RunOrder, job_report
 from padbench.worker.supervisor import slurm
 from padbench.worker.supervisor.backend import JobRun
 
@@ -96,15 +96,18 @@ class SlurmBackend:
 
     name = "slurm"
 
-    def __init__(self, options: SlurmOptions, target: str, timeout_s: float, memory_cap_bytes: int | None) -> None:
-        self.options, self.target, self.timeout_s, self.memory_cap_bytes = options, target, timeout_s, memory_cap_bytes
+    def __init__(self, options: SlurmOptions, worker: str, target: str, timeout_s: float,
+                 memory_cap_bytes: int | None) -> None:
+        self.options, self.worker, self.target = options, worker, target
+        self.timeout_s, self.memory_cap_bytes = timeout_s, memory_cap_bytes
 
     def run(self, run: JobRun) -> ChildReport:
         started = time.monotonic()
         directory = JobDirectory(self.options.directory / f"job-{run.job_id}-{run.attempt}-{uuid.uuid4().hex[:8]}")
-        nodes = int(getattr(run.spec, "nodes", 1))
+        nodes = run.spec.nodes
         directory.create(RunOrder(target=self.target, spec_text=spec_json(run.spec), ranks_per_node=run.ranks,
-                                  nodes=nodes, timeout_s=self.timeout_s, memory_cap_bytes=self.memory_cap_bytes))
+                                  nodes=nodes, timeout_s=self.timeout_s, memory_cap_bytes=self.memory_cap_bytes,
+                                  worker=self.worker))
         try:
             script = directory.path / "job.sbatch"
             script.write_text(batch_script(run, directory, self.options, nodes, self.timeout_s), encoding="utf-8")
@@ -114,7 +117,7 @@ class SlurmBackend:
                 return ChildReport(outcome="error", error=f"Slurm refused the job: {error}",
                                    seconds=time.monotonic() - started)
             log.info("job %d: submitted to Slurm as job %s (%s)", run.job_id, slurm_id, directory.path)
-            report = SlurmWatch(run, directory, slurm_id, self.options.poll_s).until_finished()
+            report = SlurmWatch(run, directory, slurm_id, nodes, self.options.poll_s).until_finished()
             return ChildReport(outcome=report.outcome, value=report.value, error=report.error,
                                traceback=report.traceback, exit_code=report.exit_code,
                                seconds=time.monotonic() - started)
@@ -126,8 +129,8 @@ class SlurmWatch:
     """One submitted job, followed until Slurm says it ended: its progress and partial results are handed on as
     they change, and a stop becomes `scancel`."""
 
-    def __init__(self, run: JobRun, directory: JobDirectory, slurm_id: str, poll_s: float) -> None:
-        self.run, self.directory, self.slurm_id, self.poll_s = run, directory, slurm_id, poll_s
+    def __init__(self, run: JobRun, directory: JobDirectory, slurm_id: str, nodes: int, poll_s: float) -> None:
+        self.run, self.directory, self.slurm_id, self.nodes, self.poll_s = run, directory, slurm_id, nodes, poll_s
         self._progress: tuple[float, str] | None = None
         self._partial: object = None
         self._state: str | None = None
@@ -172,7 +175,7 @@ class SlurmWatch:
         return ChildReport(outcome="cancelled", error=f"stopped by the parent; Slurm job {self.slurm_id} cancelled")
 
     def _ended(self, state: slurm.SlurmJobState | None) -> ChildReport:
-        report = self.directory.report()
+        report = job_report(self.directory.reports(self.nodes), self.nodes)
         if report is not None:
             return report
         said = (f"Slurm job {self.slurm_id} ended {state.state} (reason {state.reason}, exit code {state.exit_code})"
