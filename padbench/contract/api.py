@@ -225,6 +225,10 @@ class LeaseComplete(Body):
     @field_validator("result")
     @classmethod
     def _not_partial(cls, result: JobResultBase) -> JobResultBase:
+        return cls.whole(result)
+
+    @staticmethod
+    def whole(result: JobResultBase) -> JobResultBase:
         # Rows kept from a cancelled run are reported as such (`LeaseCancelled`); they never make a job succeed.
         if result.partial is not None:
             raise ValueError("a completed job's result must not be marked partial (result.partial)")

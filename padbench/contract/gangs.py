@@ -10,11 +10,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from padbench.contract.api import Body, JobOut, LeaseOut
+from padbench.contract.api import Body, JobOut, LeaseComplete, LeaseOut
 from padbench.contract.bounds import DbId, LeaseToken, Name, NoNul
+from padbench.contract.kinds import JobResult
 from padbench.contract.parallel import MAX_GPUS, MAX_NODES
+from padbench.contract.results import JobResultBase
 
 # A host name or an IPv4/IPv6 address other nodes reach this worker at.
 NodeAddress = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9.:_\[\]%-]+$"), NoNul]
@@ -65,3 +67,16 @@ class GangJoined(Body):
     member_token: str
     job: JobOut
     state: GangState
+
+
+class GangComplete(Body):
+    """The job's result, reported by the member whose node ran global rank 0 (torch's rendezvous orders the
+    nodes itself, so that may be any member), under its membership of the running attempt."""
+
+    member_token: LeaseToken
+    result: JobResult
+
+    @field_validator("result")
+    @classmethod
+    def _not_partial(cls, result: JobResultBase) -> JobResultBase:
+        return LeaseComplete.whole(result)

@@ -161,3 +161,10 @@ def find_member_worker(session: Session, member_token: str) -> int | None:
 
 def member_expiry(session: Session, member_token: str) -> datetime:
     return session.execute(select(GangMember.expires_at).where(GangMember.member_token == member_token)).scalar_one()
+
+
+def member_attempt(session: Session, member_token: str, job_id: int) -> str | None:
+    """The attempt (its lease token) a member of job `job_id`'s gang belongs to; None for a forming gang's
+    member or no such member."""
+    return session.scalar(select(GangMember.attempt_token).where(GangMember.member_token == member_token,
+                                                                 GangMember.job_id == job_id))

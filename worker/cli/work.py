@@ -169,7 +169,7 @@ def run_worker(args: argparse.Namespace) -> int:
                           job_memory_cap_bytes=settings.memory_cap_bytes, once=args.once,
                           outbox_dir=outbox_directory(settings.cache_dir, name),
                           data_roots=settings.data_root_paths, model_roots=settings.model_root_paths,
-                          price_per_gpu_hour=settings.price_per_gpu_hour)
+                          price_per_gpu_hour=settings.price_per_gpu_hour, node_address=settings.node_address)
     # On a cluster the nodes' own memory bounds each job: only a cap the operator set travels with it.
     backend = None if slurm is None else SlurmBackend(slurm, name, config.job_target, settings.job_timeout_s,
                                                       settings.job_memory_cap_bytes)

@@ -82,6 +82,9 @@ class WorkerSettings(BaseSettings):
     # What an hour of one of this worker's GPUs costs (on a worker without GPUs, an hour of the machine):
     # stamped on every result it reports, which prices each row per million tokens. None: no cost is shown.
     price_per_gpu_hour: float | None = Field(default=None, ge=0, le=1e6, allow_inf_nan=False)
+    # The address other workers reach this one at, should it host the rendezvous of a job across several
+    # workers (PADBENCH_NODE_ADDRESS); unset: what its host name resolves to.
+    node_address: str | None = Field(default=None, max_length=255)
     # A job's processes (resident memory, summed) are killed past this; unset: 80% of the host's memory.
     job_memory_cap_bytes: int | None = Field(default=None, ge=2**26)
     # Tokenized data sets and OOM-probe limits, kept between jobs; a shared box may point all its

@@ -30,7 +30,7 @@ from padbench.contract.api import (
     WorkerRegister,
 )
 from padbench.contract.bounds import MAX_MESSAGE_LENGTH
-from padbench.contract.gangs import GangBeat, GangJoin, GangJoined, GangState
+from padbench.contract.gangs import GangBeat, GangComplete, GangJoin, GangJoined, GangState
 from padbench.http import ApiError, ApiSession, error_from_response, parse_body
 
 HTTP_CONFLICT = 409
@@ -137,6 +137,11 @@ class WorkerApi(ApiSession):
         """Beat the membership; `LeaseLost` (409) when it ended."""
         body = GangBeat(member_token=member_token).model_dump(mode="json")
         return parse_body(GangState, self.request("POST", f"/gangs/{job_id}/beat", json=body))
+
+    def complete_gang(self, job_id: int, member_token: str, result: dict[str, Any]) -> None:
+        """The job's result, from the member whose node ran global rank 0."""
+        body = GangComplete.model_validate({"member_token": member_token, "result": result})
+        self.request("POST", f"/gangs/{job_id}/complete", json=body.model_dump(mode="json"))
 
     def leave_gang(self, job_id: int, member_token: str) -> None:
         self.request("POST", f"/gangs/{job_id}/leave", json=GangBeat(member_token=member_token).model_dump(mode="json"))

@@ -31,8 +31,12 @@ MIN_PROGRESS_GAP_S = 1.0
 
 def beat_interval(lease: LeaseOut, now: datetime | None = None) -> float:
     """A third of the lease the server granted (its clock decides the expiry; we only need its length)."""
+    return interval_until(lease.lease_expires_at, now)
+
+
+def interval_until(expires: datetime, now: datetime | None = None) -> float:
+    """A third of the time left until `expires` (a lease's or a gang membership's), within the bounds."""
     now = now or datetime.now(timezone.utc)
-    expires = lease.lease_expires_at
     if expires.tzinfo is None:  # SQLite may hand back naive UTC timestamps
         expires = expires.replace(tzinfo=timezone.utc)
     length = (expires - now).total_seconds()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from padbench.contract.spec import JobSpecBase
 from padbench.http import ApiError, jittered_wait
 from padbench.worker.runtime.isolation import ChildReport, LatestPartial
 from padbench.worker.runtime.settings import DEFAULT_JOB_TIMEOUT_S
+from padbench.worker.supervisor import gang
 from padbench.worker.supervisor.api import LeaseLost, WorkerApi
 from padbench.worker.supervisor.backend import JobBackend, JobRun, LocalBackend
 from padbench.worker.supervisor.backoff import Backoff
@@ -69,6 +71,9 @@ class WorkerConfig:
     data_roots: tuple[Path, ...] = ()
     model_roots: tuple[Path, ...] = ()
     price_per_gpu_hour: float | None = None  # stamped on every result reported (`priced`)
+    # The address other workers reach this one at, should it host a gang's rendezvous (see `gang.py`);
+    # None: what its host name resolves to.
+    node_address: str | None = None
 
 
 class FatalWorkerError(RuntimeError):
@@ -131,6 +136,9 @@ class Supervisor:
                 self._settled.wait(self.config.idle_poll_max_s)
                 continue
             lease = self._claim()
+            if lease is None and gang.join_one(self):  # nothing for this worker alone: a gang, if one has room
+                idle.reset()
+                continue
             if lease is None:
                 self._stop.wait(idle.next())
                 continue
@@ -157,11 +165,16 @@ class Supervisor:
         if held is None:  # the server thought more were free than are: give the job back for now
             self._refuse(lease, None)
             return False
-        thread = threading.Thread(target=self._run_and_free, args=(lease, spec, held, ranks), name=f"job-{job.id}")
-        with self._jobs_lock:
-            self._jobs[job.id] = thread
-        thread.start()
+        self.run_in_thread(job.id, held, lambda: self.run_lease(lease, held, ranks, spec))
         return True
+
+    def run_in_thread(self, job_id: int, held: tuple[str, ...], work: Callable[[], object]) -> None:
+        """Run `work` (a job's whole run) in a thread of its own, counted among the running jobs; `held` GPUs go
+        back to the pool when it ends."""
+        thread = threading.Thread(target=self._run_and_free, args=(job_id, held, work), name=f"job-{job_id}")
+        with self._jobs_lock:
+            self._jobs[job_id] = thread
+        thread.start()
 
     def _refuse(self, lease: LeaseOut, error: str | None) -> None:
         """A claimed job this worker cannot start: failed with `error`, or (None) released for another claim."""
@@ -175,13 +188,13 @@ class Supervisor:
         except ApiError as failure:
             log.error("job %d: could not hand the job back: %s", job_id, failure)
 
-    def _run_and_free(self, lease: LeaseOut, spec: JobSpecBase, held: tuple[str, ...], ranks: int) -> None:
+    def _run_and_free(self, job_id: int, held: tuple[str, ...], work: Callable[[], object]) -> None:
         try:
-            self.run_lease(lease, held, ranks, spec)
+            work()
         finally:
             self.gpus.give_back(held)
             with self._jobs_lock:
-                self._jobs.pop(lease.job.id, None)
+                self._jobs.pop(job_id, None)
                 self.jobs_run += 1
             self._settled.set()
 

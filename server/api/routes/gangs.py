@@ -12,15 +12,29 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
-from fastapi import APIRouter, HTTPException, Response, status
+from fastapi import APIRouter, BackgroundTasks, HTTPException, Response, status
 from sqlalchemy.orm import Session
 
 from padbench.contract.api import Capabilities, LeaseOut, LeaseRequest
-from padbench.contract.gangs import GangBeat, GangJoin, GangJoined, GangNode, GangRendezvous, GangState
+from padbench.contract.gangs import (
+    GangBeat,
+    GangComplete,
+    GangJoin,
+    GangJoined,
+    GangNode,
+    GangRendezvous,
+    GangState,
+)
 from padbench.server import queue
 from padbench.server.api.deps import JobIdPath, SessionDep, SettingsDep, WorkerAuth
 from padbench.server.api.responses import LEASE_RESPONSES, error_responses
-from padbench.server.api.routes.leases import free_gpus, lease_conflict, owned_worker
+from padbench.server.api.routes.leases import (
+    free_gpus,
+    lease_conflict,
+    owned_worker,
+    result_of_kind,
+    store_result,
+)
 from padbench.server.api.transactions import UnitOfWorkRoute
 from padbench.server.api.views import job_out
 from padbench.server.core.config import Settings
@@ -77,6 +91,18 @@ def beat(job_id: JobIdPath, body: GangBeat, session: SessionDep, settings: Setti
         raise lease_conflict(session, job_id)
     job = session.get_one(Job, job_id, populate_existing=True)
     return gang_state(session, job, membership, reads.member_expiry(session, body.member_token))
+
+
+@router.post("/{job_id}/complete", status_code=status.HTTP_204_NO_CONTENT, responses=LEASE_RESPONSES)
+def complete(job_id: JobIdPath, body: GangComplete, session: SessionDep, settings: SettingsDep,
+             principal: WorkerAuth, background: BackgroundTasks) -> None:
+    """The result, from the member whose node ran global rank 0, under the attempt its membership belongs to."""
+    require_member(session, body.member_token, principal)
+    attempt = reads.member_attempt(session, body.member_token, job_id)
+    if attempt is None:
+        raise lease_conflict(session, job_id)
+    store_result(session, settings, background, job_id, attempt, body.result,
+                 result_of_kind(session, job_id, body.result))
 
 
 @router.post("/{job_id}/leave", status_code=status.HTTP_204_NO_CONTENT, responses=LEASE_RESPONSES)

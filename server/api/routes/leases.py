@@ -39,6 +39,7 @@ from padbench.server.api.errors import HTTP_UNPROCESSABLE, LeaseConflict
 from padbench.server.api.responses import LEASE_RESPONSES, error_responses
 from padbench.server.api.transactions import UnitOfWorkRoute
 from padbench.server.api.views import job_out
+from padbench.server.core.config import Settings
 from padbench.server.core.security import Principal
 from padbench.server.db import reads
 from padbench.server.db.models import Worker
@@ -134,13 +135,21 @@ def heartbeat(job_id: JobIdPath, body: Heartbeat, session: SessionDep, settings:
 def complete(job_id: JobIdPath, body: LeaseComplete, session: SessionDep, settings: SettingsDep,
              principal: WorkerAuth, background: BackgroundTasks) -> None:
     """The job's result; as it is stored, it is checked against every baseline it matches (`regressions`)."""
-    result = storable_result(session, job_id, body.lease_token, body.result, principal)
-    if queue.complete_job(session, job_id, body.lease_token, result):
-        checks = check_new_result(session, job_id, body.result, settings.regression_tolerance)
+    store_result(session, settings, background, job_id, body.lease_token,
+                 body.result, storable_result(session, job_id, body.lease_token, body.result, principal))
+
+
+def store_result(session: Session, settings: Settings, background: BackgroundTasks, job_id: int, lease_token: str,
+                 result: JobResultBase, stored: dict[str, Any]) -> None:
+    """Store `result` (as `stored`) for the job under one of its attempts' leases, the first result winning,
+    and check it against the baselines it matches; 409 when it is not taken (none when it is a retry of the
+    report that won)."""
+    if queue.complete_job(session, job_id, lease_token, stored):
+        checks = check_new_result(session, job_id, result, settings.regression_tolerance)
         if settings.webhook_url is not None:  # posted once the result is committed and the worker answered
             background.add_task(post_regressions, settings.webhook_url, settings.webhook_timeout_seconds, checks)
         return
-    conflict = completion_conflict(session, job_id, body.lease_token)
+    conflict = completion_conflict(session, job_id, lease_token)
     if conflict is not None:
         raise conflict
 
@@ -173,6 +182,11 @@ def storable_result(session: Session, job_id: int, lease_token: str, result: Job
                     principal: Principal) -> dict[str, Any]:
     """The result as stored, after checking who sends it (403) and that it is of the job's kind (422)."""
     require_lease_holder(session, job_id, lease_token, principal)
+    return result_of_kind(session, job_id, result)
+
+
+def result_of_kind(session: Session, job_id: int, result: JobResultBase) -> dict[str, Any]:
+    """The result as stored; 404 without the job, 422 when the result is of another kind than the job."""
     row = reads.find_job(session, job_id, submitter=None)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"job {job_id} not found")

@@ -28,6 +28,7 @@ from padbench.worker.engine.model import flops
 from padbench.worker.engine.model.build import build_model, model_config
 from padbench.worker.engine.model.experts import experts_implementation, is_mixture_of_experts
 from padbench.worker.engine.model.parameter_count import active_parameter_count, parameter_count
+from padbench.worker.engine.parallel.interconnect import with_links
 from padbench.worker.engine.parallel.ranks import ONE_RANK, Backend, Ranks
 from padbench.worker.engine.parallel.sharding import autocast_if, build_sharded, shard_model, snapshot_weights
 from padbench.worker.engine.parallel.sharding import restore_weights as restore_model_weights
@@ -213,7 +214,7 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     progress = progress_span(progress, probe_end, 1.0)
     setup_end = MODEL_SHARE + DATA_SHARE + REFERENCE_SHARE
     job = prepare_job(measured, progress, ranks)
-    parallel = parallel_run(job, backend)
+    parallel = with_links(parallel_run(job, backend), ranks, job.device, backend)
     clocks_at_start = read_gpu_clocks(job.device)
     environment = collect_environment(
         job.device, dataset_digest=job.data.digest, peak_flops=job.peak_flops, peak_source=job.peak_source,
