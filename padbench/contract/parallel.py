@@ -95,6 +95,16 @@ class DistributedSpec(StrictSection):
     inference: InferenceParallelism = "auto"
     # How long a rank waits in one collective before the job fails as hung (a rank that died or stalled).
     collective_timeout_s: Annotated[float, Field(ge=10, le=3600)] = 600.0
+    # Training sharded with FSDP2: whether each decoder layer frees its all-gathered weights after its forward
+    # (true: gathered again for its backward, the least memory) or keeps them until its backward (false: one
+    # all-gather per layer and step fewer, at the memory of the unsharded layers). The root module never reshards:
+    # its backward starts as soon as its forward ends. Inference always reshards (it has no backward).
+    reshard_after_forward: bool = True
+    # Explicit prefetch (FSDP2's set_modules_to_forward_prefetch / set_modules_to_backward_prefetch): each decoder
+    # layer issues the next layer's all-gather (the previous one's in the backward) as it starts, so it runs while
+    # this layer computes, however far ahead the CPU is; false leaves FSDP2's implicit order alone, whose forward
+    # all-gathers are issued only when the CPU reaches the next layer.
+    prefetch: bool = True
 
 
 # `gpus: all` as a number, where one is stored (the jobs table's gpus column): every GPU of the worker that takes
@@ -224,6 +234,10 @@ class ParallelRun(ResultSection):
     precision: RunPrecision
     backend: Literal["nccl", "gloo"] | None = None
     devices: Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=MAX_RANKS)] = []
+    # A sharded model: the FSDP2 settings its decoder layers were found to hold once sharded (`distributed`'s
+    # reshard_after_forward and prefetch, read back from the modules); None where nothing is sharded.
+    reshard_after_forward: bool | None = None
+    prefetch: bool | None = None
     # How the GPUs connect (`nvidia-smi topo -m`), as the driver prints it; None where it could not be read.
     topology: Annotated[str, Field(max_length=20_000)] | None = None
     # A job across several workers: each node (worker) and the global ranks it ran; empty on one worker.

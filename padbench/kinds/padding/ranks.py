@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from padbench.contract.parallel import RankShares
+from padbench.contract.parallel import ParallelRun, RankShares
 from padbench.kinds.padding.contract import PaddingResult, StrategyResult
 from padbench.kinds.padding.experts import compare_kernel
 
@@ -18,10 +18,20 @@ def parallel_lines(result: PaddingResult) -> list[str]:
     run = result.parallel
     if run is None:
         return []
-    how = "sharded (FSDP2)" if run.parallelism == "sharded" else run.parallelism
+    how = f"sharded (FSDP2{_overlap(run)})" if run.parallelism == "sharded" else run.parallelism
     line = (f"on {run.gpus} {'GPUs' if run.backend == 'nccl' else 'processes'}: {how}, weights in {run.precision}, "
             f"{run.backend or 'no process group'}; tokens/s and MFU are the whole group's")
     return [line]
+
+
+def _overlap(run: ParallelRun) -> str:
+    """`, reshards after forward, explicit prefetch`: the FSDP2 settings the sharded layers held."""
+    parts = []
+    if run.reshard_after_forward is not None:
+        parts.append("reshards after forward" if run.reshard_after_forward else "keeps gathered weights for backward")
+    if run.prefetch is not None:
+        parts.append("explicit prefetch" if run.prefetch else "implicit prefetch")
+    return "".join(f", {part}" for part in parts)
 
 
 def _rank_line(row: StrategyResult) -> list[str]:

@@ -7,6 +7,12 @@ back to their shards. Under `amp` the shards are fp32 master weights, cast to th
 forward and backward, with gradients reduced in fp32 (FSDP2's `MixedPrecisionPolicy`); AdamW then steps
 fp32 shards. Pure half precision keeps everything, the reduction included, in the compute dtype.
 
+Communication hides behind compute two ways (`Sharding`, from the spec's `distributed` section): each layer
+prefetches its neighbour's all-gather explicitly (the next layer's in the forward, the previous one's in the
+backward), and a training job may keep each layer's gathered weights from its forward to its backward
+(`reshard_after_forward: false`), saving the backward's all-gathers at the memory of unsharded layers. The root
+never reshards after its forward: its backward needs its weights at once.
+
 The decoder layers are found through transformers' own `_no_split_modules`, the list of blocks its
 device-map code never splits: for a causal LM, its decoder layer classes.
 """
@@ -14,7 +20,9 @@ device-map code never splits: for a causal LM, its decoder layer classes.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch.distributed.device_mesh import init_device_mesh
@@ -23,6 +31,7 @@ from torch.distributed.tensor import DTensor
 from transformers import PreTrainedModel
 
 from padbench.contract.model_spec import ModelSpec
+from padbench.contract.parallel import DistributedSpec
 from padbench.worker.engine.model.build import build_on_meta, config_of
 from padbench.worker.engine.model.lm_head import AlignedLMHead
 from padbench.worker.engine.parallel.ranks import Ranks
@@ -42,23 +51,67 @@ def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
     return layers
 
 
+@dataclass(frozen=True)
+class Sharding:
+    """How FSDP2 overlaps communication with compute: see `DistributedSpec`."""
+
+    reshard_after_forward: bool = True
+    prefetch: bool = True
+
+    @classmethod
+    def of(cls, distributed: DistributedSpec, mode: str) -> Sharding:
+        """The spec's settings; inference always reshards (no backward would ever free the gathered weights)."""
+        return cls(reshard_after_forward=distributed.reshard_after_forward or mode != "training",
+                   prefetch=distributed.prefetch)
+
+
 def shard_model(model: torch.nn.Module, ranks: Ranks, device: torch.device, *,
-                compute_dtype: torch.dtype | None) -> None:
+                compute_dtype: torch.dtype | None, sharding: Sharding = Sharding()) -> None:
     """`fully_shard` every decoder layer, then the root, over all ranks. With `compute_dtype`, the weights as
     they are (fp32 master weights) are cast to it for compute and gradients reduced in fp32."""
     mesh = init_device_mesh(device.type, (ranks.world,))
     policy = MixedPrecisionPolicy() if compute_dtype is None else MixedPrecisionPolicy(
         param_dtype=compute_dtype, reduce_dtype=torch.float32)
-    for layer in decoder_layers(model):
-        fully_shard(layer, mesh=mesh, mp_policy=policy)
-    fully_shard(model, mesh=mesh, mp_policy=policy)
+    layers = decoder_layers(model)
+    for layer in layers:
+        fully_shard(layer, mesh=mesh, mp_policy=policy, reshard_after_forward=sharding.reshard_after_forward)
+    fully_shard(model, mesh=mesh, mp_policy=policy, reshard_after_forward=False)
+    if sharding.prefetch:
+        prefetch_neighbours(cast(list[FSDPModule], layers))
+
+
+def prefetch_neighbours(layers: Sequence[FSDPModule]) -> None:
+    """Each layer all-gathers the next layer's weights as its forward starts, and the previous layer's as its
+    backward starts (the backward runs the layers in reverse)."""
+    for index, layer in enumerate(layers):
+        if index + 1 < len(layers):
+            layer.set_modules_to_forward_prefetch([layers[index + 1]])
+        if index > 0:
+            layer.set_modules_to_backward_prefetch([layers[index - 1]])
+
+
+def sharding_held(model: torch.nn.Module) -> Sharding | None:
+    """The settings the model's sharded decoder layers hold, read back from FSDP2's own state (what the result
+    states ran, not what was asked); None for a model that is not sharded. FSDP2 keeps them in private fields:
+    `post_forward_mesh_info` is set where a layer reshards after its forward, and the modules a layer prefetches
+    are listed on its state."""
+    layers = [layer for layer in checkpointed_or_plain_layers(model) if isinstance(layer, FSDPModule)]
+    if not layers:
+        return None
+    states = [layer._get_fsdp_state() for layer in layers]
+    groups = [state._fsdp_param_group for state in states if state._fsdp_param_group is not None]
+    reshards = all(group.post_forward_mesh_info is not None for group in groups)
+    prefetches = len(layers) > 1 and all(state._states_to_forward_prefetch for state in states[:-1]) and all(
+        state._states_to_backward_prefetch for state in states[1:])
+    return Sharding(reshard_after_forward=reshards, prefetch=prefetches)
 
 
 ModelChange = Callable[[PreTrainedModel], None]
 
 
 def build_sharded(spec: ModelSpec, weights_dtype: torch.dtype, device: torch.device, seed: int, ranks: Ranks,
-                  compute_dtype: torch.dtype | None, before_sharding: ModelChange | None = None) -> PreTrainedModel:
+                  compute_dtype: torch.dtype | None, before_sharding: ModelChange | None = None,
+                  sharding: Sharding = Sharding()) -> PreTrainedModel:
     """A model too large to build whole on one GPU: built with shapes only, changed by `before_sharding`
     (adapters, checkpointing), sharded, then each rank's shards allocated on its own GPU and initialised there
     as transformers initialises the model (seeded; FSDP2's random-number tracker keeps the ranks' draws
@@ -69,7 +122,7 @@ def build_sharded(spec: ModelSpec, weights_dtype: torch.dtype, device: torch.dev
     model = build_on_meta(spec, weights_dtype)
     if before_sharding is not None:
         before_sharding(model)
-    shard_model(model, ranks, device, compute_dtype=compute_dtype)
+    shard_model(model, ranks, device, compute_dtype=compute_dtype, sharding=sharding)
     model.to_empty(device=device)
     torch.manual_seed(seed)
     with torch.no_grad():

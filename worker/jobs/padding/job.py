@@ -30,7 +30,14 @@ from padbench.worker.engine.model.experts import experts_implementation, is_mixt
 from padbench.worker.engine.model.parameter_count import active_parameter_count, parameter_count
 from padbench.worker.engine.parallel.interconnect import with_links
 from padbench.worker.engine.parallel.ranks import ONE_RANK, Backend, Ranks
-from padbench.worker.engine.parallel.sharding import autocast_if, build_sharded, shard_model, snapshot_weights
+from padbench.worker.engine.parallel.sharding import (
+    Sharding,
+    autocast_if,
+    build_sharded,
+    shard_model,
+    sharding_held,
+    snapshot_weights,
+)
 from padbench.worker.engine.parallel.sharding import restore_weights as restore_model_weights
 from padbench.worker.engine.training.features import AppliedTraining, apply_training, check_training
 from padbench.worker.jobs.padding.auto_batch import (
@@ -97,17 +104,19 @@ def build_job_model(spec: PaddingJobSpec, device: torch.device, precision: RunPr
     A training job's adapters, float8 layers and checkpointing are applied before sharding."""
     weights_dtype = torch.float32 if precision == "amp" else torch_dtype(spec.dtype)
     compute_dtype = torch_dtype(spec.dtype) if precision == "amp" else None
+    sharding = Sharding.of(spec.distributed, spec.mode)
 
     def change(model: PreTrainedModel) -> None:
         if spec.mode == "training":
             apply_training(model, spec.training, precision, device, torch_dtype(spec.dtype))
 
     if parallelism == "sharded" and not whole_copy_fits(spec, device, weights_dtype):
-        return build_sharded(spec.model, weights_dtype, device, spec.data.seed, ranks, compute_dtype, change)
+        return build_sharded(spec.model, weights_dtype, device, spec.data.seed, ranks, compute_dtype, change,
+                             sharding)
     model = build_model(spec.model, weights_dtype, device, seed=spec.data.seed)
     change(model)
     if parallelism == "sharded":
-        shard_model(model, ranks, device, compute_dtype=compute_dtype)
+        shard_model(model, ranks, device, compute_dtype=compute_dtype, sharding=sharding)
     return model
 
 
@@ -265,8 +274,11 @@ def parallel_run(job: JobSetup, backend: Backend | None) -> ParallelRun | None:
     devices = job.ranks.gather(rank_device(job.device))
     if not job.ranks.spread:
         return None
+    held = sharding_held(job.model)
     return ParallelRun(gpus=job.ranks.world, parallelism=job.parallelism, precision=job.precision, backend=backend,
-                       devices=devices, topology=gpu_topology() if job.device.type == "cuda" else None)
+                       devices=devices, topology=gpu_topology() if job.device.type == "cuda" else None,
+                       reshard_after_forward=None if held is None else held.reshard_after_forward,
+                       prefetch=None if held is None else held.prefetch)
 
 
 def assemble_result(spec: PaddingJobSpec, environment: Environment, job: JobSetup, rows: Sequence[StrategyResult],

@@ -46,11 +46,13 @@ class ProbeKey:
     # `probe.mode` other than the default: a doubling search brackets the limit more coarsely, and a job asking
     # for one gets its own attempts
     search: str | None = None
+    # A sharded training job that keeps its layers' gathered weights from forward to backward: a higher peak
+    sharding: str | None = None
 
     def digest(self) -> str:
         fields = asdict(self)
-        # keys stay what they were before these fields existed: inference, and the default search
-        for optional in ("training", "search"):
+        # keys stay what they were before these fields existed: inference, the default search and sharding
+        for optional in ("training", "search", "sharding"):
             if fields[optional] is None:
                 del fields[optional]
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()

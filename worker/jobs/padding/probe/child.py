@@ -40,7 +40,7 @@ from padbench.worker.engine.data.batches import STRATEGIES, Batch
 from padbench.worker.engine.model.build import build_model, config_of
 from padbench.worker.engine.model.experts import use_experts
 from padbench.worker.engine.parallel.ranks import Ranks
-from padbench.worker.engine.parallel.sharding import autocast_forward, build_sharded
+from padbench.worker.engine.parallel.sharding import Sharding, autocast_forward, build_sharded
 from padbench.worker.engine.strategies.worst_case import worst_case_batch
 from padbench.worker.engine.training.features import apply_training
 from padbench.worker.engine.training.loss import resolve_loss
@@ -109,7 +109,8 @@ def probed_model(request: ProbeRequest, device: torch.device) -> torch.nn.Module
         change(model)
     else:
         ranks = join_probe_group(request.group, device)
-        model = build_sharded(request.model, weights, device, request.seed, ranks, compute, change)
+        model = build_sharded(request.model, weights, device, request.seed, ranks, compute, change,
+                              Sharding.of(request.distributed, request.mode))
     use_experts(model, request.experts, device)
     return model
 

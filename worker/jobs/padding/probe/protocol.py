@@ -6,9 +6,10 @@ environment (PYTORCH_CUDA_ALLOC_CONF), so nothing here may initialise the device
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from padbench.contract.parallel import DistributedSpec
 from padbench.contract.spec import Dtype, ModelSpec, StrategyName
 from padbench.contract.training import RunPrecision, TrainingSpec
 
@@ -54,3 +55,5 @@ class ProbeRequest:
     # Mixtures of experts: the implementation the row runs (None: the model's default); each holds different
     # intermediates (batched_mm gathers a weight matrix per routed token).
     experts: str | None = None
+    # A sharded model's FSDP2 settings: keeping gathered weights from forward to backward changes the peak.
+    distributed: DistributedSpec = field(default_factory=DistributedSpec)

@@ -31,6 +31,7 @@ from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.worker.engine.attention import ATTENTION_KERNELS
 from padbench.worker.engine.model.build import model_config
 from padbench.worker.engine.parallel.ranks import Ranks
+from padbench.worker.engine.parallel.sharding import Sharding
 from padbench.worker.jobs.padding.probe.cache import CachedLimit, ProbeCache, ProbeKey
 from padbench.worker.jobs.padding.probe.protocol import ProbeGroup, ProbeRequest
 from padbench.worker.jobs.probing import oracle
@@ -206,7 +207,8 @@ def probe_request(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str
                         compile=probes_compiled(spec), seed=spec.data.seed,
                         cpu_memory_budget_bytes=spec.probe.cpu_memory_budget_bytes,
                         training=spec.training if spec.mode == "training" else None,
-                        precision=probed_precision(spec), experts=strategy.experts)
+                        precision=probed_precision(spec), experts=strategy.experts,
+                        distributed=spec.distributed)
 
 
 def probes_compiled(spec: PaddingJobSpec) -> bool:
@@ -230,4 +232,6 @@ def probe_key(spec: PaddingJobSpec, strategy: StrategySpec, kernel_name: str, fa
                     dtype=spec.dtype, strategy=strategy.label, kernel=kernel_name,
                     max_length=spec.data.max_length, mode=spec.mode, compile=probes_compiled(spec),
                     training=spec.training.model_dump_json() if spec.mode == "training" else None,
-                    search=None if spec.probe.mode == "predict" else spec.probe.mode)
+                    search=None if spec.probe.mode == "predict" else spec.probe.mode,
+                    sharding=None if Sharding.of(spec.distributed, spec.mode).reshard_after_forward
+                    else "no reshard after forward")

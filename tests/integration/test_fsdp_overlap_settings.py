@@ -1,0 +1,41 @@
+"""FSDP2's overlap settings on two gloo ranks: `distributed.reshard_after_forward` and `distributed.prefetch`
+reach the sharded decoder layers (the result states what the layers were found to hold), and the job trains
+through the correctness gate either way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from padbench.contract.kinds import parse_job_spec
+from padbench.kinds.padding.contract import PaddingResult
+from padbench.kinds.padding.report import render_table
+from padbench.worker.jobs import spec_json
+from padbench.worker.runtime.launcher import launch_job
+
+CPU_ONLY = {"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+
+
+@pytest.mark.slow  # two ranks importing torch and transformers
+@pytest.mark.parametrize(("reshard", "prefetch", "words"), [
+    (False, True, "keeps gathered weights for backward, explicit prefetch"),
+    (True, False, "reshards after forward, implicit prefetch")])
+def test_the_overlap_settings_reach_the_sharded_layers(tmp_path: Path, reshard: bool, prefetch: bool,
+                                                       words: str) -> None:
+    spec = parse_job_spec({
+        "kind": "padding", "mode": "training", "model": {"preset": "tiny-llama"}, "gpus": 2, "device": "cpu",
+        "data": {"source": "synthetic", "max_length": 32, "num_samples": 16, "seed": 5},
+        "strategies": ["packed"], "attention": "sdpa", "batch_size": 2, "dtype": "fp32",
+        "distributed": {"reshard_after_forward": reshard, "prefetch": prefetch},
+        "measurement": {"warmup_batches": 1, "min_seconds": 0.0, "min_batches": 1, "correctness_samples": 1,
+                        "repeats": 1}})
+    report = launch_job("padbench.worker.jobs:run_job", spec_json(spec), ranks=2, timeout_s=400, env=CPU_ONLY,
+                        workdir=str(tmp_path))
+    assert report.outcome == "ok", report.error
+    result = PaddingResult.model_validate(report.value)
+    assert result.parallel is not None and result.parallel.parallelism == "sharded"
+    assert (result.parallel.reshard_after_forward, result.parallel.prefetch) == (reshard, prefetch)
+    (row,) = result.strategies
+    assert row.status == "ok" and row.correctness_passed, (row.error, row.invalid_reason)
+    assert f"sharded (FSDP2, {words})" in render_table(result)
