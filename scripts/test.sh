@@ -12,6 +12,14 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
   { apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; } >/dev/null 2>&1 \
     || echo "test: could not install chromium; the dashboard browser test will skip" >&2
 fi
+# The Slurm worker's test (tests/acceptance/test_slurm_worker.py) starts a real one-node Slurm (slurmctld and
+# slurmd on private ports); install Debian's slurm-wlm where this machine allows, or that test skips and says why.
+if ! command -v sbatch >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]]; then
+  echo "test: installing slurm-wlm with apt-get for the Slurm worker test (docs/running-across-nodes.md)" >&2
+  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm \
+      || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm; }; } >/dev/null 2>&1 \
+    || echo "test: could not install slurm-wlm; the Slurm worker test will skip" >&2
+fi
 # The generated-client test (tests/unit/test_server_openapi.py) runs openapi-python-client, which pins its own
 # typer, so it gets a venv of its own, reused while it holds this pin; without PyPI that one test skips.
 openapi_pin="openapi-python-client==0.29.1"
