@@ -225,8 +225,9 @@ def test_a_tunes_page_shows_every_trial_the_winner_and_the_chart_of_tokens_again
     page.screenshot(path=screenshots / "dashboard-tune.png", full_page=True)
 
 
-def store_by_hand(server: LiveServer, results: list[PaddingResult]) -> list[int]:
-    """Jobs of the regression tests' spec, each completed by a stand-in worker with one of `results`."""
+def store_by_hand(server: LiveServer, results: list[PaddingResult], baseline: str | None = None) -> list[int]:
+    """Jobs of the regression tests' spec, each completed by a stand-in worker with one of `results`; the first
+    named `baseline` when given, before the others are stored (so they are checked against it)."""
     from tests.regression_results import SPEC
 
     job_ids = []
@@ -238,9 +239,9 @@ def store_by_hand(server: LiveServer, results: list[PaddingResult]) -> list[int]
             lease = api.claim(worker.id)
             assert lease is not None and lease.job.id == job_ids[-1]
             api.complete(job_ids[-1], lease.lease_token, JOB_RESULT_ADAPTER.dump_python(result, mode="json"))
-            if index == 0:  # the baseline the later jobs are checked against as their results are stored
+            if index == 0 and baseline is not None:
                 with server.client() as client:
-                    client.set_baseline("main", job_ids[0])
+                    client.set_baseline(baseline, job_ids[0])
     return job_ids
 
 
@@ -253,7 +254,7 @@ def test_a_rows_history_shows_its_points_intervals_version_change_and_regression
         padding_result({"static": STEADY, "dynamic": STEADY}),
         padding_result({"static": STEADY, "dynamic": STEADY}, date="2026-11-23T12:00:00+00:00"),
         padding_result({"static": STEADY, "dynamic": scaled(STEADY, 0.8)}, torch=torch,
-                       date="2026-11-25T12:00:00+00:00")])
+                       date="2026-11-25T12:00:00+00:00")], baseline="main")
     page = browser_page
     problems: list[str] = []
     page.on("pageerror", lambda error: problems.append(str(error)))
@@ -261,6 +262,8 @@ def test_a_rows_history_shows_its_points_intervals_version_change_and_regression
     page.goto(f"{live_server.url}/jobs/{slower}")
     page.fill("#token-input", live_server.tokens.viewer)
     page.click("#token-entry button")
+    page.wait_for_selector("#history-link a")
+    assert not page.is_visible("#ranking")  # its worker gave no price: nothing to rank by cost
     page.click("#history-link a")
     page.wait_for_url(f"**/history?job={slower}")
     page.wait_for_selector("section.history table.history tbody tr")
@@ -286,3 +289,23 @@ def test_a_rows_history_shows_its_points_intervals_version_change_and_regression
     page.wait_for_selector("section.history tbody tr")
     assert page.locator("section.history").count() == 1 and page.locator("section.history tbody tr").count() == 3
     assert problems == []
+
+
+def test_a_priced_jobs_verdict_ranks_by_cost_on_its_page(live_server: LiveServer, browser_page: Any) -> None:
+    from padbench.report.ranking import ranked_verdict
+    from tests.unit.test_cost_per_token import with_price
+
+    result = with_price(3.6)
+    [job_id] = store_by_hand(live_server, [result])
+    page = browser_page
+    page.goto(f"{live_server.url}/jobs/{job_id}")
+    page.fill("#token-input", live_server.tokens.viewer)
+    page.click("#token-entry button")
+    page.wait_for_selector("#ranking", state="visible")
+    assert page.inner_text("#verdict").startswith("verdict: winner dynamic")
+    page.select_option("#rank-by", "cost")
+    page.locator("#verdict", has_text="verdict by cost").wait_for()
+    by_cost = ranked_verdict(result, "cost")
+    assert by_cost is not None and page.inner_text("#verdict") == by_cost.lines[0]
+    assert page.locator("table.results tr.winner").count() == 1
+    assert "priced at $3.6" in page.inner_text("#verdict-details")

@@ -113,9 +113,27 @@ function showVerdict(result, verdict) {
     ...details.map((line) => el("li", { text: line.trim() })));
 }
 
+// Where the job's worker gave a price, the verdict can be ranked by cost ($ per million tokens) as well as speed:
+// the server states it, as `padbench results --rank-by cost` prints it.
+function offerRanking(jobId, result) {
+  const box = document.getElementById("ranking");
+  if (result.environment.price_per_gpu_hour == null || !box.hidden) return;
+  box.hidden = false;
+  const choice = document.getElementById("rank-by");
+  choice.addEventListener("change", async () => {
+    try {
+      const query = `?rank_by=${choice.value === "cost" ? "cost" : "speed"}`;
+      const [verdict, table] = await Promise.all([api(`/jobs/${jobId}/verdict${query}`), api(`/jobs/${jobId}/table${query}`)]);
+      showVerdict(result, verdict);
+      if (table.columns.length) document.getElementById("results").replaceChildren(...modelTable(table));
+    } catch (error) { showError(error.message); }
+  });
+}
+
 function showResult(jobId, result, verdict, table) {
   document.getElementById("job-title").textContent = identityOf(jobId, result);
   showVerdict(result, verdict);
+  offerRanking(jobId, result);
   drawResultCharts(document.getElementById("charts"), result);
   // A kind whose report has no table model (its columns are empty) draws its own view of the result.
   const nodes = table.columns.length ? modelTable(table) : kindOf(result.kind).table(result);
