@@ -20,7 +20,9 @@ from padbench.contract.kinds import parse_job_spec
 from padbench.kinds.padding.contract import PaddingResult
 from padbench.worker.jobs import spec_json
 from padbench.worker.runtime.jobdir import JobDirectory, RunOrder, job_report
-from padbench.worker.supervisor.slurm_backend import rank_command
+from padbench.worker.supervisor import slurm
+from padbench.worker.supervisor.backend import JobRun
+from padbench.worker.supervisor.slurm_backend import SlurmWatch, rank_command
 from tests.acceptance.conftest import LiveServer, Worker
 from tests.acceptance.slurm_cluster import SlurmCluster, slurm_cluster
 from tests.acceptance.specs import LONG, QUICK
@@ -77,6 +79,25 @@ def test_a_job_runs_on_slurm_to_its_verdict_and_a_cancel_reaches_scancel(
     assert slurm_jobs_of(slurm_cluster, long_id) == ["CANCELLED"]
     assert "cancelling it (scancel)" in worker.log_text()
     assert not list((live_server.workdir / "slurm-jobs").iterdir())  # each attempt's directory is removed
+
+
+def test_a_slurm_job_that_ends_without_a_report_fails_with_slurms_words(slurm_cluster: SlurmCluster,
+                                                                         tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # What a node that never started padbench-rank (a broken install, a failed node) leaves behind: no report.
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    directory = JobDirectory(tmp_path / "job")
+    directory.create(RunOrder(target="unused:target", spec_text="{}", ranks_per_node=1))
+    script = tmp_path / "broken.sbatch"
+    script.write_text(f"#!/bin/bash\n#SBATCH --error={directory.path}/slurm-%j.err\n#SBATCH --output=/dev/null\n"
+                      "echo 'padbench-rank: No such file or directory' >&2\nexit 3\n")
+    slurm_id = slurm.submit(script, dict(os.environ))
+    run = JobRun(job_id=1, attempt=1, spec=parse_job_spec(QUICK), gpus=(), ranks=1, on_progress=lambda *_: None,
+                 on_finished=lambda _: None, should_stop=lambda: False)
+    report = SlurmWatch(run, directory, slurm_id, nodes=1, poll_s=0.2).until_finished()
+    assert report.outcome == "crash"
+    assert report.error == (f"Slurm job {slurm_id} ended FAILED (reason NonZeroExitCode, exit code 3:0) without a "
+                            "report from padbench-rank; its stderr ends: padbench-rank: No such file or directory")
 
 
 @pytest.mark.slow
