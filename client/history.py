@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from padbench.client.api import PadbenchClient
-from padbench.contract.history import History
+from padbench.contract.history import History, HistoryPoint
 from padbench.report.cells import MISSING
 from padbench.report.terminal import console_for
 from padbench.terminal_text import literal
@@ -36,14 +36,30 @@ def _changes(changed: dict[str, list[str | None]]) -> str:
     return "; ".join(f"{name} {before or '(none)'} → {after or '(none)'}" for name, (before, after) in changed.items())
 
 
+VERDICT_WORDS = {"slower": "slower beyond noise", "faster": "faster beyond noise", "within_noise": "within noise",
+                 "unjudged": "unjudged", "missing": "not measured"}
+
+
+def _baselines(point: HistoryPoint) -> str:
+    """`baseline main` on a baseline's point; `main: 0.800× slower beyond noise` on a point judged against one."""
+    named = [f"baseline {name}" for name in point.baselines]
+    judged = [f"{check.baseline}: {'' if check.ratio is None else f'{check.ratio:.3f}× '}{VERDICT_WORDS[check.verdict]}"
+              for check in point.against]
+    return "; ".join(named + judged)
+
+
 def history_table(found: History, plain: bool) -> Table:
     table = Table(show_edge=False, header_style="bold", pad_edge=False, box=None if plain else box.HEAVY_HEAD)
+    # The baselines' column only where some point is or was judged against a baseline.
+    marked = any(point.baselines or point.against for point in found.points)
+    wrapped = ("changed since the point before", "baselines")
     for name, right in (("job", True), ("date", False), (found.metric_label, True), ("95% interval", True),
-                        ("changed since the point before", False)):
-        table.add_column(name, justify="right" if right else "left", no_wrap=name != "changed since the point before")
+                        (wrapped[0], False), *([(wrapped[1], False)] if marked else [])):
+        table.add_column(name, justify="right" if right else "left", no_wrap=name not in wrapped)
     for point in found.points:
-        table.add_row(str(point.job_id), point.date, _figure(point.figure), _interval(point.ci95_low, point.ci95_high),
-                      Text(literal(_changes(point.changed))))
+        cells = [str(point.job_id), point.date, _figure(point.figure), _interval(point.ci95_low, point.ci95_high),
+                 Text(literal(_changes(point.changed)))]
+        table.add_row(*cells, *([Text(literal(_baselines(point)))] if marked else []))
     return table
 
 

@@ -79,6 +79,8 @@ def test_check_exits_1_naming_the_slower_row_and_0_within_noise(any_live_server:
     assert code == 0 and json.loads(out)["regressed"] is False
     code, out, _ = cli("baseline", "list")
     assert code == 0 and out.startswith(f"main  job {base}  set by alice ")
+    code, out, _ = cli("history", str(slower))  # each point against the baseline among them
+    assert code == 0 and "baseline main" in out and "main: 0.800× slower beyond noise" in out
 
 
 def test_baseline_refusals(any_live_server: LiveServer, cli) -> None:
