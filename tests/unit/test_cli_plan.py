@@ -69,6 +69,18 @@ def test_llama_70b_amp_training_on_eight_gpus_prints_its_bytes_per_rank(
     spec = {"kind": "padding", "model": "llama-3.1-70b", "mode": "training", "gpus": 8}
     code, out, _ = plan(tmp_path, spec, capsys, "--gpu-memory", "80GiB")
     assert code == 1 and "148,732,739,584" in out and "does not fit: 138.5 GiB per rank needed" in out
+    assert "needs at least 16 GPUs of this memory: 72.8 GiB (78,179,033,088 bytes) per GPU, sharded (nodes: 2, " \
+           "gpus: 8)" in out
+
+
+def test_a_job_across_nodes_is_planned_sharded_over_every_rank_of_every_node(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = {"kind": "padding", "model": "llama-3.1-70b", "mode": "training", "gpus": 8, "nodes": 4}
+    code, out, _ = plan(tmp_path, spec, capsys, "--gpu-memory", "80GiB")
+    assert code == 0 and "gpus: 32 (4 nodes (the spec's nodes) × 8 GPUs each (the spec's gpus))" in out
+    assert "sharded over 32 GPUs (FSDP2)" in out and "fits: 40.0 GiB per rank of 80.0 GiB free" in out
+    code, out, _ = plan(tmp_path, spec | {"nodes": 1}, capsys, "--gpu-memory", "80GiB", "--nodes", "2")
+    assert code == 0 and "gpus: 16 (2 nodes (--nodes) × 8 GPUs each" in out
 
 
 def test_gpus_all_plans_for_the_visible_gpus_or_asks_for_gpus(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -1,5 +1,6 @@
-"""`padbench plan SPEC [--gpus N] [--gpu-memory 80GiB]`: the memory a padding job's model state takes on each
-GPU, worked out on paper before anything is built.
+"""`padbench plan SPEC [--gpus N] [--nodes M] [--gpu-memory 80GiB]`: the memory a padding job's model state
+takes on each GPU, worked out on paper before anything is built; across M nodes of N GPUs, FSDP2 shards over
+all M × N ranks.
 
 It counts the model's parameters on the meta device (no memory, no weights, any size) and prints the
 parallelism and precision the job would run with, the bytes per rank by part (weights, gradients, optimizer
@@ -15,7 +16,7 @@ import argparse
 import re
 import sys
 
-from padbench.contract.parallel import MAX_GPUS
+from padbench.contract.parallel import MAX_GPUS, MAX_NODES
 from padbench.specfile import SpecError, load_spec
 
 # `80GiB`, `141 GB`, `79.6gib`: a number and a unit, binary (KiB … TiB) or decimal (KB … TB).
@@ -42,6 +43,12 @@ def gpu_count(text: str) -> int:
     return int(text)
 
 
+def node_count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= MAX_NODES:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of nodes from 1 to {MAX_NODES}")
+    return int(text)
+
+
 def add_plan_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("plan", help="say how much memory a job's model takes on each GPU, before "
                                                 "anything is built", description=__doc__,
@@ -49,6 +56,9 @@ def add_plan_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("spec", metavar="SPEC.yaml", help="a padding job spec (YAML or JSON)")
     parser.add_argument("--gpus", type=gpu_count, metavar="N",
                         help="plan for N GPUs (default: the spec's gpus; for gpus: all, the GPUs visible here)")
+    parser.add_argument("--nodes", type=node_count, metavar="M",
+                        help="plan for M nodes of N GPUs each, FSDP2 sharding over all M × N ranks (default: the "
+                             "spec's nodes)")
     parser.add_argument("--gpu-memory", type=memory_size, metavar="SIZE",
                         help="the free memory of each GPU, e.g. 80GiB or 141GB (default: what the GPUs here "
                              "have free, when there are any)")
@@ -64,7 +74,7 @@ def plan_command(args: argparse.Namespace) -> int:
     from padbench.worker.cli.planning import PlanInputError, report  # torch, only now that the command runs
 
     try:
-        return report(spec, args.gpus, args.gpu_memory, sys.stdout)
+        return report(spec, args.gpus, args.gpu_memory, sys.stdout, args.nodes)
     except PlanInputError as error:
         print(f"padbench plan: {error}", file=sys.stderr)
         return 2

@@ -13,7 +13,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from padbench.contract.parallel import scaling_counts
+from padbench.contract.parallel import MAX_NODES, scaling_counts
 from padbench.contract.spec import JobSpecBase
 from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.kinds.record import kind_spec
@@ -49,14 +49,19 @@ class GpuMemory:
     visible_gpus: int | None = None  # GPUs this machine shows, when the figure was read here
 
 
-def report(job: JobSpecBase, gpus: int | None, gpu_memory: int | None, out: TextIO) -> int:
+def report(job: JobSpecBase, gpus: int | None, gpu_memory: int | None, out: TextIO, nodes: int | None = None) -> int:
     spec = get_job_runner(job.kind).planned_run(job)
     if spec is None:
         noun = kind_spec(job.kind).report.noun
         raise PlanInputError(f"{noun} runs no model whose memory spreads over GPUs, so there is nothing to plan; "
                              "`padbench check` says whether it runs here")
-    ranks, ranks_source = ranks_for(spec, gpus)
-    memory = memory_for(spec, ranks, gpu_memory)
+    per_node, ranks_source = ranks_for(spec, gpus)
+    node_count = nodes if nodes is not None else spec.nodes
+    ranks = per_node * node_count  # FSDP2 shards over every rank of every node
+    if node_count > 1:
+        nodes_source = "--nodes" if nodes is not None else "the spec's nodes"
+        ranks_source = f"{node_count} nodes ({nodes_source}) × {per_node} GPUs each ({ranks_source})"
+    memory = memory_for(spec, per_node, gpu_memory)
     try:
         footprint = model_footprint(spec.model)
     except Exception as error:  # a refusal of the model (its type, its fields, its files): say it as it is
@@ -70,7 +75,7 @@ def report(job: JobSpecBase, gpus: int | None, gpu_memory: int | None, out: Text
         console.print(Text(line))
     console.print(parts_table(plan, footprint, drawn=console.is_terminal))
     fine = True
-    for fits, line in fit_lines(spec, footprint, plan, memory):
+    for fits, line in fit_lines(spec, footprint, plan, memory, per_node):
         console.print(Text(line, style="" if fits else "bold red"))
         fine = fine and fits
     return EXIT_FITS if fine else EXIT_DOES_NOT_FIT
@@ -176,16 +181,18 @@ def part_description(name: str, plan: MemoryPlan, footprint: ModelFootprint) -> 
 
 
 def fit_lines(spec: PaddingJobSpec, footprint: ModelFootprint, plan: MemoryPlan,
-              memory: GpuMemory) -> list[tuple[bool, str]]:
-    """(fine, line) for each thing said about the fit."""
+              memory: GpuMemory, per_node: int | None = None) -> list[tuple[bool, str]]:
+    """(fine, line) for each thing said about the fit (`per_node`: the GPUs each node gives; all on one)."""
+    per_node = plan.ranks if per_node is None else per_node
     lines: list[tuple[bool, str]] = []
     if spec.mode == "inference" and spec.distributed.inference == "auto" and plan.ranks > 1:
         needs = gib(replica_needs(footprint, spec.dtype))
         planned = "" if memory.free_bytes is not None else "; planned as replicated, the GPUs' memory not known"
         lines.append((True, f"distributed.inference auto: replicated when each GPU has {needs} free "
                             f"(the weights and headroom), sharded otherwise{planned}"))
-    if memory.visible_gpus is not None and memory.visible_gpus < plan.ranks:
-        lines.append((False, f"this machine has {memory.visible_gpus} GPUs visible; the job needs {plan.ranks}"))
+    if memory.visible_gpus is not None and memory.visible_gpus < per_node:
+        lines.append((False, f"this machine has {memory.visible_gpus} GPUs visible; the job needs {per_node}"
+                             f"{' on each node' if per_node < plan.ranks else ''}"))
     if memory.free_bytes is None:
         lines.append((True, f"fit: not checked ({memory.source}; give --gpu-memory SIZE to compare)"))
     elif plan.total <= memory.free_bytes:
@@ -198,8 +205,10 @@ def fit_lines(spec: PaddingJobSpec, footprint: ModelFootprint, plan: MemoryPlan,
     return lines
 
 
-# GPU counts tried for a model that does not fit: the sizes of one host, then of a few.
-GPU_COUNTS = (2, 4, 8, 16, 32, 64)
+# GPU counts tried for a model that does not fit: the sizes of one host, then nodes of eight (the H100 and H200
+# hosts the published multi-node figures use) up to MAX_NODES of them.
+HOST_GPUS = 8
+GPU_COUNTS = (2, 4, 8, *(HOST_GPUS * nodes for nodes in (2, 4, 8, 16, 32, MAX_NODES)))
 
 
 def fewest_gpus_line(spec: PaddingJobSpec, footprint: ModelFootprint, plan: MemoryPlan, free: int) -> list[str]:
@@ -207,6 +216,7 @@ def fewest_gpus_line(spec: PaddingJobSpec, footprint: ModelFootprint, plan: Memo
     for ranks in (count for count in GPU_COUNTS if count > plan.ranks):
         spread = job_plan(spec, footprint, ranks, free)
         if spread.total <= free:
+            settings = f"gpus: {ranks}" if ranks <= HOST_GPUS else f"nodes: {ranks // HOST_GPUS}, gpus: {HOST_GPUS}"
             return [f"needs at least {ranks} GPUs of this memory: {gib(spread.total)} ({spread.total:,} bytes) per "
-                    f"GPU, {spread.parallelism} (gpus: {ranks})"]
+                    f"GPU, {spread.parallelism} ({settings})"]
     return []
