@@ -57,8 +57,8 @@ def history_table(found: History, plain: bool) -> Table:
                         (wrapped[0], False), *([(wrapped[1], False)] if marked else [])):
         table.add_column(name, justify="right" if right else "left", no_wrap=name not in wrapped)
     for point in found.points:
-        cells = [str(point.job_id), point.date, _figure(point.figure), _interval(point.ci95_low, point.ci95_high),
-                 Text(literal(_changes(point.changed)))]
+        cells: list[str | Text] = [str(point.job_id), point.date, _figure(point.figure),
+                                   _interval(point.ci95_low, point.ci95_high), Text(literal(_changes(point.changed)))]
         table.add_row(*cells, *([Text(literal(_baselines(point)))] if marked else []))
     return table
 
