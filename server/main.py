@@ -94,6 +94,7 @@ def build_lifespan(settings: Settings, migrate: bool) -> Callable[[FastAPI], Abs
                 task.cancel()
                 with suppress(asyncio.CancelledError):
                     await task
+            app.state.health.close()
             database.dispose()
 
     return lifespan

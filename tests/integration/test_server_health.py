@@ -15,7 +15,7 @@ from sqlalchemy import text
 
 from padbench.server.core.config import Settings
 from padbench.server.db.engine import Database
-from padbench.server.db.health import PROBE_INTERVAL_S, HealthMonitor
+from padbench.server.db.health import PROBE_INTERVAL_S, STALE_LIMIT_S, HealthMonitor
 from padbench.server.db.integrity import IntegrityWatch, quick_check
 from padbench.server.db.migrate import upgrade_to_head
 from padbench.server.db.recent_failures import RecentFailures
@@ -119,3 +119,33 @@ def wait_for_health(http: httpx.Client, condition: Callable[[dict[str, Any]], bo
             return response
         assert time.monotonic() < deadline, f"/healthz never showed it: {response.text}"
         time.sleep(0.2)
+
+
+def test_a_probe_stuck_behind_writes_never_holds_a_health_check(tmp_path: Path, monkeypatch: Any) -> None:
+    """A probe that cannot get the write lock: callers get the last report at once while it is recent, and
+    "no answer" once it is not, never a wait as long as the writes'."""
+    database = Database.connect(Settings(database_url=f"sqlite:///{tmp_path / 'health.sqlite3'}"))
+    upgrade_to_head(database.engine)
+    clock = FakeClock()
+    monitor = HealthMonitor(database, 0, IntegrityWatch(database, 60), RecentFailures(60), clock=clock)
+    monkeypatch.setattr("padbench.server.db.health.PROBE_ANSWER_LIMIT_S", 0.2)
+    lock = database.writer_lock
+    assert lock is not None
+
+    async def while_writes_hold_the_lock() -> None:
+        assert (await monitor.report()).problems == []
+        lock.__enter__()  # a long write: the next probe's own write waits behind it
+        clock.now += PROBE_INTERVAL_S
+        started = time.monotonic()
+        recent = await monitor.report()
+        assert recent.problems == [] and time.monotonic() - started < 0.5
+        clock.now += STALE_LIMIT_S
+        stale = await monitor.report()
+        assert stale.problems == ["database: no answer within 0.2 s"]
+
+    try:
+        asyncio.run(while_writes_hold_the_lock())
+    finally:
+        lock.__exit__()
+        monitor.close()
+        database.dispose()
