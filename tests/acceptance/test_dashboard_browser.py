@@ -288,6 +288,9 @@ def test_a_rows_history_shows_its_points_intervals_version_change_and_regression
     page.wait_for_url("**/history/*")
     page.wait_for_selector("section.history tbody tr")
     assert page.locator("section.history").count() == 1 and page.locator("section.history tbody tr").count() == 3
+    page.goto(live_server.url + "/")  # the job list links each finished job's history too
+    link = page.locator(f'tr[data-job-id="{slower}"] a.history-link')
+    assert link.get_attribute("href") == f"/history?job={slower}"
     assert problems == []
 
 
