@@ -3,7 +3,8 @@
 A job requires `kind:<kind>` and what its kind's policy adds (`padbench/kinds/<kind>/policy.py`): `device:cuda`
 when its spec pins the GPU (or asks for several GPUs, or `all`, without `device: cpu`: its ranks need GPUs),
 `attention:<kind>:<family>` for every attention family it names (`flash`, `sdpa`, `flex`, …; a padding job's
-strategies, a generate job's KV-cache kernel) and `experts:<name>` for every experts implementation it names
+strategies, a generate job's KV-cache kernel; `auto`, which only a worker that picks kernels itself offers) and
+`experts:<name>` for every experts implementation it names
 (`grouped_mm` runs only where torch has a grouped matmul for the GPU). A spec's `gpu: H100` adds `gpu:h100` (its
 text in lower case).
 A worker offers `kind:` for each job kind it runs, `device:<device>`, `experts:` for every experts implementation
@@ -36,7 +37,7 @@ import math
 from collections.abc import Iterable
 
 from padbench.contract.api import Capabilities
-from padbench.contract.kernel_families import BEST_FLASH, KERNEL_FAMILIES, attention_names
+from padbench.contract.kernel_families import AUTO_ATTENTION, BEST_FLASH, KERNEL_FAMILIES, attention_names
 from padbench.contract.parallel import GpuRequest
 from padbench.contract.spec import JobSpecBase
 from padbench.kinds.policy import ATTENTION_PREFIX, attention_requirement
@@ -129,6 +130,8 @@ def attention_offers(capabilities: Capabilities) -> set[str]:
         if any(KERNEL_FAMILIES.get(name).flash_rank is not None for name in families - {BEST_FLASH}):
             families.add(BEST_FLASH)
         offered |= {attention_requirement(kind, name) for name in families}
+        if AUTO_ATTENTION in names:  # a worker that picks the kernel itself for jobs of this kind
+            offered.add(attention_requirement(kind, AUTO_ATTENTION))
         offered |= {ATTENTION_PREFIX + name for name in families}
     return offered
 

@@ -7,7 +7,10 @@ the names a spec may write and their aliases, the refusals at submission, the wo
 the server's requirements all follow from its declaration.
 
 `flash` is no family: it stands for the fastest flash implementation present (the families with a `flash_rank`),
-which the worker resolves per entry point, and the result records the kernel that ran.
+which the worker resolves per entry point, and the result records the kernel that ran. `auto` is none either: a
+padding or generate spec that names no attention gets it, and the worker that runs the job picks the family its
+table of measured kernel speeds finds fastest for the job's kind and device (`flash` where it has no figure),
+which the result states.
 
 Names are checked against the registry when a spec is validated, not frozen into a `Literal` when the spec models
 are built, so a family registered later (a plugin's, a test's) is a name specs may use.
@@ -38,6 +41,8 @@ KERNEL_FAMILIES: Registry[KernelFamily] = Registry("attention kernel family")
 FAMILIES_PACKAGE = "padbench.kernels"
 PLUGIN_FAMILIES_VARIABLE = "PADBENCH_KERNEL_FAMILIES"
 BEST_FLASH = "flash"
+# What a padding or generate spec's attention means when it names none: the fastest measured family here.
+AUTO_ATTENTION = "auto"
 MODEL_ENTRY_POINTS: tuple[ModelEntryPoint, ...] = ("padded", "packed", "decode")
 # A spec's attention: a family's name or `flash`, checked against the registry when the spec is validated.
 AttentionName = str
@@ -57,7 +62,7 @@ def register_family_module(module: str) -> KernelFamily:
 def _refuse_clashes(family: KernelFamily) -> None:
     """A name means one thing: no family's name or alias may be another's, nor a sweep kernel's two families'."""
     others = [KERNEL_FAMILIES.get(name) for name in KERNEL_FAMILIES if name != family.name]
-    taken = {BEST_FLASH} | {name for other in others for name in (other.name, *other.aliases)}
+    taken = {BEST_FLASH, AUTO_ATTENTION} | {name for other in others for name in (other.name, *other.aliases)}
     clashes = {family.name, *family.aliases} & taken
     columns = {kernel.name for kernel in family.sweep} & {kernel.name for other in others for kernel in other.sweep}
     if clashes or columns:
@@ -94,9 +99,12 @@ def flash_families(entry: EntryPoint) -> list[KernelFamily]:
 
 
 def attention_candidates(name: AttentionName, entry: EntryPoint) -> list[KernelFamily]:
-    """The families `name` may run as at `entry`: `flash`'s in order of preference, else the family itself."""
+    """The families `name` may run as at `entry`: `flash`'s in order of preference, `auto`'s every family with a
+    kernel there, else the family itself."""
     if name == BEST_FLASH:
         return flash_families(entry)
+    if name == AUTO_ATTENTION:
+        return [family for family in families() if family.has(entry)]
     family = KERNEL_FAMILIES.get(name)
     return [family] if family.has(entry) else []
 
@@ -195,6 +203,19 @@ def _decode_names() -> list[str]:
     return attention_names(("decode",))
 
 
+def setting_names() -> list[str]:
+    """What a padding or generate spec's attention may say: `auto` and every name of `attention_names`."""
+    return [AUTO_ATTENTION, *attention_names()]
+
+
+def _layout_settings() -> list[str]:
+    return [AUTO_ATTENTION, *_layout_names()]
+
+
+def _decode_settings() -> list[str]:
+    return [AUTO_ATTENTION, *_decode_names()]
+
+
 # A spec's attention: a family's name, `flash` or an alias (stored as the family's name, so both spellings are the
 # same job and the same row). Any registered family validates, so a result that named a family before a refusal
 # of it existed stays readable (what a new job may not ask is `missing_entry_point`, checked at submission); the
@@ -204,5 +225,10 @@ AttentionChoice = Annotated[str, BeforeValidator(_aliased(attention_aliases)), A
                             NamesInSchema(_layout_names)]
 DecodeAttentionChoice = Annotated[str, BeforeValidator(_aliased(attention_aliases)),
                                   AfterValidator(one_of(attention_names)), NamesInSchema(_decode_names)]
+# A spec's attention where `auto` may stand (a padding job and its strategies, a generate job): the worker picks.
+AttentionSetting = Annotated[str, BeforeValidator(_aliased(attention_aliases)), AfterValidator(one_of(setting_names)),
+                             NamesInSchema(_layout_settings)]
+DecodeAttentionSetting = Annotated[str, BeforeValidator(_aliased(attention_aliases)),
+                                   AfterValidator(one_of(setting_names)), NamesInSchema(_decode_settings)]
 SweepKernelChoice = Annotated[str, BeforeValidator(_aliased(sweep_aliases)), AfterValidator(one_of(sweep_kernel_names)),
                               NamesInSchema(sweep_kernel_names)]

@@ -63,11 +63,13 @@ def test_an_attention_sweep_is_gated_on_kind_not_on_sweep_kernels(queue_db: Data
     assert claim(queue_db, add_worker(queue_db, "sweeper")).id == sweep
 
 
-def test_padding_defaults_need_the_flash_family(queue_db: Database) -> None:
+def test_padding_defaults_leave_the_attention_to_the_worker(queue_db: Database) -> None:
     spec = PaddingJobSpec()
-    assert {"kind:padding", "attention:padding:flash"} <= job_requirements(spec)
     assert {need for need in job_requirements(spec) if not need.startswith("cpu-work:")} == {
-        "kind:padding", "attention:padding:flash"}
+        "kind:padding", "attention:padding:auto"}
+    job = submit(queue_db, {"device": "cpu", "dtype": "fp32"})
+    assert claim(queue_db, add_worker(queue_db, "before-auto", kernels=["sdpa"])) is None
+    assert claim(queue_db, add_worker(queue_db, "picks-itself", kernels=["auto", "sdpa"])).id == job
 
 
 def test_a_job_gets_only_a_worker_that_runs_its_family_for_its_kind(queue_db: Database) -> None:

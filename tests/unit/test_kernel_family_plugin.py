@@ -62,7 +62,7 @@ def test_specs_take_its_name_and_alias_and_the_schema_lists_it(math_family: Kern
 
 
 def test_without_its_registration_the_name_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"attention\n  Input should be 'flash', 'eager'"):
+    with pytest.raises(ValueError, match=r"attention\n  Input should be 'auto', 'flash', 'eager'"):
         parse_job_spec({"attention": "math"})
 
 

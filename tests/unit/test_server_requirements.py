@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from padbench.contract.api import Capabilities, GpuInfo
-from padbench.contract.kernel_families import attention_names
+from padbench.contract.kernel_families import setting_names
 from padbench.contract.kinds import JOB_KINDS, parse_job_spec
 from padbench.contract.spec import JobSpecBase
 from padbench.server import requirements
@@ -58,9 +58,20 @@ def test_a_mixture_requires_each_experts_implementation_it_names_and_a_worker_of
                            "strategies": ["static", {"name": "packed", "experts": "batched_mm"}]})
     assert job_requirements(spec) == {"kind:padding", "attention:padding:sdpa", "experts:grouped_mm",
                                       "experts:eager", "experts:batched_mm"}
-    assert job_requirements(parse_job_spec({"model": "tiny-olmoe"})) == {"kind:padding", "attention:padding:flash"}
+    assert job_requirements(parse_job_spec({"model": "tiny-olmoe"})) == {"kind:padding", "attention:padding:auto"}
     offered = offered_capabilities(Capabilities(device="cpu", kernels=["sdpa"], experts=["eager", "batched_mm"]))
     assert {"experts:eager", "experts:batched_mm"} <= offered and "experts:grouped_mm" not in offered
+
+
+def test_attention_left_to_the_worker_goes_to_workers_that_pick_it_themselves() -> None:
+    """A spec naming no attention (`auto`) needs a worker that settles `auto` for its kind, whatever it runs; a worker
+    from before `auto` existed lists no `auto` and never claims one."""
+    assert job_requirements(parse_job_spec({})) == {"kind:padding", "attention:padding:auto"}
+    assert job_requirements(parse_job_spec({"kind": "generate"})) == {"kind:generate", "attention:generate:auto"}
+    by_kind = {"padding": ["auto", "sdpa"], "generate": ["auto", "sdpa"], "attention": ["naive"]}
+    offered = offered_capabilities(Capabilities(device="cpu", kernels=["sdpa"], kernels_by_kind=by_kind))
+    assert {"attention:padding:auto", "attention:generate:auto"} <= offered
+    assert "attention:padding:auto" not in offered_capabilities(Capabilities(device="cpu", kernels=["sdpa"]))
 
 
 def test_generate_job_requires_its_attention_family_and_pinned_device() -> None:
@@ -129,7 +140,7 @@ def owning(*counts: int, labels: tuple[str, ...] = ()) -> list[Capabilities]:
     def worker(count: int) -> Capabilities:
         gpus = [GpuInfo(index=str(index), name="NVIDIA H100", memory_bytes=0) for index in range(count)]
         return Capabilities(device="cuda" if count else "cpu", gpus=gpus, labels=list(labels),
-                            kernels=list(attention_names()))
+                            kernels=setting_names())
     return [worker(count) for count in counts]
 
 

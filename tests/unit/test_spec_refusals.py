@@ -19,7 +19,7 @@ from tests.unit.test_report_padding import sample_result
 REFUSALS: list[tuple[dict[str, Any], str]] = [
     ({"model": {"preset": "llama3"}}, "model.preset: 'llama3' is not one of 'tiny', 'gpt2', "),
     ({"model": {"preset": "llama3"}}, "or 'tiny-gpt-oss' (did you mean 'llama-3.2-1b'?)"),
-    ({"attention": "flash_attn"}, "attention: 'flash_attn' is not one of 'flash', "),
+    ({"attention": "flash_attn"}, "attention: 'flash_attn' is not one of 'auto', 'flash', "),
     ({"model": "llama3"}, "model: 'llama3' is not a preset (did you mean 'llama-3.2-1b'?); write a local model "
                           "directory as a path (./llama3) and a Hugging Face Hub model as org/name or hub:llama3"),
     ({"model": "gpt-2"}, "model: 'gpt-2' is not a preset (did you mean 'gpt2'?)"),

@@ -26,7 +26,9 @@ from padbench.worker.cli.quick import add_quick_options, quick_document, quick_f
 from padbench.worker.cli.sizing import gpu_sizing_warning
 from padbench.worker.jobs import spec_json
 from padbench.worker.runtime.isolation import ChildReport, LatestPartial
+from padbench.worker.runtime.kernel_evidence import record_result
 from padbench.worker.runtime.launcher import launch_job
+from padbench.worker.runtime.settings import WorkerSettings
 
 EXIT_FAILED, EXIT_BAD_SPEC = 1, 2
 FLAGS_SOURCE = "the command line"  # what messages about a spec built from flags name as its source
@@ -150,6 +152,8 @@ def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None
         printer.finish()
     if report.outcome == "ok":
         result = JOB_RESULT_ADAPTER.validate_python(report.value)
+        # Measured here: `attention: auto` of later jobs on this machine (and its workers) reads the figures.
+        record_result(report.value, "padbench run", WorkerSettings().kernel_speeds_path)
     else:
         print(describe_failure(report, args.traceback, args.prog), file=sys.stderr)
         if kept.latest is None:

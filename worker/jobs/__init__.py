@@ -58,12 +58,17 @@ def run_job(ctx: ChildContext, spec_text: str) -> dict[str, Any]:
     Each partial result on the way is handed to the parent (`ctx.finished`) as a JSON-ready document too.
     """
     from padbench.worker.engine.model.build import forget_model_configs  # torch: only in the job's child
+    from padbench.worker.jobs.kernel_choice import settle_attention, stated
 
     spec: JobSpecBase = JOB_SPEC_ADAPTER.validate_json(spec_text)
     forget_model_configs()  # a job builds its model's config once, from the files as they are now
+    # `attention: auto` is settled here, where the device is known: the kind runs the family picked.
+    settled, picks = settle_attention(spec)
+    for pick in picks or ():
+        ctx.progress(0.0, f"attention auto ({pick.entry}): {pick.chosen}: {pick.reason}")
 
     def hand_over(partial: JobResultBase) -> None:
-        ctx.finished(JOB_RESULT_ADAPTER.dump_python(partial, mode="json"))
+        ctx.finished(JOB_RESULT_ADAPTER.dump_python(stated(partial, spec, picks), mode="json"))
 
-    result = get_job_runner(spec.kind).run(spec, ctx.progress, hand_over)
-    return JOB_RESULT_ADAPTER.dump_python(result, mode="json")
+    result = get_job_runner(spec.kind).run(settled, ctx.progress, hand_over)
+    return JOB_RESULT_ADAPTER.dump_python(stated(result, spec, picks), mode="json")

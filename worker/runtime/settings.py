@@ -23,6 +23,7 @@ DEFAULT_JOB_TIMEOUT_S = 2 * 3600.0
 # The share of the host's memory a job's processes may hold before they are killed: the rest keeps the
 # worker itself, the OS and anything else on the box alive.
 DEFAULT_JOB_MEMORY_FRACTION = 0.8
+KERNEL_SPEEDS_FILE_NAME = "kernel-speeds.json"
 
 
 # How CUDA_VISIBLE_DEVICES names a GPU: an index, or a UUID (`GPU-…`, `MIG-…`).
@@ -94,8 +95,10 @@ class WorkerSettings(BaseSettings):
     # spec names are relative to them. Unset: only synthetic data and hub names.
     data_roots: str = ""
     model_roots: str = ""
+    # The table of measured attention kernel speeds that `attention: auto` reads; unset: in the cache directory.
+    kernel_speeds_file: Path | None = None
 
-    @field_validator("server", "gpu", "gpus", "worker_name", "token_file", mode="before")
+    @field_validator("server", "gpu", "gpus", "worker_name", "token_file", "kernel_speeds_file", mode="before")
     @classmethod
     def _empty_means_unset(cls, value: object) -> object:
         return None if value == "" else value
@@ -140,6 +143,10 @@ class WorkerSettings(BaseSettings):
     @property
     def model_root_paths(self) -> tuple[Path, ...]:
         return tuple(Path(part) for part in self.model_roots.split(os.pathsep) if part)
+
+    @property
+    def kernel_speeds_path(self) -> Path:
+        return self.kernel_speeds_file or self.cache_dir / KERNEL_SPEEDS_FILE_NAME
 
     @property
     def datasets_cache_dir(self) -> Path:

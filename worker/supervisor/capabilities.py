@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from padbench.contract.api import Capabilities
+from padbench.contract.attention_pick import AUTO_ATTENTION_KINDS
+from padbench.contract.kernel_families import AUTO_ATTENTION
 from padbench.contract.kinds import JOB_KINDS
 from padbench.worker.jobs import get_job_runner
 from padbench.worker.runtime.isolation import ChildContext, run_in_child
@@ -62,8 +64,10 @@ def detect_in_child(ctx: ChildContext) -> dict[str, Any]:
 
 def runnable_kernel_names(device: str) -> dict[str, list[str]]:
     """Per kind, every name a spec of that kind may use for attention that runs here, as its runner lists them
-    (families; an attention sweep's kernels): the server matches a job's names against its own kind's."""
-    return {kind: sorted(get_job_runner(kind).kernel_names(device)) for kind in JOB_KINDS}
+    (families; an attention sweep's kernels), and `auto` for the kinds whose jobs it picks a family for: the
+    server matches a job's names against its own kind's."""
+    return {kind: sorted([*get_job_runner(kind).kernel_names(device),
+                          *([AUTO_ATTENTION] if kind in AUTO_ATTENTION_KINDS else [])]) for kind in JOB_KINDS}
 
 
 def runnable_experts(device: str) -> list[str]:

@@ -12,9 +12,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, WithJsonSchema, model_validator
 
+from padbench.contract.attention_pick import AttentionPicks
 from padbench.contract.bounds import MAX_REPEATS, Label
 from padbench.contract.job_kind import JobKind
-from padbench.contract.kernel_families import DecodeAttentionChoice, missing_entry_point, needs_half_precision
+from padbench.contract.kernel_families import DecodeAttentionSetting, missing_entry_point, needs_half_precision
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.results import (
     EnergyUse,
@@ -116,8 +117,9 @@ class GenerateJobSpec(JobSpecBase):
         list(GENERATE_STRATEGIES)  # noqa: RUF012
     references: Annotated[list[ReferenceName], Field(max_length=2)] = \
         ["transformers-generate", "transformers-continuous"]  # noqa: RUF012
-    # A kernel family with a KV-cache (decode) path, or `flash`: the fastest flash implementation with one.
-    attention: DecodeAttentionChoice = "flash"
+    # A kernel family with a KV-cache (decode) path, `flash` (the fastest flash implementation with one), or `auto`:
+    # the one the worker's table of measured kernel speeds finds fastest here (`flash` where it has no figure).
+    attention: DecodeAttentionSetting = "auto"
     # Sequences decoding at once (a static batch's rows, a continuous batch's slots); `auto`: the most whose
     # KV cache and activations fit, found by the OOM probe in child processes.
     batch_size: Annotated[Annotated[int, Field(ge=1, le=MAX_CONCURRENCY)] | Literal["auto"],
@@ -277,6 +279,7 @@ class GenerateResult(JobResultBase):
     output_tokens_total: int
     rows: list[GenerateRow]
     partial: PartialResult | None = None
+    attention_auto: AttentionPicks | None = None  # `attention: auto`: the family picked, and why
 
     @model_validator(mode="after")
     def _partial_counts_the_rows(self) -> GenerateResult:

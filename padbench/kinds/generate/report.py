@@ -14,6 +14,7 @@ from typing import Any
 from padbench.contract.table import ResultTable, TableColumn, TableRow
 from padbench.kinds.generate.contract import GenerateResult, GenerateRow, Latency, LengthsFromField, UniformLengths
 from padbench.kinds.generate.verdict import contexts, row_label, table_order, verdict_lines, winner
+from padbench.report.attention_auto import attention_auto_lines
 from padbench.report.cells import (
     MISSING,
     WINNER_MARK,
@@ -118,7 +119,7 @@ def probe_lines(result: GenerateResult) -> list[str]:
 
 def header_lines(result: GenerateResult) -> list[str]:
     return [*partial_lines(result.partial, "rows"), *_header(result), *probe_lines(result),
-            *clock_line(result.environment)]
+            *attention_auto_lines(result.attention_auto), *clock_line(result.environment)]
 
 
 def context_lines(result: GenerateResult) -> list[str]:

@@ -8,6 +8,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from padbench.contract.attention_pick import AttentionPicks
 from padbench.contract.batch_size import BatchSizeChoice, auto_times, sizes_of
 from padbench.contract.experts import (
     ExpertLoad,
@@ -19,7 +20,12 @@ from padbench.contract.experts import (
 )
 from padbench.contract.horizon import Horizon
 from padbench.contract.job_kind import JobKind
-from padbench.contract.kernel_families import AttentionName, missing_entry_point, needs_half_precision
+from padbench.contract.kernel_families import (
+    AttentionName,
+    AttentionSetting,
+    missing_entry_point,
+    needs_half_precision,
+)
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.parallel import (
     DistributedSpec,
@@ -43,7 +49,6 @@ from padbench.contract.results import (
     check_partial_rows,
 )
 from padbench.contract.spec import (
-    AttentionChoice,
     CompileChoice,
     DataSpec,
     Dtype,
@@ -74,7 +79,10 @@ class PaddingJobSpec(JobSpecBase):
         StrategySpec(name="static"), StrategySpec(name="dynamic"),
         StrategySpec(name="binned", n_bins=16), StrategySpec(name="packed"),
     ]
-    attention: AttentionChoice = "flash"
+    # A kernel family, `flash` (the fastest flash implementation present), or `auto`: the family the worker's table
+    # of measured kernel speeds finds fastest for this kind, device, dtype, mode, layout and length (`flash` where
+    # it has no figure), picked per layout by the worker that runs the job and stated in the result.
+    attention: AttentionSetting = "auto"
     # Mixtures of experts only: transformers' implementation of the expert matmuls, or a list (one row each);
     # unset, the model's default as transformers resolves it, recorded as it ran.
     experts: ExpertsChoice | None = None
@@ -271,6 +279,7 @@ class PaddingResult(JobResultBase):
     training: TrainingRun | None = None  # training jobs: how they trained
     strategies: list[StrategyResult]
     partial: PartialResult | None = None
+    attention_auto: AttentionPicks | None = None  # `attention: auto`: the family picked per layout, and why
 
     @model_validator(mode="after")
     def _partial_counts_the_rows(self) -> PaddingResult:

@@ -26,6 +26,7 @@ from padbench.kinds.padding.scaling import (
 )
 from padbench.kinds.padding.training import step_split_fields, step_split_lines, training_lines
 from padbench.kinds.padding.verdict import compact_rate, curve_lines, ranked_rows, verdict_lines, winner
+from padbench.report.attention_auto import attention_auto_lines
 from padbench.report.cells import (
     MISSING,
     WINNER_MARK,
@@ -130,7 +131,7 @@ def _header(result: PaddingResult) -> list[str]:
 
 def header_lines(result: PaddingResult) -> list[str]:
     return [*partial_lines(result.partial, "strategy rows"), *_header(result), *parallel_lines(result),
-            *training_lines(result), *clock_line(result.environment)]
+            *training_lines(result), *attention_auto_lines(result.attention_auto), *clock_line(result.environment)]
 
 
 def result_table(result: PaddingResult) -> ResultTable:

@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 from padbench.contract.bounds import Label, Message
 from padbench.contract.horizon import Duration
 from padbench.contract.job_kind import JobKind
-from padbench.contract.kernel_families import missing_entry_point
+from padbench.contract.kernel_families import AttentionChoice, missing_entry_point
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.results import (
     GpuActivity,
@@ -25,7 +25,6 @@ from padbench.contract.results import (
     check_partial_rows,
 )
 from padbench.contract.spec import (
-    AttentionChoice,
     DataSpec,
     Dtype,
     JobSpecBase,

@@ -11,18 +11,15 @@ empty (it only ever holds re-measurable figures).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
-import os
-import tempfile
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from padbench.contract.results import ProbeAttempt
 from padbench.worker.runtime.settings import WorkerSettings
+from padbench.worker.runtime.state_files import locked, replace_json
 
 CACHE_FILE_NAME = "probe-cache.json"
 
@@ -110,21 +107,7 @@ class ProbeCache:
         return entries if isinstance(entries, dict) else {}
 
     def _write(self, entries: dict[str, Any]) -> None:
-        handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".probe-cache-", suffix=".json")
-        try:
-            with os.fdopen(handle, "w") as stream:
-                json.dump(entries, stream, indent=1, sort_keys=True)
-            os.replace(temporary, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        replace_json(self.path, entries, indent=1, sort_keys=True)
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        with open(self.path.with_suffix(".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
+        return locked(self.path)
