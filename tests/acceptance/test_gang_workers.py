@@ -15,6 +15,7 @@ import pytest
 
 from padbench.contract.api import JobStatus
 from padbench.kinds.padding.contract import PaddingResult
+from padbench.kinds.padding.report import render_table
 from tests.acceptance.conftest import LiveServer, Worker, children_of
 from tests.acceptance.specs import QUICK
 
@@ -84,6 +85,9 @@ def test_a_gang_forms_loses_a_member_and_succeeds_on_a_new_gang(live_server: Liv
     assert sorted(rank for node in result.parallel.nodes for rank in node.ranks) == [0, 1, 2, 3]
     assert result.parallel.interconnect is not None and result.parallel.interconnect.backend == "gloo"
     assert result.parallel.interconnect.all_reduce_bus_gbps > 0
+    text = render_table(result)
+    assert "on 4 processes: sharded" in text and "  node 1: worker node-" in text
+    assert "  links: gloo on one host" in text
     (row,) = result.strategies
     assert row.status == "ok", row.error
     assert row.per_rank is not None and [rank.rank for rank in row.per_rank.ranks] == [0, 1, 2, 3]
