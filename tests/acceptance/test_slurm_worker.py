@@ -100,6 +100,18 @@ def test_a_slurm_job_that_ends_without_a_report_fails_with_slurms_words(slurm_cl
                             "report from padbench-rank; its stderr ends: padbench-rank: No such file or directory")
 
 
+def test_a_job_slurm_never_held_is_unknown_and_a_controller_that_does_not_answer_is_an_error(
+    slurm_cluster: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    assert slurm.job_state("999999") is None  # the watch ends: nothing of it is left to wait for
+    # A command that fails for another reason (here: scontrol gone) says nothing of the job, which may run on:
+    # the watch asks again rather than ending the run.
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(slurm.SlurmError, match="`scontrol` could not run"):
+        slurm.job_state("1")
+
+
 @pytest.mark.slow
 def test_two_nodes_of_a_job_meet_at_the_first_nodes_rendezvous(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     # What srun hands each task of a two-node allocation, both "nodes" being this host (a one-node cluster cannot

@@ -100,18 +100,23 @@ def submit(script: Path, env: dict[str, str]) -> str:
     return job_id
 
 
+# What scontrol says of a job its controller no longer holds (or never did).
+FORGOTTEN_JOB = "Invalid job id specified"
 _FIELD = re.compile(r"(?:^|\s)(JobState|Reason|ExitCode)=(\S*)")
 
 
 def job_state(job_id: str) -> SlurmJobState | None:
     """The job's state from the controller (`scontrol`), else from accounting (`sacct`) once the controller has
-    forgotten it; None when neither knows it."""
+    forgotten it (past its MinJobAge); None when neither knows it. A controller that does not answer raises
+    SlurmError: the job may well be running, so that is no end of it."""
     try:
         fields = dict(_FIELD.findall(run_command("scontrol", "show", "job", "--oneliner", job_id)))
+    except SlurmError as error:
+        if FORGOTTEN_JOB not in str(error):
+            raise
+    else:
         if "JobState" in fields:
             return SlurmJobState(fields["JobState"], fields.get("Reason", "None"), fields.get("ExitCode", "0:0"))
-    except SlurmError:
-        pass
     try:
         said = run_command("sacct", "--jobs", job_id, "--allocations", "--noheader", "--parsable2",
                            "--format=State,Reason,ExitCode")

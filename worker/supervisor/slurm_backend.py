@@ -10,6 +10,7 @@ says what Slurm says — its state, reason and exit code — and ends with the t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -35,6 +36,8 @@ SLURM_TIME_MARGIN_S = 600.0
 # After a scancel, how long to wait for Slurm to say the job ended (its KillWait is 30 s by default).
 CANCEL_WAIT_S = 90.0
 STDERR_TAIL_CHARS = 2000
+# How long the controller may leave the job's state unanswered (a restart, a failover) before the run is given up.
+UNANSWERED_LIMIT_S = 600.0
 # Never handed to the job: the worker's credentials for the server.
 PRIVATE_VARIABLES = ("PADBENCH_TOKEN", "PADBENCH_TOKEN_FILE")
 # How a job Slurm ended without a report from padbench-rank is reported; any other end is a crash.
@@ -136,11 +139,20 @@ class SlurmWatch:
         self._state: str | None = None
 
     def until_finished(self) -> ChildReport:
+        unanswered_since: float | None = None
         while True:
-            state = slurm.job_state(self.slurm_id)
-            self._hand_on(state)
-            if state is None or state.finished:
-                return self._ended(state)
+            try:
+                state = slurm.job_state(self.slurm_id)
+                unanswered_since = None
+            except slurm.SlurmError as error:  # the controller restarting, say: the job itself may run on
+                unanswered_since = unanswered_since or time.monotonic()
+                if time.monotonic() - unanswered_since > UNANSWERED_LIMIT_S:
+                    return self._give_up(error)
+                log.warning("Slurm job %s: its state could not be read (%s); asking again", self.slurm_id, error)
+            else:
+                self._hand_on(state)
+                if state is None or state.finished:
+                    return self._ended(state)
             if self.run.should_stop():
                 return self._cancel()
             time.sleep(self.poll_s)
@@ -167,12 +179,21 @@ class SlurmWatch:
             log.error("Slurm job %s: scancel failed: %s", self.slurm_id, error)
         deadline = time.monotonic() + CANCEL_WAIT_S
         while time.monotonic() < deadline:
-            state = slurm.job_state(self.slurm_id)
+            try:
+                state = slurm.job_state(self.slurm_id)
+            except slurm.SlurmError:
+                state = slurm.SlurmJobState("UNKNOWN", "None", "0:0")  # not answering: ask again
             if state is None or state.finished:
                 break
             time.sleep(self.poll_s)
         self._hand_on(None)  # a row finished just before the cancel is kept
         return ChildReport(outcome="cancelled", error=f"stopped by the parent; Slurm job {self.slurm_id} cancelled")
+
+    def _give_up(self, error: slurm.SlurmError) -> ChildReport:
+        with contextlib.suppress(slurm.SlurmError):  # if it can still be reached, nothing runs on unwatched
+            slurm.cancel(self.slurm_id)
+        return ChildReport(outcome="error", error=f"Slurm did not say how job {self.slurm_id} stands for "
+                                                  f"{UNANSWERED_LIMIT_S:.0f} s ({error}); it was cancelled")
 
     def _ended(self, state: slurm.SlurmJobState | None) -> ChildReport:
         report = job_report(self.directory.reports(self.nodes), self.nodes)
