@@ -194,10 +194,13 @@ class RankFigures(ResultSection):
     batches: Annotated[int, Field(ge=0)]
     measured_seconds: Annotated[float, Field(ge=0)]
     peak_allocated_bytes: Annotated[int, Field(ge=0)] | None = None  # CUDA allocator; None on CPU
-    # Seconds per step inside collectives (all-gather, reduce-scatter, all-reduce), from the profiler over a
-    # few steps after the measurement: on GPUs the NCCL kernels' time, which includes waiting for the other
-    # ranks; FSDP2 overlaps much of it with compute, so it is an upper bound on what the step waits.
+    # Seconds per step inside collectives (all-gather, reduce-scatter, all-reduce), from the profiler's timeline
+    # over a few steps after the measurement: the time during which at least one collective ran (on GPUs the
+    # NCCL kernels, which include waiting for the other ranks; on CPUs gloo's operations).
     collective_seconds_per_step: Annotated[float, Field(ge=0)] | None = None
+    # The part of it no compute overlapped (no other kernel on the GPU; no operator on a computing thread of the
+    # CPU): what the communication cost the step, at most the time in collectives.
+    exposed_collective_seconds_per_step: Annotated[float, Field(ge=0)] | None = None
 
 
 class RankShares(ResultSection):

@@ -1,6 +1,6 @@
 """FSDP2's overlap settings on two gloo ranks: `distributed.reshard_after_forward` and `distributed.prefetch`
 reach the sharded decoder layers (the result states what the layers were found to hold), and the job trains
-through the correctness gate either way."""
+through the correctness gate either way; each rank reports its time in collectives and the part of it exposed."""
 
 from __future__ import annotations
 
@@ -38,4 +38,11 @@ def test_the_overlap_settings_reach_the_sharded_layers(tmp_path: Path, reshard: 
     assert (result.parallel.reshard_after_forward, result.parallel.prefetch) == (reshard, prefetch)
     (row,) = result.strategies
     assert row.status == "ok" and row.correctness_passed, (row.error, row.invalid_reason)
-    assert f"sharded (FSDP2, {words})" in render_table(result)
+    text = render_table(result)
+    assert f"sharded (FSDP2, {words})" in text
+    # every rank's time in collectives, and the part of it no compute overlapped, from the profiler's timeline
+    assert row.per_rank is not None and len(row.per_rank.ranks) == 2
+    for rank in row.per_rank.ranks:
+        total, exposed = rank.collective_seconds_per_step, rank.exposed_collective_seconds_per_step
+        assert total is not None and exposed is not None and 0 < exposed <= total
+    assert "ms exposed (" in text

@@ -6,9 +6,10 @@ is the slowest rank's — with FSDP the ranks wait for each other inside every s
 model is charged the same, as a loop that steps its replicas together would be. The group's tokens per
 second is then Σ tokens / Σ step times, exactly as for one process.
 
-On GPUs, the time spent in collectives comes from the profiler over a few steps after the measurement (never
-inside it): the NCCL kernels' own time, which includes waiting for the slowest rank. On CPUs, gloo's
-collectives run on the host and are read from the same profile.
+The time spent in collectives comes from the profiler over a few steps after the measurement (never inside
+it), with the part of it that no compute overlapped (`overlap`): on GPUs the NCCL kernels, whose time includes
+waiting for the slowest rank, against the other kernels; on CPUs gloo's collectives against the operators of the
+threads that compute.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from padbench.worker.engine.measure.timing import Measurement, RepeatTiming
+from padbench.worker.engine.parallel.overlap import CollectiveTime, collective_time
 
 PROFILED_STEPS = 3  # enough to average over a layer's all-gathers and the reduce-scatters of one step
 
@@ -33,7 +35,7 @@ class RankRun:
     computed_tokens: tuple[int, ...]
     flops: tuple[float | None, ...]
     peak_allocated_bytes: int | None
-    collective_seconds_per_step: float | None
+    collectives: CollectiveTime | None  # per step, profiled after the measurement; None on one process
     device: str
     batches_left_out: int
     matmul_flops: float | None  # this rank's GPU's GEMM rate, measured in the job; None on a CPU
@@ -78,15 +80,9 @@ def group_measurement(runs: list[RankRun]) -> GroupMeasurement:
     )
 
 
-def _collective_microseconds(trace: profile, device: torch.device) -> float:
-    if device.type == "cuda":
-        return float(sum(event.self_device_time_total for event in trace.key_averages()
-                         if event.key.lower().startswith("nccl")))
-    return float(sum(event.cpu_time_total for event in trace.key_averages() if event.key.startswith("gloo:")))
-
-
-def collective_seconds_per_step(step: Callable[[int], None], batches: int, device: torch.device) -> float:
-    """Seconds per step inside collectives, over `PROFILED_STEPS` steps (every rank runs the same ones)."""
+def profile_collectives(step: Callable[[int], None], batches: int, device: torch.device) -> CollectiveTime:
+    """Seconds per step inside collectives and those of them exposed, over `PROFILED_STEPS` steps (every rank
+    runs the same ones)."""
     steps = min(PROFILED_STEPS, batches)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities) as trace:
@@ -94,4 +90,4 @@ def collective_seconds_per_step(step: Callable[[int], None], batches: int, devic
             step(index)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-    return _collective_microseconds(trace, device) / 1e6 / steps
+    return collective_time(trace.events(), device, steps)

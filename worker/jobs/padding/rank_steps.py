@@ -15,7 +15,8 @@ import torch
 
 from padbench.contract.parallel import RankFigures, RankShares
 from padbench.worker.engine.measure.timing import Measurement, Throughput
-from padbench.worker.engine.parallel.rank_measure import RankRun, collective_seconds_per_step, group_measurement
+from padbench.worker.engine.parallel.overlap import CollectiveTime
+from padbench.worker.engine.parallel.rank_measure import RankRun, group_measurement, profile_collectives
 from padbench.worker.engine.parallel.ranks import Ranks
 from padbench.worker.engine.training.steps import StepFn
 
@@ -54,9 +55,10 @@ def equal_warmup(ranks: Ranks, order: list[int]) -> list[int]:
     return list(islice(cycle(order), longest)) if order else order
 
 
-def collective_time(ranks: Ranks, step: StepFn, batches: int, device: torch.device) -> float | None:
-    """Seconds per step in collectives, profiled after the measurement; None on one process (there are none)."""
-    return collective_seconds_per_step(step, batches, device) if ranks.spread else None
+def collective_time(ranks: Ranks, step: StepFn, batches: int, device: torch.device) -> CollectiveTime | None:
+    """Seconds per step in collectives and those of them exposed, profiled after the measurement; None on one
+    process (there are none)."""
+    return profile_collectives(step, batches, device) if ranks.spread else None
 
 
 def rank_device(device: torch.device) -> str:
@@ -100,7 +102,9 @@ def _rank_figures(rank: int, run: RankRun) -> RankFigures:
     return RankFigures(rank=rank, device=run.device, real_tokens=sum(run.real_tokens[i] for i in indices),
                        computed_tokens=sum(run.computed_tokens[i] for i in indices), batches=len(indices),
                        measured_seconds=seconds, peak_allocated_bytes=run.peak_allocated_bytes,
-                       collective_seconds_per_step=run.collective_seconds_per_step)
+                       collective_seconds_per_step=None if run.collectives is None else run.collectives.total_s,
+                       exposed_collective_seconds_per_step=None if run.collectives is None
+                       else run.collectives.exposed_s)
 
 
 def _work_imbalance(ranks: list[RankFigures]) -> float | None:

@@ -36,6 +36,7 @@ from padbench.worker.engine.model import flops
 from padbench.worker.engine.model.expert_load import count_expert_load
 from padbench.worker.engine.model.experts import ExpertsUnavailable, use_experts
 from padbench.worker.engine.parallel.dealing import dealt_share
+from padbench.worker.engine.parallel.overlap import CollectiveTime
 from padbench.worker.engine.parallel.rank_measure import RankRun
 from padbench.worker.engine.parallel.sharding import autocast_forward, autocast_if
 from padbench.worker.engine.strategies.tiers import TieredStrategy, Tiers
@@ -288,7 +289,7 @@ class StrategyRun:
             correctness_passed=gate.passed if gate else None, compilation=self.compilation, **fields)  # type: ignore[arg-type]
 
     def _measured_result(self, measurement: Measurement, batches: list[Batch], memory: MemoryStats,
-                         activity: GpuActivity | None, collectives: float | None,
+                         activity: GpuActivity | None, collectives: CollectiveTime | None,
                          split: StepSplit | None) -> StrategyResult:
         shape = flops.ModelShape.of(self.job.model)
         passes = self.job.flop_factor
