@@ -136,7 +136,9 @@ class Supervisor:
                 self._settled.wait(self.config.idle_poll_max_s)
                 continue
             lease = self._claim()
-            if lease is None and gang.join_one(self):  # nothing for this worker alone: a gang, if one has room
+            # Nothing for this worker alone: a gang, if one has room. A worker that hands its jobs to a scheduler
+            # joins none: a gang member's ranks run on the worker's own host.
+            if lease is None and self.backend.name == "local" and gang.join_one(self):
                 idle.reset()
                 continue
             if lease is None:
