@@ -135,6 +135,9 @@ def test_two_nodes_of_a_job_meet_at_the_first_nodes_rendezvous(slurm_cluster: Sl
     result = PaddingResult.model_validate(report.value)
     assert result.strategies[0].status == "ok" and result.strategies[0].tokens_per_s
     assert result.parallel is not None and result.parallel.gpus == 2  # ranks in all: one on each node
+    # Each node named as Slurm numbered it (SLURM_NODEID), with the worker that submitted the job.
+    assert sorted((node.node_rank, node.worker, len(node.ranks)) for node in result.parallel.nodes) == [
+        (0, "slurm-test", 1), (1, "slurm-test", 1)]
 
 
 def test_the_worker_refuses_to_start_without_slurm(tmp_path: Path) -> None:
