@@ -150,3 +150,13 @@ def test_the_worker_refuses_to_start_without_slurm(tmp_path: Path) -> None:
                           env=env | {"PATH": str(bare)}, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "padbench worker --slurm: Slurm's `sbatch` is not on PATH" in done.stderr
+
+
+def test_the_worker_refuses_a_job_directory_it_cannot_create(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PADBENCH_")} | slurm_cluster.env
+    done = subprocess.run(padbench_command("worker", "--slurm", "--slurm-dir", str(tmp_path / "a-file" / "jobs"),
+                                           "--server", "http://127.0.0.1:9", "--token", "x"),
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert f"padbench worker --slurm: --slurm-dir {tmp_path / 'a-file' / 'jobs'}: cannot be created" in done.stderr

@@ -51,7 +51,10 @@ def slurm_options(args: argparse.Namespace, settings: WorkerSettings) -> SlurmOp
     except (slurm.SlurmUnavailable, slurm.SlurmError) as error:
         raise SlurmStartRefused(str(error)) from None
     directory = args.slurm_dir or settings.cache_dir / "slurm"
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as error:
+        raise SlurmStartRefused(f"--slurm-dir {directory}: cannot be created ({error.strerror})") from None
     return SlurmOptions(directory=directory.resolve(), partition=args.slurm_partition,
                         sbatch_args=tuple(args.slurm_args), cpus_per_node=shape.cpus, gpus_per_node=shape.gpus)
 
