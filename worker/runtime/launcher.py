@@ -185,8 +185,8 @@ def _launch_config(ranks: int, log_dir: str, rendezvous: Rendezvous | None) -> A
     from torch.distributed.launcher.api import LaunchConfig
 
     logs = DefaultLogsSpecs(log_dir=log_dir)
-    common = {"nproc_per_node": ranks, "rdzv_backend": "c10d", "max_restarts": 0,
-              "monitor_interval": MONITOR_INTERVAL_S, "start_method": "spawn", "logs_specs": logs}
+    common: dict[str, Any] = {"nproc_per_node": ranks, "rdzv_backend": "c10d", "max_restarts": 0,
+                              "monitor_interval": MONITOR_INTERVAL_S, "start_method": "spawn", "logs_specs": logs}
     if rendezvous is None:  # one node: a private store on a free loopback port
         return LaunchConfig(min_nodes=1, max_nodes=1, run_id=f"padbench-{uuid.uuid4().hex}",
                             rdzv_endpoint="127.0.0.1:0", rdzv_configs={"timeout": RENDEZVOUS_TIMEOUT_S},
@@ -220,13 +220,13 @@ def run_ranks(ctx: ChildContext, target: str, ranks: int, args: tuple[Any, ...],
     except ChildFailedError as failure:
         done.set()
         forwarder.join(timeout=5)
-        raise RanksFailed(_failure_message(failure, errors)) from None
+        raise RanksFailed(_failure_message(failure, errors, ranks)) from None
     done.set()
     forwarder.join(timeout=5)
     return returned.get(0)  # global rank 0's: None on a node without it (its job reports nothing)
 
 
-def _failure_message(failure: Any, errors: RankErrors) -> str:
+def _failure_message(failure: Any, errors: RankErrors, ranks: int) -> str:
     """The cause, in order of evidence: a rank's own error; a rank killed before it could say anything (a
     signal, the kernel's OOM killer); an error that only says a peer went away."""
     reported = errors.cause()
@@ -235,11 +235,11 @@ def _failure_message(failure: Any, errors: RankErrors) -> str:
     said = {rank for rank, *_ in errors.reported}
     for rank, process in sorted(failure.failures.items()):
         if rank not in said:
-            return f"{_place_of(rank)} {_describe_death(process.exitcode)}"
+            return f"{_place_of(rank, ranks)} {_describe_death(process.exitcode)}"
     if reported is not None:
         return _reported_message(reported)
     rank, first = failure.get_first_failure()
-    return f"{_place_of(rank)} {_describe_death(first.exitcode)}"
+    return f"{_place_of(rank, ranks)} {_describe_death(first.exitcode)}"
 
 
 def _reported_message(reported: tuple[int, str, str, str]) -> str:
@@ -247,11 +247,13 @@ def _reported_message(reported: tuple[int, str, str, str]) -> str:
     return f"{place} {'ran out of memory' if outcome == 'oom' else 'failed'}: {detail}"
 
 
-def _place_of(rank: int) -> str:
+def _place_of(rank: int, ranks: int) -> str:
+    """A global rank as this node knows it: its GPU is the node's (rank mod the node's ranks)-th visible one."""
     visible = [gpu for gpu in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if gpu.strip()]
     if not visible:
         return f"rank {rank} (cpu)"
-    return f"rank {rank} (GPU {visible[rank]})" if rank < len(visible) else f"rank {rank}"
+    local = rank % ranks
+    return f"rank {rank} (GPU {visible[local]})" if local < len(visible) else f"rank {rank}"
 
 
 def _describe_death(exitcode: int) -> str:
