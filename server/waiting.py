@@ -58,7 +58,21 @@ def waiting_reason(spec: JobSpecBase, live_workers: Sequence[Capabilities]) -> s
         them = "it" if len(wanted) == 1 else "them all"
         return f"needs a worker labelled {_quoted(wanted)}; no live worker carries {them}"
     # The GPU count first: "needs 4 GPUs" says more than the `device: cuda` every worker without one lacks.
-    return _gpu_count_reason(GpuRequest.of(spec), [w.owned_gpus for w in carrying]) or _unmet_reason(spec, carrying)
+    request = GpuRequest.of(spec)
+    return (_gpu_count_reason(request, [w.owned_gpus for w in carrying]) or _unmet_reason(spec, carrying)
+            or _nodes_reason(spec, request, carrying))
+
+
+def _nodes_reason(spec: JobSpecBase, request: GpuRequest, live_workers: Sequence[Capabilities]) -> str | None:
+    """A job across several workers waits until as many live workers can each run its share (one gang member
+    per worker); None when enough can."""
+    if spec.nodes == 1:
+        return None
+    able = [worker for worker in live_workers
+            if request.fits(worker.owned_gpus) and not unmet_requirements(spec, worker)]
+    if spec.nodes <= len(able):
+        return None
+    return f"needs {spec.nodes} workers at once (nodes: {spec.nodes}); {len(able)} live worker(s) can run its share"
 
 
 def unmet_requirements(spec: JobSpecBase, worker: Capabilities) -> set[str]:

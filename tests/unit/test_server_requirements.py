@@ -159,6 +159,13 @@ def test_a_queued_job_waits_with_a_reason_only_when_no_live_worker_owns_enough_g
                                                               "worker owns is 2")
 
 
+def test_a_job_across_nodes_waits_for_as_many_live_workers_that_can_run_its_share() -> None:
+    across = {"gpus": 2, "nodes": 3}
+    assert waits(across, owning(2, 8, 1)) == "needs 3 workers at once (nodes: 3); 2 live worker(s) can run its share"
+    assert waits(across, owning(2, 2, 4)) is None
+    assert waits(across | {"device": "cpu"}, owning(0, 0, 0)) is None  # CPU workers run the ranks as processes
+
+
 def test_a_labelled_job_waits_for_a_live_worker_carrying_every_label_with_enough_gpus() -> None:
     wanted = {"gpus": 2, "worker_labels": ["nvlink"]}
     assert waits(wanted, []) == "needs a worker labelled 'nvlink'; no live worker carries it"
