@@ -4,6 +4,7 @@ trained on it at the start of the session, and the token lengths of a real corpu
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,7 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = range(len(SPECIAL_TOKENS))
 # Larger than the corpus needs, so every word of it becomes a whole token.
 TOKENIZER_VOCAB_LIMIT = 4000
+KERNEL_SPEEDS_VARIABLE = "PADBENCH_KERNEL_SPEEDS_FILE"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -30,6 +32,15 @@ def pytest_configure(config: pytest.Config) -> None:
     because transformers and datasets read these when they are first imported."""
     for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
         os.environ.setdefault(flag, "1")
+    # The jobs the tests run never read or feed the user's table of kernel speeds (`attention: auto`), nor a
+    # table an earlier test fed: servers and workers a module starts get the session's empty one.
+    os.environ[KERNEL_SPEEDS_VARIABLE] = str(Path(tempfile.mkdtemp(prefix="padbench-tests-")) / "kernel-speeds.json")
+
+
+@pytest.fixture(autouse=True)
+def own_kernel_speeds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's jobs start from an empty table of kernel speeds: what another test measured picks nothing."""
+    monkeypatch.setenv(KERNEL_SPEEDS_VARIABLE, str(tmp_path / "kernel-speeds.json"))
 
 
 def build_tokenizer(corpus: Path, folder: Path) -> Path:

@@ -8,6 +8,8 @@ import httpx
 import pytest
 
 from padbench.http import ApiError
+from padbench.kinds.padding.contract import StrategyResult
+from padbench.worker.runtime.kernel_speeds import KernelSpeeds
 from padbench.worker.supervisor.api import WorkerApi
 from padbench.worker.supervisor.outbox import Outbox, PendingResult
 from padbench.worker.supervisor.reporting import (
@@ -123,3 +125,16 @@ def test_a_saved_result_answered_409_is_dropped(tmp_path: Path) -> None:
     saved = save(tmp_path / "outbox")
     reporter(FakeServer(refuse={"complete": 409}), FakeClock(), tmp_path / "outbox").deliver_saved()
     assert saved.pending() == []
+
+
+def test_a_finished_result_feeds_the_kernel_speeds_table_under_its_job(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measured on this machine whatever the server answers: the figures are kept even when the result is refused."""
+    table = tmp_path / "kernel-speeds.json"
+    monkeypatch.setenv("PADBENCH_KERNEL_SPEEDS_FILE", str(table))
+    rows = [StrategyResult(strategy="static", attention=family, kernel=family, batch_size=8, status="ok",
+                           tokens_per_s=rate) for family, rate in (("sdpa", 2000.0), ("eager", 500.0))]
+    reporter(FakeServer(refuse={"complete": 422}), FakeClock()).complete(42, "lease-abc", padding_result(rows))
+    figures = KernelSpeeds(table).figures()
+    assert sorted((figure.family, figure.rate, figure.source) for figure in figures) == [
+        ("eager", 500.0, "job 42"), ("sdpa", 2000.0, "job 42")]

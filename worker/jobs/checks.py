@@ -11,6 +11,7 @@ import torch
 
 import padbench.worker.engine.strategies  # noqa: F401  (importing registers the strategies)
 from padbench.contract.experts import dense_model_experts_problem
+from padbench.contract.spec import JobSpecBase
 from padbench.contract.units import format_bytes
 from padbench.kinds.generate.contract import GenerateJobSpec
 from padbench.kinds.padding.contract import PaddingJobSpec
@@ -23,6 +24,7 @@ from padbench.worker.engine.hub import NotInCache
 from padbench.worker.engine.model.build import build_on_meta, config_of
 from padbench.worker.engine.model.experts import EXPERTS_IMPLEMENTATIONS, expert_field, experts_implementation, top_k
 from padbench.worker.engine.model.parameter_count import active_parameter_count
+from padbench.worker.jobs.kernel_choice import settle_attention
 from padbench.worker.runtime.device import resolve_device, torch_dtype
 from padbench.worker.runtime.messages import first_line
 
@@ -75,8 +77,18 @@ def tokenizer_findings(spec: ModelJob, vocabulary: int) -> Iterator[Finding]:
                               f"{vocabulary:,}")
 
 
+def auto_attention_findings(spec: PaddingJobSpec | GenerateJobSpec) -> tuple[JobSpecBase, list[Finding]]:
+    """The spec with `attention: auto` settled as the job would settle it here, and a line per pick."""
+    settled, picks = settle_attention(spec)
+    return settled, [(True, f"attention auto ({pick.entry}): {pick.chosen}: {pick.reason}") for pick in picks or ()]
+
+
 def padding_kernel_findings(spec: PaddingJobSpec, device: torch.device,
                             features: AttentionFeatures) -> Iterator[Finding]:
+    settled, picked = auto_attention_findings(spec)
+    yield from picked
+    assert isinstance(settled, PaddingJobSpec)
+    spec = settled
     dtype = torch_dtype(spec.dtype)
     for strategy in spec.strategies:
         attention = spec.attention_for(strategy)
@@ -110,6 +122,10 @@ def experts_findings(spec: PaddingJobSpec, model: torch.nn.Module, device: torch
 
 def decode_kernel_findings(spec: GenerateJobSpec, device: torch.device,
                            features: AttentionFeatures) -> Iterator[Finding]:
+    settled, picked = auto_attention_findings(spec)
+    yield from picked
+    assert isinstance(settled, GenerateJobSpec)
+    spec = settled
     try:
         kernel = resolve_decode_kernel(spec.attention, device, torch_dtype(spec.dtype))
     except KernelUnavailable as error:
