@@ -100,6 +100,22 @@ def test_a_slurm_job_that_ends_without_a_report_fails_with_slurms_words(slurm_cl
                             "report from padbench-rank; its stderr ends: padbench-rank: No such file or directory")
 
 
+def test_a_lost_lease_or_a_stop_of_the_worker_cancels_the_slurm_job(slurm_cluster: SlurmCluster, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # The supervisor's `should_stop` covers a cancel, a lost lease and a stop request alike.
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    directory = JobDirectory(tmp_path / "job")
+    directory.create(RunOrder(target="unused:target", spec_text="{}", ranks_per_node=1))
+    script = tmp_path / "long.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH --job-name=padbench-lost\n#SBATCH --output=/dev/null\nsleep 300\n")
+    slurm_id = slurm.submit(script, dict(os.environ))
+    run = JobRun(job_id=2, attempt=1, spec=parse_job_spec(QUICK), gpus=(), ranks=1, on_progress=lambda *_: None,
+                 on_finished=lambda _: None, should_stop=lambda: True)
+    report = SlurmWatch(run, directory, slurm_id, nodes=1, poll_s=0.2).until_finished()
+    assert report.outcome == "cancelled" and slurm_id in (report.error or "")
+    assert f"{slurm_id} CANCELLED padbench-lost" in slurm_cluster.jobs()
+
+
 def test_a_job_slurm_never_held_is_unknown_and_a_controller_that_does_not_answer_is_an_error(
     slurm_cluster: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
