@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from padbench.contract.results import Environment
+from padbench.kinds.attention.contract import AttentionCell, AttentionResult
 from padbench.kinds.generate.contract import GenerateResult
 from padbench.kinds.padding.contract import StrategyResult
 from padbench.kinds.tune.contract import Finalist, TuneConfig, TuneResult, TuneTrial
@@ -156,3 +157,24 @@ def test_a_tune_adds_each_kernel_s_best_finalist() -> None:
     assert sorted((f.family, f.rate, f.source, f.setting) for f in figures) == [
         ("flex", 12.0, "tune job 8", "tune finalists (packed)"),
         ("torch-flash", 11.0, "tune job 8", "tune finalists (packed)")]
+
+
+def test_a_sweep_adds_each_family_s_best_kernel_per_length_which_a_model_s_rows_outrank() -> None:
+    environment = Environment(hostname="h", device="cuda", gpu_name=H100, python="3.11", torch="2.13.0",
+                              started_at="2026-11-27T09:00:00+00:00")
+    cells = [AttentionCell(kernel=kernel, seq_len=2048, status=status, tflops=tflops)
+             for kernel, status, tflops in (("naive", "ok", 20.0), ("sdpa-math", "ok", 25.0),
+                                            ("sdpa-efficient", "ok", 150.0), ("sdpa-flash", "ok", 300.0),
+                                            ("flash-attn-fp8", "ok", 900.0), ("flex", "oom", None))]
+    result = AttentionResult.model_validate({"spec": {"kind": "attention", "layout": "varlen"},
+                                             "environment": environment, "cells": cells})
+    figures = figures_of(result, "job 6")
+    assert sorted((f.family, f.rate) for f in figures) == [("eager", 20.0), ("sdpa", 150.0), ("torch-flash", 300.0)]
+    assert {(f.place, f.band, f.metric, f.source) for f in figures} == {
+        (PACKED, 1, "TFLOP/s (attention alone)", "sweep job 6")}
+    pick = pick_family(figures, query(), NOW)
+    assert pick.family == "torch-flash" and "model attention alone (32 heads × 64)" in pick.reason
+    # A model's own rows in the same band come first, even older ones of another model.
+    rows = [figure("flex", 2.0, model="m2", at="2026-11-01T00:00:00+00:00"),
+            figure("torch-flash", 1.0, model="m2", at="2026-11-01T00:00:00+00:00")]
+    assert pick_family([*figures, *rows], query(), NOW).family == "flex"

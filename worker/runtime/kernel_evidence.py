@@ -4,7 +4,10 @@
   (several GPU counts) are left out;
 - a generate job: every valid strategy row (the references run transformers' own kernels, not a family);
 - a tune: its finalists' full measurements (repeats, the same rules as a job's rows), each kernel at the best
-  configuration the tune found for it; its shorter trials ran different numbers of batches and are left out.
+  configuration the tune found for it; its shorter trials ran different numbers of batches and are left out;
+- an attention sweep: each measured cell's TFLOP/s as evidence for padding jobs (dense cells for padded rows,
+  varlen cells for packs; forward for inference, forward and backward for training), a family's best sweep
+  kernel at each length; a model's own rows, when there are any, are preferred to it.
 Rows whose kernel belongs to no family (a plugin's, or transformers' own) add nothing.
 """
 
@@ -16,16 +19,18 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
-from padbench.contract.kernel_families import BEST_FLASH, KERNEL_FAMILIES, families
+from padbench.contract.kernel_families import BEST_FLASH, KERNEL_FAMILIES, families, sweep_declaration
 from padbench.contract.kernel_family import ModelEntryPoint
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.model_spec import ModelSpec
+from padbench.contract.registry import UnknownPlugin
 from padbench.contract.results import JobResultBase
 from padbench.contract.spec import strategy_entry_point
+from padbench.kinds.attention.contract import AttentionResult
 from padbench.kinds.generate.contract import GenerateResult
 from padbench.kinds.padding.contract import PaddingResult
 from padbench.kinds.tune.contract import TuneResult
-from padbench.worker.runtime.kernel_speeds import Figure, KernelSpeeds, Place, length_band
+from padbench.worker.runtime.kernel_speeds import ALONE_METRIC, Figure, KernelSpeeds, Place, length_band
 
 log = logging.getLogger("padbench.worker")
 PADDING_METRIC, GENERATE_METRIC = "tokens/s", "output tokens/s"
@@ -114,6 +119,42 @@ def tune_figures(result: TuneResult, source: str) -> list[Figure]:
     return list(best.values())
 
 
+def sweep_family(kernel: str) -> str | None:
+    """The family of a sweep kernel; None for one that stands for no model's attention: FP8 (`flash-attn-fp8`)
+    quantizes what a model's rows compute in the job's dtype."""
+    if "fp8" in kernel:
+        return None
+    try:
+        return sweep_declaration(kernel)[0].name
+    except UnknownPlugin:  # a plugin's kernel no longer registered
+        return None
+
+
+def sweep_figures(result: AttentionResult, source: str) -> list[Figure]:
+    """Each family's fastest sweep kernel at each length, as TFLOP/s of the attention alone."""
+    spec = result.spec
+    shape = f"{spec.heads} heads × {spec.head_dim}" + (f", {spec.kv_heads} kv heads" if spec.kv_heads else "") + \
+        (", causal" if spec.causal else "")
+    best: dict[tuple[str, int], Figure] = {}
+    for cell in result.cells:
+        family = sweep_family(cell.kernel)
+        if cell.status != "ok" or not cell.tflops or family is None:
+            continue
+        figure = Figure(
+            place=Place("padding", device_of(result), spec.dtype,
+                        "inference" if spec.direction == "forward" else "training",
+                        "padded" if spec.layout == "dense" else "packed"),
+            band=length_band(cell.seq_len), model=f"attention alone ({shape})",
+            model_digest="sweep:" + sha256(shape.encode()).hexdigest()[:16],
+            setting=f"sweep · batch {spec.batch} · length {cell.seq_len}", family=family, kernel=cell.kernel,
+            rate=cell.tflops, metric=ALONE_METRIC, source=source, measured_at=result.environment.started_at,
+            torch=result.environment.torch)
+        kept = best.get((family, cell.seq_len))
+        if kept is None or figure.rate > kept.rate:
+            best[(family, cell.seq_len)] = figure
+    return list(best.values())
+
+
 def figures_of(result: JobResultBase, source: str) -> list[Figure]:
     """Every figure `result` adds to the table, measured by `source` (`job 42`, `padbench run`)."""
     if isinstance(result, PaddingResult):
@@ -122,6 +163,8 @@ def figures_of(result: JobResultBase, source: str) -> list[Figure]:
         return generate_figures(result, source)
     if isinstance(result, TuneResult):
         return tune_figures(result, f"tune {source}")
+    if isinstance(result, AttentionResult):
+        return sweep_figures(result, f"sweep {source}")
     return []
 
 

@@ -13,7 +13,8 @@ How a pick is made (`pick_family`), in words the docs repeat:
 - figures compare only with figures of the same model, length band and setting: such a group that has two
   families or more is a comparison (one job's rows, or several jobs that measured the same rows each with a
   kernel of its own);
-- the comparison chosen is the nearest in length band, then the same model before another, then the newest;
+- the comparison chosen is the nearest in length band, then the same model before another, then a model's rows
+  before an attention sweep's kernels timed alone, then the newest;
 - its fastest family wins, except that families within `TIE_SHARE` of the fastest are a tie, which goes to the
   family listed first among the candidates (the static default's order: the flash implementations, fastest
   first, then the rest as registered);
@@ -40,6 +41,8 @@ MAX_AGE_DAYS = 90
 TIE_SHARE = 0.02
 # Lengths up to 512 tokens are band 0, then each band reaches four times as far (2,048, 8,192, …).
 FIRST_BAND_TOKENS = 512
+# What an attention sweep's figures count: kernels timed alone, evidence only where a model's own rows are missing.
+ALONE_METRIC = "TFLOP/s (attention alone)"
 # The file keeps this many figures at most, dropping the oldest: a worker's lifetime of jobs fits.
 MAX_FIGURES = 5000
 
@@ -126,9 +129,10 @@ def comparisons(figures: Sequence[Figure], query: Query, now: datetime) -> list[
                 parse_time(figure.measured_at) >= oldest:
             groups[(figure.band, figure.model_digest, figure.setting)].append(figure)
     found = [group for group in groups.values() if len({figure.family for figure in group}) >= 2]
-    def order(group: list[Figure]) -> tuple[int, bool, float]:
+    def order(group: list[Figure]) -> tuple[int, bool, bool, float]:
         newest = max(parse_time(figure.measured_at).timestamp() for figure in group)
-        return abs(group[0].band - query.band), group[0].model_digest != query.model_digest, -newest
+        return (abs(group[0].band - query.band), group[0].model_digest != query.model_digest,
+                group[0].metric == ALONE_METRIC, -newest)
 
     return sorted(found, key=order)
 
