@@ -15,7 +15,7 @@ from datetime import datetime
 from fastapi import APIRouter, BackgroundTasks, HTTPException, Response, status
 from sqlalchemy.orm import Session
 
-from padbench.contract.api import Capabilities, LeaseOut, LeaseRequest
+from padbench.contract.api import LeaseOut, LeaseRequest
 from padbench.contract.gangs import (
     GangBeat,
     GangComplete,
@@ -28,22 +28,14 @@ from padbench.contract.gangs import (
 from padbench.server import queue
 from padbench.server.api.deps import JobIdPath, SessionDep, SettingsDep, WorkerAuth
 from padbench.server.api.responses import LEASE_RESPONSES, error_responses
-from padbench.server.api.routes.leases import (
-    free_gpus,
-    lease_conflict,
-    owned_worker,
-    result_of_kind,
-    store_result,
-)
+from padbench.server.api.routes.leases import claimant, lease_conflict, result_of_kind, store_result
 from padbench.server.api.transactions import UnitOfWorkRoute
 from padbench.server.api.views import job_out
 from padbench.server.core.config import Settings
 from padbench.server.core.security import Principal
 from padbench.server.db import reads
 from padbench.server.db.models import Job
-from padbench.server.db.workers import record_contact
 from padbench.server.queue.gangs import Membership
-from padbench.server.requirements import gpu_capabilities, offered_capabilities
 
 router = APIRouter(prefix="/gangs", tags=["gangs"], route_class=UnitOfWorkRoute)
 
@@ -61,15 +53,9 @@ def reap_gangs(session: Session, settings: Settings) -> int:
              responses={204: {"description": "No job across several workers this worker can join"},
                         **error_responses(404)})
 def join(body: GangJoin, session: SessionDep, settings: SettingsDep, principal: WorkerAuth) -> GangJoined | Response:
-    worker = owned_worker(session, body.worker_id, principal)
-    record_contact(session, worker.id)
-    queue.requeue_expired_leases(session, grace_seconds=settings.lease_grace_seconds)
+    worker, offered, owned, free = claimant(session, LeaseRequest(worker_id=body.worker_id, gpus_free=body.gpus_free),
+                                            settings, principal)
     reap_gangs(session, settings)
-    capabilities = Capabilities.model_validate(worker.capabilities)
-    offered = offered_capabilities(capabilities) | gpu_capabilities(capabilities,
-                                                                     queue.queued_gpu_requirements(session))
-    owned = capabilities.owned_gpus
-    free = free_gpus(LeaseRequest(worker_id=body.worker_id, gpus_free=body.gpus_free), owned)
     member = queue.join_gang(session, worker_id=worker.id, offered=offered, lease_seconds=settings.lease_seconds,
                              address=body.address, port=body.port, gpus_owned=owned, gpus_free=free)
     if member is None:

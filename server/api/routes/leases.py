@@ -97,19 +97,26 @@ def free_gpus(body: LeaseRequest, owned: int) -> int:
     return body.gpus_free
 
 
-@router.post("", response_model=LeaseOut,
-             responses={204: {"description": "No queued job this worker can run"}, **error_responses(404)})
-def claim(body: LeaseRequest, session: SessionDep, settings: SettingsDep, principal: WorkerAuth) -> LeaseOut | Response:
+def claimant(session: Session, body: LeaseRequest, settings: Settings,
+             principal: Principal) -> tuple[Worker, set[str], int, int]:
+    """The worker claiming (or joining a gang), what it offers, the GPUs it owns and those free; leases missed
+    past their grace are requeued first, so their jobs can be claimed right now."""
     worker = owned_worker(session, body.worker_id, principal)
     record_contact(session, worker.id)  # an idle worker polling for work is alive
-    # leases missed past their grace first, so their jobs can be claimed right now
     queue.requeue_expired_leases(session, grace_seconds=settings.lease_grace_seconds)
     capabilities = Capabilities.model_validate(worker.capabilities)
     offered = offered_capabilities(capabilities) | gpu_capabilities(capabilities,
                                                                      queue.queued_gpu_requirements(session))
     owned = capabilities.owned_gpus
+    return worker, offered, owned, free_gpus(body, owned)
+
+
+@router.post("", response_model=LeaseOut,
+             responses={204: {"description": "No queued job this worker can run"}, **error_responses(404)})
+def claim(body: LeaseRequest, session: SessionDep, settings: SettingsDep, principal: WorkerAuth) -> LeaseOut | Response:
+    worker, offered, owned, free = claimant(session, body, settings, principal)
     job = queue.claim_next_job(session, worker_id=worker.id, offered=offered, lease_seconds=settings.lease_seconds,
-                               gpus_owned=owned, gpus_free=free_gpus(body, owned))
+                               gpus_owned=owned, gpus_free=free)
     if job is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
     assert job.lease_token is not None and job.lease_expires_at is not None  # set by the claim
