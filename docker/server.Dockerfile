@@ -25,6 +25,6 @@ VOLUME /data
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s CMD python -c "import httpx; httpx.get('http://127.0.0.1:8000/healthz').raise_for_status()"
 # Host and port come from PADBENCH_HOST / PADBENCH_PORT; tokens from a mounted file (PADBENCH_TOKENS_FILE):
-# the server refuses to start without them. Server processes: --workers N or PADBENCH_SERVER_PROCESSES (default: the
-# container's cores less one, at most 4); docker/compose.yaml passes --workers.
+# the server refuses to start without them. Server processes: --workers N or PADBENCH_SERVER_PROCESSES (default: one
+# on SQLite, the container's cores less one, at most 4, on PostgreSQL); docker/compose.yaml passes --workers.
 CMD ["padbench", "server"]

@@ -129,10 +129,19 @@ def run_server(args: argparse.Namespace) -> int:
 
 
 def server_processes(settings: Settings) -> int:
-    """--workers (PADBENCH_SERVER_PROCESSES); unset, one with --dev, else what the host can spare."""
+    """--workers (PADBENCH_SERVER_PROCESSES); unset, one with --dev or a SQLite database, else what the host can
+    spare.
+
+    A SQLite file takes one write at a time whatever the processes: on 16 cores with 200 clients, four
+    processes served 2.9× the requests of one, but their submits queued for the file's lock and the p99 rose to
+    13–45× the median, where one process kept it within 1.6× (docs/reliability.md). PostgreSQL takes writes
+    side by side.
+    """
     if settings.server_processes is not None:
         return settings.server_processes
-    return 1 if settings.dev else default_server_processes()
+    if settings.dev or settings.database_url.startswith("sqlite"):
+        return 1
+    return default_server_processes()
 
 
 def settings_environment(settings: Settings) -> dict[str, str]:

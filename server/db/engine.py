@@ -8,10 +8,8 @@ DEFERRED so pollers never take the write lock.
 
 A server process also serializes its own SQLite writers on `WriterLock` before they begin: SQLite's busy
 handler polls with growing sleeps (up to 100 ms), so writers queued inside SQLite wait far longer than the
-few milliseconds each holds the lock, while a lock in the process wakes the next one at once. Server
-processes sharing one file (`padbench server --workers N`) then meet at an advisory lock on a file beside
-the database, which each polls every millisecond: on 16 cores, four processes left to SQLite's busy handler
-gave the submits a p99 25 times their median. Other processes (`padbench db`) still meet the busy timeout.
+few milliseconds each holds the lock, while a lock in the process wakes the next one at once. Other
+processes (a second server, `padbench db`) still meet the busy timeout.
 
 The pool has a connection for every thread that may run database work at once (`threads`), so no thread
 ever waits for a connection.
@@ -19,10 +17,7 @@ ever waits for a connection.
 
 from __future__ import annotations
 
-import fcntl
-import os
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -52,50 +47,20 @@ class DatabaseBusy(DatabaseCondition):
         super().__init__(DatabaseFailure.busy)
 
 
-# How often a writer waiting for another server process's write looks again: a write holds the lock for
-# milliseconds, so a waiter should not sleep much longer than one.
-CROSS_PROCESS_POLL_S = 0.001
-
-
 class WriterLock:
-    """One SQLite writer at a time in this process and, where `lock_file` is given, across the server processes
-    that share the database; waiting longer than the busy timeout raises DatabaseBusy."""
+    """One SQLite writer at a time in this process; waiting longer than the busy timeout raises DatabaseBusy."""
 
-    def __init__(self, timeout_s: float, lock_file: Path | None = None) -> None:
+    def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
-        self.lock_file = lock_file
         self._lock = threading.Lock()
-        self._fd: int | None = None
 
     def __enter__(self) -> WriterLock:
-        deadline = time.monotonic() + self.timeout_s
         if not self._lock.acquire(timeout=self.timeout_s):
             raise DatabaseBusy
-        try:
-            self._lock_across_processes(deadline)
-        except BaseException:
-            self._lock.release()
-            raise
         return self
 
     def __exit__(self, *_: object) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
         self._lock.release()
-
-    def _lock_across_processes(self, deadline: float) -> None:
-        if self.lock_file is None:
-            return
-        if self._fd is None:  # opened once and kept: the holder of the thread lock is the only user
-            self._fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
-        while True:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise DatabaseBusy from None
-                time.sleep(CROSS_PROCESS_POLL_S)
 
 
 def normalize_database_url(url: str) -> str:
@@ -181,12 +146,6 @@ def create_db_engine(settings: Settings, guard: SqliteFileGuard | None = None) -
     return create_engine(url, pool_size=connections, max_overflow=SPARE_CONNECTIONS, pool_timeout=10)
 
 
-def _sqlite_writer_lock(settings: Settings, guard: SqliteFileGuard | None) -> WriterLock:
-    """The writer lock of a SQLite database; one shared by every process for a database file."""
-    lock_file = guard.path.with_name(guard.path.name + ".writer-lock") if guard is not None else None
-    return WriterLock(settings.sqlite_busy_timeout_ms / 1000, lock_file)
-
-
 @dataclass(frozen=True)
 class Database:
     """The engine plus two session factories: `write` (BEGIN IMMEDIATE on SQLite) and `read` (deferred).
@@ -205,7 +164,7 @@ class Database:
         guard = sqlite_file_guard(settings)
         engine = create_db_engine(settings, guard)
         reader = read_only_engine(engine)
-        lock = _sqlite_writer_lock(settings, guard) if engine.dialect.name == "sqlite" else None
+        lock = WriterLock(settings.sqlite_busy_timeout_ms / 1000) if engine.dialect.name == "sqlite" else None
         return cls(
             engine=engine,
             write=sessionmaker(engine, expire_on_commit=False, info={WRITE_LOCK_INFO_KEY: lock} if lock else None),

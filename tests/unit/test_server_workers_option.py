@@ -19,11 +19,14 @@ def test_the_default_leaves_a_core_to_the_host_and_is_capped(
     assert cli.default_server_processes() == expected
 
 
-def test_workers_is_taken_as_given_and_dev_defaults_to_one(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workers_is_taken_as_given_and_dev_or_sqlite_defaults_to_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli, "default_server_processes", lambda: 3)
+    postgresql = "postgresql://postgres@127.0.0.1:5432/test"
     assert cli.server_processes(Settings(server_processes=2)) == 2
-    assert cli.server_processes(Settings()) == 3
-    assert cli.server_processes(Settings(dev=True)) == 1
+    assert cli.server_processes(Settings(database_url=postgresql)) == 3
+    assert cli.server_processes(Settings(database_url=postgresql, dev=True)) == 1
+    assert cli.server_processes(Settings(database_url="sqlite:///padbench.sqlite3")) == 1
+    assert cli.server_processes(Settings(database_url="sqlite:///padbench.sqlite3", server_processes=4)) == 4
 
 
 @pytest.mark.parametrize("value", ["0", "65", "many"])
