@@ -18,6 +18,7 @@ from padbench.kinds.tune.report import render_table, result_table
 from padbench.worker.jobs.tune.equivalents import equivalents
 from padbench.worker.jobs.tune.memory import planner
 from padbench.worker.jobs.tune.space import configurations
+from padbench.worker.jobs.tune.trial_specs import grouped, padding_spec
 
 SPACE = {"layouts": ["dynamic", "packed"], "kernels": ["sdpa", "eager"], "batch_sizes": [4, 8],
          "checkpointing": ["none", "full"], "compile": [False]}
@@ -166,3 +167,19 @@ def test_compiled_configurations_join_as_twins_of_the_fastest_eager_ones(monkeyp
     winner = result.trials[result.winner or 0]
     assert winner.config.compile and winner.config.layout == "packed" and winner.config.batch_size == 8
     assert [repeats for _, repeats in runner.calls][-1] == spec.tune.repeats  # the finalists, with repeats
+
+
+def test_training_on_several_gpus_searches_reshard_after_forward() -> None:
+    """Each reshard setting is a trial job of its own, whose padding spec carries it, and the answer pastes it."""
+    spec = tune(mode="training", gpus=2, device="cpu")
+    one, several = configurations(spec, ["sdpa"]), configurations(spec, ["sdpa"], ranks=2)
+    assert {config.reshard_after_forward for config in one} == {None} and len(several) == 2 * len(one)
+    kept = next(config for config in several if config.reshard_after_forward is False and config.layout == "packed")
+    assert "no reshard" in kept.label
+    groups = len(grouped(range(len(one)), one, "training"))
+    assert len(grouped(range(len(several)), several, "training")) == 2 * groups
+    assert padding_spec(spec, [kept], batches=1).distributed.reshard_after_forward is False
+    found = {equivalent.tool: equivalent for equivalent in equivalents(spec, kept)}
+    assert json.loads(found["accelerate FSDP"].settings or "")["fsdp_reshard_after_forward"] is False
+    assert 'fsdp_reshard_after_forward = "never"' in (found["torchtitan"].settings or "")
+    assert json.loads(found["padbench"].settings or "")["distributed"] == {"reshard_after_forward": False}

@@ -63,6 +63,9 @@ class TuneSpace(StrictModel):
         ["none", "ops", "selective", "full"]  # noqa: RUF012
     compile: Annotated[list[bool], Field(min_length=1, max_length=2)] = [False, True]  # noqa: RUF012
     precision: Annotated[list[Precision], Field(min_length=1, max_length=4)] = ["bf16", "amp"]  # noqa: RUF012
+    # Training on several GPUs: FSDP2's reshard_after_forward (see the padding spec's `distributed`); on one GPU
+    # nothing is sharded and the setting is not searched.
+    reshard_after_forward: Annotated[list[bool], Field(min_length=1, max_length=2)] = [True, False]  # noqa: RUF012
 
 
 class TuneSettings(StrictModel):
@@ -128,6 +131,7 @@ class TuneConfig(ResultModel):
     checkpointing: Checkpointing | None = None  # training only
     compile: bool
     precision: Precision | None = None  # training only
+    reshard_after_forward: bool | None = None  # training on several GPUs only
 
     @property
     def label(self) -> str:
@@ -136,6 +140,8 @@ class TuneConfig(ResultModel):
             parts.append(f"ckpt {self.checkpointing}")
         if self.precision is not None:
             parts.append(self.precision)
+        if self.reshard_after_forward is not None:
+            parts.append("reshard" if self.reshard_after_forward else "no reshard")
         parts.append("compiled" if self.compile else "eager")
         return " · ".join(parts)
 

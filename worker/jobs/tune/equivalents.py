@@ -81,7 +81,7 @@ def _transformers_name(kernel_ran: str | None) -> str | None:
 
 
 def accelerate_fsdp(config: TuneConfig) -> Equivalent:
-    settings = {"fsdp_version": 2, "fsdp_reshard_after_forward": True,
+    settings = {"fsdp_version": 2, "fsdp_reshard_after_forward": config.reshard_after_forward is not False,
                 "fsdp_activation_checkpointing": config.checkpointing not in (None, "none"),
                 "mixed_precision": "bf16" if config.precision in ("amp", "bf16") else "no"}
     missing = [f"activation_checkpointing {config.checkpointing}: accelerate checkpoints whole layers"] \
@@ -101,6 +101,9 @@ def torchtitan(spec: TuneJobSpec, config: TuneConfig) -> Equivalent:
              "[activation_checkpoint]", f'mode = "{mode}"']
     if config.checkpointing == "ops":
         lines.append('selective_ac_option = "op"')
+    if config.reshard_after_forward is not None:  # searched on several GPUs
+        lines += ["", "[parallelism]",
+                  f'fsdp_reshard_after_forward = "{"always" if config.reshard_after_forward else "never"}"']
     lines += ["", "[compile]", f"enable = {str(config.compile).lower()}"]
     if config.compile:
         lines.append('components = ["model", "loss"]')

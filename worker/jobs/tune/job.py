@@ -57,7 +57,7 @@ class Tune:
         self.spec, self.progress, self.on_partial = spec, progress, on_partial
         self.clock = Clock(spec.tune.budget)
         self.runner = TrialRunner(spec, lambda message: progress(self.clock.fraction(), message))
-        configs = configurations(spec, worker_families(kernel_names, spec.mode))
+        configs = configurations(spec, worker_families(kernel_names, spec.mode), self.runner.ranks())
         self.trials = [TuneTrial(config=config, fate="not reached", reason="the budget ran out first")
                        for config in configs]
         self.memory: int | None = None

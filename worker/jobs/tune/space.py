@@ -30,7 +30,8 @@ def _entry(layout: str) -> str:
     return "packed" if layout == "packed" else "padded"
 
 
-def configurations(spec: TuneJobSpec, families: list[str]) -> list[TuneConfig]:
+def configurations(spec: TuneJobSpec, families: list[str], ranks: int = 1) -> list[TuneConfig]:
+    """`ranks`: the processes each trial runs as; reshard-after-forward is searched only where they shard."""
     if spec.mode == "generate":
         return generate_configurations(spec, families)
     space = spec.tune.space
@@ -41,13 +42,14 @@ def configurations(spec: TuneJobSpec, families: list[str]) -> list[TuneConfig]:
     precisions: list[Precision | None] = \
         ([precision for precision in space.precision if _precision_runs(precision, spec)] or ["auto"]) \
         if training else [None]
+    reshards: list[bool | None] = list(space.reshard_after_forward) if training and ranks > 1 else [None]
     found = []
-    for layout, kernel, size, ckpt, compiled, precision in itertools.product(
-            space.layouts, kernels, space.batch_sizes, checkpointing, space.compile, precisions):
+    for layout, kernel, size, ckpt, compiled, precision, reshard in itertools.product(
+            space.layouts, kernels, space.batch_sizes, checkpointing, space.compile, precisions, reshards):
         if spec.dtype == "fp32" and needs_half_precision(kernel, _entry(layout)):  # type: ignore[arg-type]
             continue
         found.append(TuneConfig(layout=layout, kernel=kernel, batch_size=size, checkpointing=ckpt,
-                                compile=compiled, precision=precision))
+                                compile=compiled, precision=precision, reshard_after_forward=reshard))
     return found
 
 

@@ -10,15 +10,16 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Literal
 
+from padbench.contract.parallel import DistributedSpec
 from padbench.contract.spec import MeasurementSpec, StrategySpec
 from padbench.contract.training import TrainingSpec
 from padbench.kinds.generate.contract import GenerateJobSpec, GenerateMeasurementSpec
 from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.kinds.tune.contract import TuneConfig, TuneJobSpec
 
-# Settings one trial job holds for all its rows: compile, checkpointing and precision (padding jobs); compile,
-# kernel and concurrency (generate jobs).
-JobSettings = tuple[bool, str | None, str | int | None]
+# Settings one trial job holds for all its rows: compile, checkpointing, precision and reshard-after-forward
+# (padding jobs); compile, kernel and concurrency (generate jobs).
+JobSettings = tuple[bool, str | None, str | int | None, bool | None]
 # Rows checked against the one-sequence reference before a trial is timed: enough to catch a broken layout or
 # kernel, few enough that a short round measures more than it checks.
 TRIAL_CORRECTNESS_SAMPLES = 2
@@ -28,8 +29,8 @@ TRIAL_WARMUP_REQUESTS = 16
 
 def job_settings(config: TuneConfig, mode: str) -> JobSettings:
     if mode == "generate":
-        return config.compile, config.kernel, config.batch_size
-    return config.compile, config.checkpointing, config.precision
+        return config.compile, config.kernel, config.batch_size, None
+    return config.compile, config.checkpointing, config.precision, config.reshard_after_forward
 
 
 def grouped(indices: Sequence[int], configs: Sequence[TuneConfig], mode: str) -> dict[JobSettings, list[int]]:
@@ -53,9 +54,11 @@ def padding_spec(spec: TuneJobSpec, configs: Sequence[TuneConfig], batches: int,
     measurement = MeasurementSpec(warmup_batches=2, min_seconds=0.0, min_batches=batches, max_batches=batches,
                                   repeats=repeats, correctness_samples=TRIAL_CORRECTNESS_SAMPLES)
     mode: Literal["inference", "training"] = "training" if spec.mode == "training" else "inference"
+    distributed = DistributedSpec(reshard_after_forward=first.reshard_after_forward is not False)
     return PaddingJobSpec(model=spec.model, data=spec.data, dtype=spec.dtype, device=spec.device, gpus=spec.gpus,
                           mode=mode, strategies=strategies, attention=first.kernel, compile=first.compile,
-                          training=training, measurement=measurement, name=f"tune trial ({first.label})")
+                          training=training, measurement=measurement, distributed=distributed,
+                          name=f"tune trial ({first.label})")
 
 
 def generate_spec(spec: TuneJobSpec, configs: Sequence[TuneConfig], batches: int, repeats: int = 1) -> GenerateJobSpec:
