@@ -193,3 +193,12 @@ def test_batch_size_auto_is_probed_on_every_rank_and_agreed(tmp_path: Path) -> N
     assert row.status == "ok", row.error
     assert row.probe is not None and row.probe.chosen == row.batch_size and row.probe.largest_fit >= 1
     assert row.probe.cached is False and row.per_rank is not None
+
+
+def test_ranks_of_a_job_naming_no_attention_run_the_kernel_rank_0_picked(tmp_path: Path) -> None:
+    document = {key: value for key, value in spec("inference", gpus=2, strategies=["static"]).items()
+                if key != "attention"}
+    pair = run(document, 2, tmp_path)
+    assert pair.spec.attention == "auto" and pair.attention_auto is not None
+    assert [(pick.entry, pick.chosen) for pick in pair.attention_auto] == [("padded", "sdpa")]  # the CPU's default
+    assert [(row.attention, row.status) for row in pair.strategies] == [("sdpa", "ok")]

@@ -206,6 +206,9 @@ def run_padding_job(spec: PaddingJobSpec, progress: ProgressFn,
     ranks = Ranks.of_environment()
     device = ranks.device(resolve_device(spec.device))
     backend = ranks.join(device, spec.distributed.collective_timeout_s)
+    # Every rank runs rank 0's spec: each settled `attention: auto` from the kernel speeds table as it read it,
+    # and a job that ended between two ranks' reads must not have them run different kernels.
+    spec = ranks.gather(spec)[0]
     if spec.mode == "training":  # before the probe and the build: a feature that cannot run fails the job at once
         check_training(spec.training, device, ranks.world)
     check_model_fits(spec, device, ranks.world)
