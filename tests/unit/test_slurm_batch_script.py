@@ -1,6 +1,6 @@
 """The batch script `padbench worker --slurm` submits: one padbench-rank task per node, GPUs asked for only when
-the job holds some, CPUs otherwise, and Slurm's time limit past the job's own. (The real scheduler runs it in
-tests/acceptance/test_slurm_worker.py.)"""
+the job holds some, CPUs otherwise, and Slurm's time limit past the job's own; and a job directory that cannot be
+written fails the run rather than the worker. (The real scheduler runs jobs in test_slurm_worker.py.)"""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from padbench.contract.kinds import parse_job_spec
 from padbench.worker.runtime.jobdir import JobDirectory
 from padbench.worker.supervisor.backend import JobRun
-from padbench.worker.supervisor.slurm_backend import SlurmOptions, batch_script, rank_command
+from padbench.worker.supervisor.slurm_backend import SlurmBackend, SlurmOptions, batch_script, rank_command
 from tests.acceptance.specs import QUICK
 
 
@@ -42,3 +42,11 @@ def test_a_gpu_job_asks_for_its_gpus_on_each_of_its_nodes(tmp_path: Path) -> Non
     assert "--gres=gpu:4" in asked and "--nodes=2" in asked and "--partition=h100" in asked
     assert not any(line.startswith("--cpus-per-task") for line in asked)
     assert asked[-1] == "--account=lab"  # the operator's own options come last, so they win
+
+
+def test_a_job_directory_that_cannot_be_written_fails_the_run_without_raising(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    backend = SlurmBackend(SlurmOptions(tmp_path / "a-file"), "w", "padbench.worker.jobs:run_job", 60, None)
+    report = backend.run(job_run(()))
+    assert report.outcome == "error"
+    assert report.error is not None and report.error.startswith("could not write the job's directory")

@@ -11,6 +11,7 @@ says what Slurm says — its state, reason and exit code — and ends with the t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -107,25 +108,27 @@ class SlurmBackend:
     def run(self, run: JobRun) -> ChildReport:
         started = time.monotonic()
         directory = JobDirectory(self.options.directory / f"job-{run.job_id}-{run.attempt}-{uuid.uuid4().hex[:8]}")
+        try:
+            return dataclasses.replace(self._submit_and_watch(run, directory), seconds=time.monotonic() - started)
+        except OSError as error:  # the shared directory full or gone: the job cannot be handed over
+            return ChildReport(outcome="error", error=f"could not write the job's directory {directory.path}: {error}",
+                               seconds=time.monotonic() - started)
+        finally:
+            shutil.rmtree(directory.path, ignore_errors=True)
+
+    def _submit_and_watch(self, run: JobRun, directory: JobDirectory) -> ChildReport:
         nodes = run.spec.nodes
         directory.create(RunOrder(target=self.target, spec_text=spec_json(run.spec), ranks_per_node=run.ranks,
                                   nodes=nodes, timeout_s=self.timeout_s, memory_cap_bytes=self.memory_cap_bytes,
                                   worker=self.worker))
+        script = directory.path / "job.sbatch"
+        script.write_text(batch_script(run, directory, self.options, nodes, self.timeout_s), encoding="utf-8")
         try:
-            script = directory.path / "job.sbatch"
-            script.write_text(batch_script(run, directory, self.options, nodes, self.timeout_s), encoding="utf-8")
-            try:
-                slurm_id = slurm.submit(script, job_environment())
-            except slurm.SlurmError as error:
-                return ChildReport(outcome="error", error=f"Slurm refused the job: {error}",
-                                   seconds=time.monotonic() - started)
-            log.info("job %d: submitted to Slurm as job %s (%s)", run.job_id, slurm_id, directory.path)
-            report = SlurmWatch(run, directory, slurm_id, nodes, self.options.poll_s).until_finished()
-            return ChildReport(outcome=report.outcome, value=report.value, error=report.error,
-                               traceback=report.traceback, exit_code=report.exit_code,
-                               seconds=time.monotonic() - started)
-        finally:
-            shutil.rmtree(directory.path, ignore_errors=True)
+            slurm_id = slurm.submit(script, job_environment())
+        except slurm.SlurmError as error:
+            return ChildReport(outcome="error", error=f"Slurm refused the job: {error}")
+        log.info("job %d: submitted to Slurm as job %s (%s)", run.job_id, slurm_id, directory.path)
+        return SlurmWatch(run, directory, slurm_id, nodes, self.options.poll_s).until_finished()
 
 
 class SlurmWatch:
