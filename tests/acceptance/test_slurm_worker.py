@@ -166,6 +166,10 @@ def test_the_worker_refuses_to_start_without_slurm(tmp_path: Path) -> None:
                           env=env | {"PATH": str(bare)}, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "padbench worker --slurm: Slurm's `sbatch` is not on PATH" in done.stderr
+    # GPUs of this host mean nothing to a worker whose jobs run on the cluster's nodes.
+    done = subprocess.run(padbench_command("worker", "--slurm", "--gpus", "0", "--server", "http://127.0.0.1:9",
+                                           "--token", "x"), env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--gpus and --gpu name this host's GPUs" in done.stderr
 
 
 def test_the_worker_refuses_a_job_directory_it_cannot_create(slurm_cluster: SlurmCluster, tmp_path: Path) -> None:

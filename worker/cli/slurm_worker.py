@@ -45,6 +45,9 @@ class SlurmStartRefused(RuntimeError):
 
 def slurm_options(args: argparse.Namespace, settings: WorkerSettings) -> SlurmOptions:
     """Check that Slurm answers here and read its partition's nodes; SlurmStartRefused says what is missing."""
+    if args.gpus is not None or args.gpu is not None:
+        raise SlurmStartRefused("--gpus and --gpu name this host's GPUs; a Slurm worker offers those of a node of "
+                                "its partition (its GRES), so leave them out")
     try:
         slurm.check_available(args.slurm_partition)
         shape = slurm.node_shape(args.slurm_partition)
