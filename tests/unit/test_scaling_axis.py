@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from padbench.contract.parallel import ALL_GPUS, GpuRequest, scaling_counts
-from padbench.kinds.padding.contract import PaddingJobSpec
+from padbench.contract.parallel import ALL_GPUS, GpuRequest, RankFigures, RankShares, scaling_counts
+from padbench.contract.results import Environment
+from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult, StrategyResult
+from padbench.kinds.padding.verdict import verdict_lines
 from padbench.server.requirements import job_requirements, stored_gpus
+from padbench.worker.jobs.padding.scaling import CountRun, merged
 
 
 def test_a_scaling_axis_asks_for_its_largest_count_as_one_process() -> None:
@@ -36,3 +39,35 @@ def test_all_doubles_up_to_the_workers_gpus() -> None:
 def test_a_list_that_is_no_scaling_axis_is_refused(gpus: list[int | str], device: str, reason: str) -> None:
     with pytest.raises(ValidationError, match=reason):
         PaddingJobSpec.model_validate({"gpus": gpus, "device": device})
+
+
+def padding_result(gpus: int, rates: dict[str, float]) -> PaddingResult:
+    rows = [StrategyResult(strategy=name, attention="sdpa", kernel="sdpa", batch_size=4, status="ok",
+                           tokens_per_s=rate,
+                           per_rank=None if gpus == 1 else RankShares(
+                               ranks=[RankFigures(rank=0, device="cpu", real_tokens=1, batches=1, measured_seconds=1)],
+                               tokens_per_s_per_gpu=rate / gpus))
+            for name, rate in rates.items()]
+    environment = Environment(hostname="box", device="cuda", python="3.11", torch="2.13", started_at="2026-11-27")
+    return PaddingResult(spec=PaddingJobSpec(gpus=gpus), environment=environment, model_parameters=1,
+                         flops_per_token=1.0, num_sequences=1, real_tokens_total=1, strategies=rows)
+
+
+def test_counts_merge_into_rows_with_their_efficiency_and_a_failed_count_fails_its_rows() -> None:
+    spec = PaddingJobSpec(gpus=[1, 2, 4, 8])
+    runs = [CountRun(1, padding_result(1, {"static": 100.0, "packed": 200.0})),
+            CountRun(2, None, "2 GPU(s) ran out of memory: CUDA out of memory"),
+            CountRun(4, padding_result(4, {"static": 360.0, "packed": 400.0}))]
+    result = merged(spec, runs, planned_counts=4)
+    assert result.spec.gpus == [1, 2, 4, 8] and result.partial is not None
+    assert (result.partial.rows_finished, result.partial.rows_planned) == (6, 8)
+    points = {(row.strategy, row.scaling.gpus): row for row in result.strategies if row.scaling is not None}
+    assert points[("static", 4)].scaling.efficiency == pytest.approx(0.9)  # 90 tokens/s per GPU against 100
+    assert points[("packed", 4)].scaling.efficiency == pytest.approx(0.5) and points[("packed", 4)].label == \
+        "packed on 4 GPUs"
+    failed = points[("static", 2)]
+    assert failed.status == "failed" and "out of memory" in (failed.error or "") and failed.scaling.efficiency is None
+    assert "winner packed on 4 GPUs" in verdict_lines(result)[0]  # judged at the largest count
+    assert merged(spec, [*runs, CountRun(8, None, "lost")], planned_counts=4).partial is None
+    with pytest.raises(RuntimeError, match="no GPU count"):
+        merged(spec, [CountRun(1, None, "lost")], planned_counts=2)

@@ -260,8 +260,16 @@ class StrategyResult(ResultModel):
     scaling: ScalingPoint | None = None  # a scaling axis's row: the GPU count it ran on, and its efficiency
 
     @property
-    def label(self) -> str:
+    def layout_label(self) -> str:
+        """The layout as tables name it (`binned[16]`), whatever GPU count the row ran on."""
         return strategy_label(self.strategy, self.n_bins, self.pad_to_multiple_of)
+
+    @property
+    def label(self) -> str:
+        """The layout, and a scaling axis's GPU count (`packed on 4 GPUs`): the rows of one layout at each count
+        are rows of their own in every line that names one."""
+        point = self.scaling
+        return self.layout_label + ("" if point is None else f" on {point.gpus} GPU{'s' if point.gpus > 1 else ''}")
 
 
 class PaddingResult(JobResultBase):

@@ -18,7 +18,6 @@ from padbench.kinds.padding.experts import active_line, compare_kernel, kernel_c
 from padbench.kinds.padding.ranks import parallel_lines, rank_fields, rank_lines
 from padbench.kinds.padding.scaling import (
     SCALING_COLUMNS,
-    gpus_suffix,
     is_scaling,
     scaling_cells,
     scaling_fields,
@@ -192,7 +191,7 @@ def run_facts(result: PaddingResult) -> RunFacts:
 def comparison_keys(result: PaddingResult) -> list[tuple[CompareKey, StrategyResult]]:
     """Each row by its compare key: strategy and kernel (with the experts' implementation of a mixture of experts);
     a layout measured at several batch sizes has a row per size."""
-    pairs = [(row.label + gpus_suffix(row), compare_kernel(row)) for row in result.strategies]
+    pairs = [(row.label, compare_kernel(row)) for row in result.strategies]
     return [((f"{pair[0]} @ {row.batch_size}" if pairs.count(pair) > 1 else pair[0], pair[1]), row)
             for row, pair in zip(result.strategies, pairs, strict=True)]
 

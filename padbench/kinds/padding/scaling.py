@@ -20,6 +20,11 @@ def is_scaling(result: PaddingResult) -> bool:
     return any(row.scaling is not None for row in result.strategies)
 
 
+def largest_count(result: PaddingResult) -> int | None:
+    """The most GPUs a scaling axis's rows ran on; None for a job on one count."""
+    return max((row.scaling.gpus for row in result.strategies if row.scaling is not None), default=None)
+
+
 def scaling_cells(row: StrategyResult) -> tuple[str, str, str]:
     point = row.scaling
     if point is None:
@@ -29,7 +34,7 @@ def scaling_cells(row: StrategyResult) -> tuple[str, str, str]:
 
 
 def curve_name(row: StrategyResult) -> str:
-    return f"{row.label} · {compare_kernel(row)} @ {row.batch_size}"
+    return f"{row.layout_label} · {compare_kernel(row)} @ {row.batch_size}"
 
 
 def scaling_curves(result: PaddingResult) -> dict[str, ScalingCurve]:
@@ -59,8 +64,3 @@ def scaling_fields(row: StrategyResult) -> dict[str, Any]:
             "scaling_tokens_per_s_per_gpu": None if point is None else point.tokens_per_s_per_gpu,
             "scaling_efficiency": None if point is None else point.efficiency,
             "scaling_baseline_gpus": None if point is None else point.baseline_gpus}
-
-
-def gpus_suffix(row: StrategyResult) -> str:
-    """What tells a scaling axis's rows of one layout apart in a comparison key: their GPU count."""
-    return "" if row.scaling is None else f" on {row.scaling.gpus} GPUs"

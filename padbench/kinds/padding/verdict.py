@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from padbench.contract.spec import MeasurementSpec
 from padbench.kinds.padding.contract import PaddingResult, StrategyResult
 from padbench.kinds.padding.experts import compare_kernel
+from padbench.kinds.padding.scaling import largest_count
 from padbench.report.kind import Verdict
 from padbench.report.noise import (
     NOISE_REASON,
@@ -39,9 +40,12 @@ PLATEAU_GAIN = 0.02
 
 def candidates(result: PaddingResult) -> list[StrategyResult]:
     """Rows that may win, fastest first. A layout whose rows attend across documents (wrapped) computes another
-    function than the rest, so it is never named the winner of a comparison of layouts."""
+    function than the rest, so it is never named the winner of a comparison of layouts. A scaling axis is judged
+    at its largest GPU count: its other rows are the same layouts on fewer GPUs, which its scaling lines compare."""
+    top_count = largest_count(result)
     rows = [row for row in result.strategies if row.status == "ok" and row.tokens_per_s is not None
-            and not is_excluded(row) and not row.crosses_documents]
+            and not is_excluded(row) and not row.crosses_documents
+            and (row.scaling is None or row.scaling.gpus == top_count)]
     return sorted(rows, key=lambda row: row.tokens_per_s or 0.0, reverse=True)
 
 

@@ -10,6 +10,12 @@ function strategyLabel(row) {
   return row.crosses_documents ? `${label} †` : label;
 }
 
+// A scaling axis's row names its GPU count (the label property of StrategyResult): each count is a row of its own.
+function rowLabel(row) {
+  const gpus = row.scaling ? row.scaling.gpus : null;
+  return gpus == null ? strategyLabel(row) : `${strategyLabel(row)} on ${gpus} GPU${gpus > 1 ? "s" : ""}`;
+}
+
 // compareKernel: the kernel with a mixture of experts' implementation, as the CLI's compare keys name it
 // (compare_kernel in padbench/kinds/padding/experts.py).
 function compareKernel(row) { return row.experts ? `${row.kernel} · ${row.experts}` : row.kernel; }
@@ -21,7 +27,7 @@ function validRows(result) { return result.strategies.filter((row) => row.status
 function fastestPerLayout(rows) {
   const best = new Map();
   for (const row of rows) {
-    const key = `${strategyLabel(row)} · ${compareKernel(row)}`;
+    const key = `${rowLabel(row)} · ${compareKernel(row)}`;
     if (!best.has(key) || best.get(key).tokens_per_s < row.tokens_per_s) best.set(key, row);
   }
   return [...best.values()];
@@ -32,7 +38,7 @@ function throughputChart(container, result) {
   if (!rows.length) return;
   new Chart(chartIn(container, "tokens/s per layout, with padding efficiency"), {
     data: {
-      labels: rows.map((row) => `${strategyLabel(row)} · ${compareKernel(row)}`),
+      labels: rows.map((row) => `${rowLabel(row)} · ${compareKernel(row)}`),
       datasets: [
         { type: "bar", label: "tokens/s", data: rows.map((row) => row.tokens_per_s), backgroundColor: PALETTE[0],
           yAxisID: "y" },
@@ -57,7 +63,7 @@ function batchCurves(result) {
   const curves = new Map();
   for (const row of validRows(result)) {
     if (row.batch_size == null) continue;
-    const key = `${strategyLabel(row)} · ${compareKernel(row)}`;
+    const key = `${rowLabel(row)} · ${compareKernel(row)}`;
     if (!curves.has(key)) curves.set(key, []);
     curves.get(key).push({ x: row.batch_size, y: row.tokens_per_s });
   }
