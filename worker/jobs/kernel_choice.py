@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import torch
 
 from padbench.contract.attention_pick import AttentionPick, KernelFigure
-from padbench.contract.kernel_families import AUTO_ATTENTION, BEST_FLASH, families
+from padbench.contract.kernel_families import AUTO_ATTENTION, BEST_FLASH, KERNEL_FAMILIES, families
 from padbench.contract.kernel_family import KernelFamily, ModelEntryPoint
 from padbench.contract.results import JobResultBase
 from padbench.contract.spec import JobSpecBase, strategy_entry_point
@@ -65,9 +65,12 @@ def candidates(entry: ModelEntryPoint, device: torch.device, dtype: torch.dtype,
     return [family.name for family in [*flash, *(family for family in runnable if family.flash_rank is None)]]
 
 
-def static_default(names: Sequence[str]) -> str:
-    if any(name in names for name in (family.name for family in families() if family.flash_rank is not None)):
-        return BEST_FLASH
+def static_default(names: Sequence[str], taken: Sequence[str] = ()) -> str:
+    """`flash` where a flash implementation is among `names`; where another strategy of the layout names a family,
+    the first flash implementation left, since `flash` might resolve to the one taken; else sdpa."""
+    flash = [name for name in names if KERNEL_FAMILIES.get(name).flash_rank is not None]
+    if flash:
+        return flash[0] if taken else BEST_FLASH
     return PORTABLE_DEFAULT if PORTABLE_DEFAULT in names or not names else names[0]
 
 
@@ -93,7 +96,7 @@ class Chooser:
         free = [name for name in names if name not in taken] or names
         place = Place(self.kind, device_name(self.device), self.spec.dtype, self.mode, entry)
         query = Query(place, length_band(self.longest), model_digest(self.spec.model), tuple(free),
-                      static_default(free))
+                      static_default(free, taken))
         chosen: Pick = pick_family(self.figures, query)
         return AttentionPick(entry=entry, chosen=chosen.family, measured=chosen.measured, reason=chosen.reason,
                              device=place.device, fastest=_figure(chosen.fastest), runner_up=_figure(chosen.runner_up))
