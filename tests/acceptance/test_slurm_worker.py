@@ -67,6 +67,8 @@ def test_a_job_runs_on_slurm_to_its_verdict_and_a_cancel_reaches_scancel(
         assert [row.strategy for row in result.strategies] == ["static", "packed"]
         assert all(row.status == "ok" and row.tokens_per_s for row in result.strategies)
         assert slurm_jobs_of(slurm_cluster, done.id) == ["COMPLETED"]
+        # What the worker offered the server, a node of the partition said, through srun, at the worker's start.
+        assert [job.split()[1] for job in slurm_cluster.jobs() if job.endswith(" padbench-detect")] == ["COMPLETED"]
 
         long_id = client.submit(LONG).id
         # Progress that padbench-rank wrote on the node, carried by the worker's heartbeats.
