@@ -312,3 +312,38 @@ def test_a_priced_jobs_verdict_ranks_by_cost_on_its_page(live_server: LiveServer
     assert by_cost is not None and page.inner_text("#verdict") == by_cost.lines[0]
     assert page.locator("table.results tr.winner").count() == 1
     assert "priced at $3.6" in page.inner_text("#verdict-details")
+
+
+def test_a_scaling_axis_page_plots_tokens_per_gpu_and_efficiency_against_gpu_count(
+        live_server: LiveServer, browser_page: Any) -> None:
+    from padbench.kinds.padding.contract import PaddingJobSpec
+    from padbench.worker.jobs.padding.scaling import CountRun, merged
+    from tests.unit.test_scaling_axis import padding_result
+
+    spec = QUICK | {"name": "scaling-cpu", "gpus": [1, 4]}
+    with live_server.client() as client:
+        job_id = client.submit(spec).id
+    result = merged(PaddingJobSpec.model_validate(spec), [
+        CountRun(1, padding_result(1, {"static": 100.0, "packed": 200.0})),
+        CountRun(4, padding_result(4, {"static": 360.0, "packed": 400.0}))], planned_counts=2)
+    with WorkerApi(live_server.url, live_server.tokens.worker) as api:
+        worker = api.register("stand-in", Capabilities(device="cpu", kernels=["sdpa"]))
+        lease = api.claim(worker.id)
+        assert lease is not None and lease.job.id == job_id
+        api.complete(job_id, lease.lease_token, JOB_RESULT_ADAPTER.dump_python(result, mode="json"))
+    page = browser_page
+    page.goto(f"{live_server.url}/jobs/{job_id}")
+    page.fill("#token-input", live_server.tokens.viewer)
+    page.click("#token-entry button")
+    page.wait_for_selector("table.results tbody tr")
+    assert "scaling eff." in page.inner_text("table.results thead")
+    titled = ("(title) => [...document.querySelectorAll('#charts div.chart')]"
+              ".find((chart) => chart.querySelector('h3').textContent === title)?.querySelector('canvas')")
+    per_gpu, efficiency = ("tokens/s per GPU against GPU count",
+                           "scaling efficiency against GPU count (1 = tokens/s per GPU of the smallest count)")
+    for title in (per_gpu, efficiency):
+        page.wait_for_function(f"(title) => {{ const canvas = ({titled})(title); "
+                               "return canvas != null && Chart.getChart(canvas) !== undefined; }", arg=title)
+    drawn = page.evaluate(f"(title) => Chart.getChart(({titled})(title)).data.datasets"
+                          ".map((set) => [set.label, set.data.map((point) => [point.x, point.y])])", efficiency)
+    assert sorted(drawn) == [["packed · sdpa @ 4", [[1, 1], [4, 0.5]]], ["static · sdpa @ 4", [[1, 1], [4, 0.9]]]]

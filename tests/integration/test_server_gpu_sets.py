@@ -68,3 +68,18 @@ def test_a_job_wanting_more_gpus_than_any_live_worker_owns_says_why_it_waits(any
         silent_since(any_live_server, LONG_AGO_S)  # both silent for an hour: neither counts
         assert job_view(alice, four).waiting_reason == "needs 4 GPUs; no live worker owns a GPU"
         assert job_view(alice, submit(alice, ON_GPUS)).waiting_reason is None  # one GPU or a CPU: any worker
+
+
+def test_a_scaling_axis_is_claimed_only_where_its_largest_count_is_free(any_live_server: LiveServer) -> None:
+    """`gpus: [1, 2, 4]` takes four GPUs at once (each count runs on them in turn): a worker with two never
+    claims it, one with four free does, and holds all four while it runs."""
+    with any_live_server.client("submitter") as alice, any_live_server.client("worker") as fleet, \
+            any_live_server.client("viewer") as viewer:
+        job_id = submit(alice, ON_GPUS | {"gpus": [1, 2, 4]})
+        small, large = register(fleet, "two-gpus", gpu_box(2)), register(fleet, "four-gpus", gpu_box(4))
+        assert claim_free(fleet, small, free=2) is None
+        assert claim_free(fleet, large, free=3) is None
+        lease = claim_free(fleet, large, free=4)
+        assert lease is not None and lease.job.id == job_id and lease.job.spec["gpus"] == [1, 2, 4]
+        busy = {item["name"]: item["gpus_busy"] for item in viewer.get("/v1/workers").json()}
+        assert busy == {"two-gpus": 0, "four-gpus": 4}
