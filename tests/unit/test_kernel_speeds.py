@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -109,6 +110,10 @@ def test_the_table_keeps_the_newest_figure_of_each_slot(tmp_path: Path) -> None:
     table.record([figure("sdpa", 3.0, source="job 2")])
     assert sorted((f.family, f.rate, f.source) for f in table.figures()) == [("flex", 2.0, "job 1"),
                                                                             ("sdpa", 3.0, "job 2")]
+    kept = json.loads(table.path.read_text())
+    table.path.write_text(json.dumps({"figures": [*kept["figures"], {"family": "flex"},
+                                                  {**kept["figures"][0], "measured_at": "yesterday"}]}))
+    assert len(table.figures()) == 2  # an entry it cannot read is left out
     table.path.write_text("{not json")
     assert table.figures() == []  # unreadable: empty, and the next record starts it again
     table.record([figure("sdpa", 1.0)])

@@ -121,7 +121,7 @@ def parse_time(text: str) -> datetime:
 
 def comparisons(figures: Sequence[Figure], query: Query, now: datetime) -> list[list[Figure]]:
     """The groups of comparable figures (same band, model and setting) holding two candidate families or more,
-    best first: nearest band, the same model, then the newest."""
+    best first: nearest band, the same model, a model's rows before a sweep's, then the newest."""
     oldest = now - timedelta(days=MAX_AGE_DAYS)
     groups: dict[tuple[int, str, str], list[Figure]] = defaultdict(list)
     for figure in figures:
@@ -129,6 +129,7 @@ def comparisons(figures: Sequence[Figure], query: Query, now: datetime) -> list[
                 parse_time(figure.measured_at) >= oldest:
             groups[(figure.band, figure.model_digest, figure.setting)].append(figure)
     found = [group for group in groups.values() if len({figure.family for figure in group}) >= 2]
+
     def order(group: list[Figure]) -> tuple[int, bool, bool, float]:
         newest = max(parse_time(figure.measured_at).timestamp() for figure in group)
         return (abs(group[0].band - query.band), group[0].model_digest != query.model_digest,
@@ -179,11 +180,20 @@ class KernelSpeeds:
         self.path = path
 
     def figures(self) -> list[Figure]:
+        """Every figure the file holds; one it cannot read is left out, an unreadable file reads as none."""
         try:
-            document = json.loads(self.path.read_text())
-            return [Figure.from_json(entry) for entry in document["figures"]]
+            entries = json.loads(self.path.read_text())["figures"]
         except (OSError, ValueError, KeyError, TypeError):
             return []
+        found = []
+        for entry in entries if isinstance(entries, list) else []:
+            try:
+                figure = Figure.from_json(entry)
+                parse_time(figure.measured_at)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue
+            found.append(figure)
+        return found
 
     def record(self, new: Sequence[Figure]) -> None:
         """Add figures; each replaces the older figure of its slot; the oldest go past `MAX_FIGURES`."""
