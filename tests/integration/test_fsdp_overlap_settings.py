@@ -10,7 +10,7 @@ import pytest
 
 from padbench.contract.kinds import parse_job_spec
 from padbench.kinds.padding.contract import PaddingResult
-from padbench.kinds.padding.report import render_table
+from padbench.kinds.padding.report import csv_rows, render_table
 from padbench.worker.jobs import spec_json
 from padbench.worker.runtime.launcher import launch_job
 
@@ -46,3 +46,6 @@ def test_the_overlap_settings_reach_the_sharded_layers(tmp_path: Path, reshard: 
         total, exposed = rank.collective_seconds_per_step, rank.exposed_collective_seconds_per_step
         assert total is not None and exposed is not None and 0 < exposed <= total
     assert "ms exposed (" in text
+    (fields,) = csv_rows(result)
+    assert fields["max_rank_exposed_collective_seconds_per_step"] == max(
+        rank.exposed_collective_seconds_per_step or 0.0 for rank in row.per_rank.ranks)

@@ -104,4 +104,14 @@ def rank_fields(row: StrategyResult) -> dict[str, Any]:
         "largest_step_gap_tokens": shares.largest_step_gap_tokens if shares else None,
         "max_rank_peak_allocated_bytes": max((r.peak_allocated_bytes or 0 for r in shares.ranks), default=None)
         if shares and any(r.peak_allocated_bytes is not None for r in shares.ranks) else None,
+        **_exposed_fields(shares),
     }
+
+
+def _exposed_fields(shares: RankShares | None) -> dict[str, Any]:
+    """The most any rank spent in collectives per step, and the most any rank's compute left exposed."""
+    ranks = [] if shares is None else shares.ranks
+    totals = [seconds for r in ranks if (seconds := r.collective_seconds_per_step) is not None]
+    exposed = [seconds for r in ranks if (seconds := r.exposed_collective_seconds_per_step) is not None]
+    return {"max_rank_collective_seconds_per_step": max(totals, default=None),
+            "max_rank_exposed_collective_seconds_per_step": max(exposed, default=None)}
