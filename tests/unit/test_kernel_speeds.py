@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from padbench.contract.results import Environment
+from padbench.contract.results import Environment, ProbeReport
 from padbench.kinds.attention.contract import AttentionCell, AttentionResult
 from padbench.kinds.generate.contract import GenerateResult
 from padbench.kinds.padding.contract import StrategyResult
@@ -183,3 +183,15 @@ def test_a_sweep_adds_each_family_s_best_kernel_per_length_which_a_model_s_rows_
     rows = [figure("flex", 2.0, model="m2", at="2026-11-01T00:00:00+00:00"),
             figure("torch-flash", 1.0, model="m2", at="2026-11-01T00:00:00+00:00")]
     assert pick_family([*figures, *rows], query(), NOW).family == "flex"
+
+
+def test_rows_whose_batch_size_was_probed_compare_each_at_its_own_largest_fit() -> None:
+    result = padding_result({"static": [1000.0]}, spec={"device": "cpu", "dtype": "fp32", "attention": "sdpa",
+                                                         "batch_size": "auto"})
+    probed = [row.model_copy(update={"attention": family, "kernel": family, "batch_size": size, "tokens_per_s": rate,
+                                     "probe": ProbeReport(chosen=size, largest_fit=size, smallest_oom=None,
+                                                          predicted_limit=None, margin=0.9, cap=size, probes=[],
+                                                          seconds=1.0)})
+              for row in result.strategies for family, size, rate in (("sdpa", 48, 1000.0), ("flex", 40, 900.0))]
+    figures = figures_of(result.model_copy(update={"strategies": probed}), "job 9")
+    assert {figure.setting for figure in figures} == {"static · batch auto · compile auto"}

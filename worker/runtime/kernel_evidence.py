@@ -63,7 +63,9 @@ def padding_figures(result: PaddingResult, source: str) -> list[Figure]:
         family = family_of(row.attention, row.kernel, entry)
         if row.status != "ok" or not row.tokens_per_s or family is None:
             continue
-        setting = [row.label, f"batch {row.batch_size}", f"compile {spec.compile}"]
+        # A probed size is each kernel's own largest fit: rows asked `auto` compare as the user would run them.
+        batch = "batch auto" if row.probe is not None or row.auto_times is not None else f"batch {row.batch_size}"
+        setting = [row.label, batch, f"compile {spec.compile}"]
         setting += [f"experts {row.experts}"] if row.experts else []
         setting += [f"{result.parallel.gpus} GPUs"] if result.parallel is not None else []
         found.append(Figure(
