@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pydantic import ValidationError
 
+from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.parallel import ALL_GPUS, GpuRequest, RankFigures, RankShares, scaling_counts
-from padbench.contract.results import Environment
+from padbench.contract.results import Environment, PartialResult
 from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult, StrategyResult
 from padbench.kinds.padding.verdict import verdict_lines
 from padbench.server.requirements import job_requirements, stored_gpus
-from padbench.worker.jobs.padding.scaling import CountRun, merged
+from padbench.worker.jobs.padding.scaling import CountRun, RowRelay, merged
 
 
 def test_a_scaling_axis_asks_for_its_largest_count_as_one_process() -> None:
@@ -71,3 +74,22 @@ def test_counts_merge_into_rows_with_their_efficiency_and_a_failed_count_fails_i
     assert merged(spec, [*runs, CountRun(8, None, "lost")], planned_counts=4).partial is None
     with pytest.raises(RuntimeError, match="no GPU count"):
         merged(spec, [CountRun(1, None, "lost")], planned_counts=2)
+
+
+def test_a_count_hands_its_rows_over_as_they_finish_and_keeps_them_if_it_fails() -> None:
+    spec = PaddingJobSpec(gpus=[1, 2, 4])
+    first = CountRun(1, padding_result(1, {"static": 100.0, "packed": 200.0}))
+    one_row = padding_result(2, {"static": 180.0}).model_copy(
+        update={"partial": PartialResult(rows_finished=1, rows_planned=2, last_row_measured_only=True)})
+    handed: list[Any] = []
+    relay = RowRelay(spec, [first], 2, 3, handed.append)
+    relay(JOB_RESULT_ADAPTER.dump_python(one_row, mode="json"))
+    (so_far,) = handed
+    assert so_far.partial.rows_finished == 3 and so_far.partial.rows_planned == 6
+    assert so_far.partial.last_row_measured_only and so_far.strategies[-1].label == "static on 2 GPUs"
+    failed = merged(spec, [first, CountRun(2, relay.latest, "2 GPU(s) failed: rank 1 died")], planned_counts=3)
+    at_two = [row for row in failed.strategies if row.scaling is not None and row.scaling.gpus == 2]
+    assert [(row.strategy, row.status) for row in at_two] == [("static", "ok"), ("packed", "failed")]
+    assert at_two[0].scaling is not None and at_two[0].scaling.efficiency == pytest.approx(0.9)
+    assert failed.partial is not None and (failed.partial.rows_finished, failed.partial.rows_planned) == (4, 6)
+    assert not failed.partial.last_row_measured_only

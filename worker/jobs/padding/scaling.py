@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.parallel import ScalingPoint, scaling_counts
@@ -28,7 +29,8 @@ RowKey = tuple[str, str, int | None, str | None]
 
 @dataclass(frozen=True)
 class CountRun:
-    """What one GPU count's launch gave: its result, or why it has none."""
+    """What one GPU count's launch gave: its result (partial while it runs), and why it failed where it did. A
+    count that failed after handing over rows keeps them, its other rows failed with the reason."""
 
     gpus: int
     result: PaddingResult | None
@@ -50,7 +52,7 @@ def count_spec(spec: PaddingJobSpec, gpus: int) -> PaddingJobSpec:
 
 
 def row_key(row: StrategyResult) -> RowKey:
-    return row.label, row.kernel, row.batch_size, row.experts
+    return row.layout_label, row.kernel, row.batch_size, row.experts
 
 
 def run_scaling(spec: PaddingJobSpec, progress: ProgressFn, on_partial: PartialFn) -> PaddingResult:
@@ -58,10 +60,31 @@ def run_scaling(spec: PaddingJobSpec, progress: ProgressFn, on_partial: PartialF
     counts = scaling_counts(spec.gpus, owned_gpus())
     runs: list[CountRun] = []
     for number, gpus in enumerate(counts):
-        runs.append(_run_count(spec, gpus, _count_progress(progress, number, len(counts), gpus)))
+        relay = RowRelay(spec, runs, gpus, len(counts), on_partial)
+        runs.append(_run_count(spec, gpus, _count_progress(progress, number, len(counts), gpus), relay))
         if number + 1 < len(counts) and any(run.result for run in runs):
             on_partial(merged(spec, runs, planned_counts=len(counts)))
     return merged(spec, runs, planned_counts=len(counts))
+
+
+@dataclass
+class RowRelay:
+    """Each partial result a count's child hands over (a row finished), passed on at once beside the counts
+    before it, so a stop in the middle of a count keeps the rows it finished; the latest is kept, as the
+    count's rows should its child fail."""
+
+    spec: PaddingJobSpec
+    runs: list[CountRun]
+    gpus: int
+    planned_counts: int
+    on_partial: PartialFn
+    latest: PaddingResult | None = None
+
+    def __call__(self, value: Any) -> None:
+        result = JOB_RESULT_ADAPTER.validate_python(value)
+        if isinstance(result, PaddingResult) and result.strategies:
+            self.latest = result
+            self.on_partial(merged(self.spec, [*self.runs, CountRun(self.gpus, result)], self.planned_counts))
 
 
 def _count_progress(progress: ProgressFn, number: int, counts: int, gpus: int) -> Callable[[float, str], None]:
@@ -73,11 +96,12 @@ def _count_progress(progress: ProgressFn, number: int, counts: int, gpus: int) -
     return relay
 
 
-def _run_count(spec: PaddingJobSpec, gpus: int, progress: Callable[[float, str], None]) -> CountRun:
-    report = launch_job(RUN_JOB, spec_json(count_spec(spec, gpus)), ranks=gpus, on_progress=progress)
+def _run_count(spec: PaddingJobSpec, gpus: int, progress: Callable[[float, str], None], relay: RowRelay) -> CountRun:
+    report = launch_job(RUN_JOB, spec_json(count_spec(spec, gpus)), ranks=gpus, on_progress=progress,
+                        on_finished=relay)
     if report.outcome != "ok":
         what = "ran out of memory" if report.outcome == "oom" else report.outcome
-        return CountRun(gpus, None, f"{gpus} GPU(s) {what}: {report.error}")
+        return CountRun(gpus, relay.latest, f"{gpus} GPU(s) {what}: {report.error}")
     result = JOB_RESULT_ADAPTER.validate_python(report.value)
     assert isinstance(result, PaddingResult)
     return CountRun(gpus, result)
@@ -91,24 +115,22 @@ def _per_gpu(row: StrategyResult, gpus: int) -> float | None:
 
 
 def _failed_rows(template: list[StrategyResult], run: CountRun) -> list[StrategyResult]:
-    """The rows a count that failed as a whole would have measured, each failed with its reason."""
+    """The rows of `template` a count that failed did not hand over, each failed with its reason."""
+    finished = set() if run.result is None else {row_key(row) for row in run.result.strategies}
     return [StrategyResult(strategy=row.strategy, n_bins=row.n_bins, pad_to_multiple_of=row.pad_to_multiple_of,
                            crosses_documents=row.crosses_documents, attention=row.attention, kernel=row.kernel,
                            experts=row.experts, batch_size=row.batch_size, status="failed", error=run.error,
-                           scaling=ScalingPoint(gpus=run.gpus)) for row in template]
+                           scaling=ScalingPoint(gpus=run.gpus)) for row in template if row_key(row) not in finished]
 
 
 def scaled_rows(runs: list[CountRun]) -> list[StrategyResult]:
     """Every count's rows, smallest count first, each with its scaling point against the smallest count that
     measured the same row."""
-    template = next(run.result.strategies for run in runs if run.result is not None)
+    template = max((run.result.strategies for run in runs if run.result is not None), key=len)
     baseline: dict[RowKey, tuple[int, float]] = {}
     rows: list[StrategyResult] = []
     for run in runs:
-        if run.result is None:
-            rows += _failed_rows(template, run)
-            continue
-        for row in run.result.strategies:
+        for row in [] if run.result is None else run.result.strategies:
             per_gpu = _per_gpu(row, run.gpus)
             if per_gpu is not None:
                 baseline.setdefault(row_key(row), (run.gpus, per_gpu))
@@ -117,19 +139,28 @@ def scaled_rows(runs: list[CountRun]) -> list[StrategyResult]:
             rows.append(row.model_copy(update={"scaling": ScalingPoint(
                 gpus=run.gpus, tokens_per_s_per_gpu=per_gpu, efficiency=efficiency,
                 baseline_gpus=None if efficiency is None or base is None else base[0])}))
+        if run.error is not None:
+            rows += _failed_rows(template, run)
     return rows
+
+
+def _still_running(run: CountRun) -> PartialResult | None:
+    """The partial marker of a count whose child is still handing over rows; None for one that ended."""
+    return run.result.partial if run.result is not None and run.error is None else None
 
 
 def merged(spec: PaddingJobSpec, runs: list[CountRun], planned_counts: int) -> PaddingResult:
     """One result of the counts run so far (marked partial while counts remain). The job-wide figures are the
     largest measured count's: the model, data and environment are the same for every count."""
-    measured = [run for run in runs if run.result is not None]
-    if not measured:
+    results = [run.result for run in runs if run.result is not None]
+    if not results:
         raise RuntimeError("no GPU count of the scaling axis ran: " + "; ".join(run.error or "" for run in runs))
-    largest = measured[-1].result
-    assert largest is not None
     rows = scaled_rows(runs)
-    per_count = len(rows) // len(runs)
-    partial = None if len(runs) == planned_counts else PartialResult(
-        rows_finished=len(rows), rows_planned=per_count * planned_counts)
-    return largest.model_copy(update={"spec": spec, "strategies": rows, "partial": partial})
+    running = _still_running(runs[-1])
+    whole_count = max([len(result.strategies) for result in results] + ([running.rows_planned] if running else []))
+    to_come = whole_count * (planned_counts - len(runs))
+    to_come += 0 if running is None else running.rows_planned - running.rows_finished
+    partial = None if len(runs) == planned_counts and running is None else PartialResult(
+        rows_finished=len(rows), rows_planned=len(rows) + to_come,
+        last_row_measured_only=running is not None and running.last_row_measured_only)
+    return results[-1].model_copy(update={"spec": spec, "strategies": rows, "partial": partial})
