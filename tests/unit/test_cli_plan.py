@@ -123,3 +123,14 @@ def test_a_bad_option_exits_2_with_the_reason(tmp_path: Path, capsys: pytest.Cap
                                              ("512MiB", 2**29)])
 def test_gpu_memory_reads_binary_and_decimal_units(text: str, count: int) -> None:
     assert memory_size(text) == count
+
+
+def test_a_scaling_axis_is_planned_at_its_smallest_count_and_kept_layers_are_counted_gathered(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = plan(tmp_path, TRAINING_8B | {"gpus": [2, 4]}, capsys, "--gpu-memory", "80GiB")
+    assert code == 0 and "gpus: 2 (the smallest count of the spec's scaling axis [2, 4])" in out
+    assert any(line.split()[0] == "gathered" and "2,973,802,496" in line for line in out.splitlines())
+    kept = TRAINING_8B | {"distributed": {"reshard_after_forward": False}}
+    _, out, _ = plan(tmp_path, kept, capsys, "--gpu-memory", "80GiB")
+    # every decoder layer and the root gathered at once after the forward: the whole model's weights in bf16
+    assert any(line.split()[0] == "gathered" and "16,060,522,496" in line for line in out.splitlines())

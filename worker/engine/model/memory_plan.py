@@ -73,6 +73,12 @@ class ModelFootprint:
         """Parameters a rank of a sharded run holds unsharded at once."""
         return self.root_parameters + min(GATHERED_DECODER_LAYERS, self.decoder_layers) * self.largest_layer_parameters
 
+    @property
+    def all_gathered_parameters(self) -> int:
+        """Parameters a rank holds unsharded at the end of a forward that keeps every layer gathered for its
+        backward (`distributed.reshard_after_forward: false`): all of them, counted by their largest layer."""
+        return self.root_parameters + max(self.decoder_layers, 1) * self.largest_layer_parameters
+
 
 def model_footprint(spec: ModelSpec) -> ModelFootprint:
     """The spec's model counted on the meta device. Its decoder layers are the modules transformers names as
@@ -165,11 +171,12 @@ def _shard(parameters: int, ranks: int) -> int:
 
 
 def training_plan(footprint: ModelFootprint, dtype: Dtype, precision: RunPrecision, ranks: int,
-                  adapters: AdapterFootprint | None = None) -> MemoryPlan:
+                  adapters: AdapterFootprint | None = None, reshard_after_forward: bool = True) -> MemoryPlan:
     # fp8 keeps the weights (and AdamW's state) in the job's dtype; only the matmuls' inputs are cast, briefly.
     compute: Dtype = dtype if precision in ("amp", "fp8") else precision  # type: ignore[assignment]
     kept = MASTER_BYTES if precision == "amp" else DTYPE_BYTES[compute]
-    gathered = 0 if ranks == 1 else footprint.gathered_parameters * DTYPE_BYTES[compute]
+    unsharded = footprint.gathered_parameters if reshard_after_forward else footprint.all_gathered_parameters
+    gathered = 0 if ranks == 1 else unsharded * DTYPE_BYTES[compute]
     if adapters is None:
         held = _shard(footprint.parameters, ranks)
         weights, trained, trained_bytes = held * kept, held, kept
@@ -230,6 +237,7 @@ def job_plan(spec: PaddingJobSpec, footprint: ModelFootprint, ranks: int, free_b
     if spec.mode == "training":
         precision = precision_run(spec.training.precision, spec.dtype, ranks)
         return training_plan(footprint, spec.dtype, precision, ranks,
-                             adapter_footprint(spec.model, spec.training, spec.dtype))
+                             adapter_footprint(spec.model, spec.training, spec.dtype),
+                             reshard_after_forward=spec.distributed.reshard_after_forward)
     parallelism = resolve_inference(spec.distributed.inference, footprint, spec.dtype, ranks, free_bytes)
     return inference_plan(footprint, spec.dtype, ranks, parallelism)
