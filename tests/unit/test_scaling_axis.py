@@ -13,7 +13,7 @@ from padbench.contract.results import Environment, PartialResult
 from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult, StrategyResult
 from padbench.kinds.padding.verdict import verdict_lines
 from padbench.server.requirements import job_requirements, stored_gpus
-from padbench.worker.jobs.padding.scaling import CountRun, RowRelay, merged
+from padbench.worker.jobs.padding.scaling import CountRun, RowRelay, count_spec, merged
 
 
 def test_a_scaling_axis_asks_for_its_largest_count_as_one_process() -> None:
@@ -93,3 +93,15 @@ def test_a_count_hands_its_rows_over_as_they_finish_and_keeps_them_if_it_fails()
     assert at_two[0].scaling is not None and at_two[0].scaling.efficiency == pytest.approx(0.9)
     assert failed.partial is not None and (failed.partial.rows_finished, failed.partial.rows_planned) == (4, 6)
     assert not failed.partial.last_row_measured_only
+
+
+def test_every_count_trains_in_the_precision_its_largest_count_resolves() -> None:
+    """Left to each count, `precision: auto` trains one GPU in bf16 and several in amp: the efficiency would
+    measure the precision beside the scaling."""
+    spec = PaddingJobSpec(gpus=[1, 2, 4], mode="training", dtype="bf16")
+    assert {count_spec(spec, gpus, 4).training.precision for gpus in (1, 2, 4)} == {"amp"}
+    assert count_spec(spec, 1, 4).gpus == 1
+    fp32 = PaddingJobSpec(gpus=[1, 2], mode="training", dtype="fp32")
+    assert count_spec(fp32, 1, 2).training.precision == "auto"  # fp32 trains in fp32 on any count
+    stated = PaddingJobSpec(gpus=[1, 2], mode="training", dtype="bf16", training={"precision": "bf16"})
+    assert count_spec(stated, 2, 2).training.precision == "bf16"

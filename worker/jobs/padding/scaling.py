@@ -18,6 +18,7 @@ from typing import Any
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.parallel import ScalingPoint, scaling_counts
 from padbench.contract.results import PartialResult
+from padbench.contract.training import precision_run
 from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult, StrategyResult
 from padbench.worker.jobs import PartialFn, spec_json
 from padbench.worker.runtime.launcher import launch_job
@@ -47,8 +48,15 @@ def owned_gpus() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def count_spec(spec: PaddingJobSpec, gpus: int) -> PaddingJobSpec:
-    return spec.model_copy(update={"gpus": gpus})
+def count_spec(spec: PaddingJobSpec, gpus: int, largest: int) -> PaddingJobSpec:
+    """The job one count runs. Training's `precision: auto` is resolved once, as the largest count resolves it,
+    so every count keeps its weights the same way: left to each count, one GPU trains in bf16 and several in amp
+    (fp32 master weights), and the efficiency would measure that difference beside the scaling."""
+    update: dict[str, Any] = {"gpus": gpus}
+    if spec.mode == "training" and spec.training.precision == "auto" and \
+            precision_run("auto", spec.dtype, largest) == "amp":
+        update["training"] = spec.training.model_copy(update={"precision": "amp"})
+    return spec.model_copy(update=update)
 
 
 def row_key(row: StrategyResult) -> RowKey:
@@ -61,7 +69,8 @@ def run_scaling(spec: PaddingJobSpec, progress: ProgressFn, on_partial: PartialF
     runs: list[CountRun] = []
     for number, gpus in enumerate(counts):
         relay = RowRelay(spec, runs, gpus, len(counts), on_partial)
-        runs.append(_run_count(spec, gpus, _count_progress(progress, number, len(counts), gpus), relay))
+        count_progress = _count_progress(progress, number, len(counts), gpus)
+        runs.append(_run_count(count_spec(spec, gpus, max(counts)), count_progress, relay))
         if number + 1 < len(counts) and any(run.result for run in runs):
             on_partial(merged(spec, runs, planned_counts=len(counts)))
     return merged(spec, runs, planned_counts=len(counts))
@@ -96,9 +105,11 @@ def _count_progress(progress: ProgressFn, number: int, counts: int, gpus: int) -
     return relay
 
 
-def _run_count(spec: PaddingJobSpec, gpus: int, progress: Callable[[float, str], None], relay: RowRelay) -> CountRun:
-    report = launch_job(RUN_JOB, spec_json(count_spec(spec, gpus)), ranks=gpus, on_progress=progress,
-                        on_finished=relay)
+def _run_count(spec: PaddingJobSpec, progress: Callable[[float, str], None], relay: RowRelay) -> CountRun:
+    """Launch one count's job (`spec`, from `count_spec`) on as many ranks as it names."""
+    assert isinstance(spec.gpus, int)
+    gpus = spec.gpus
+    report = launch_job(RUN_JOB, spec_json(spec), ranks=gpus, on_progress=progress, on_finished=relay)
     if report.outcome != "ok":
         what = "ran out of memory" if report.outcome == "oom" else report.outcome
         return CountRun(gpus, relay.latest, f"{gpus} GPU(s) {what}: {report.error}")
