@@ -45,7 +45,7 @@ def test_the_overlap_settings_reach_the_sharded_layers(tmp_path: Path, reshard: 
     for rank in row.per_rank.ranks:
         total, exposed = rank.collective_seconds_per_step, rank.exposed_collective_seconds_per_step
         assert total is not None and exposed is not None and 0 < exposed <= total
-    assert "ms exposed (" in text
+    assert "ms exposed (" in text and "communication exposed at most " in text
     (fields,) = csv_rows(result)
     assert fields["max_rank_exposed_collective_seconds_per_step"] == max(
         rank.exposed_collective_seconds_per_step or 0.0 for rank in row.per_rank.ranks)

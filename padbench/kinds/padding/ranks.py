@@ -57,7 +57,8 @@ def _rank_line(row: StrategyResult) -> list[str]:
         return []
     per_gpu = "—" if shares.tokens_per_s_per_gpu is None else f"{shares.tokens_per_s_per_gpu:,.0f}"
     left = f", {shares.batches_left_out} batches left out to step together" if shares.batches_left_out else ""
-    lines = [f"{row.label} / {compare_kernel(row)}: {per_gpu} tokens/s per GPU{_balance(shares)}{left}"]
+    lines = [f"{row.label} / {compare_kernel(row)}: {per_gpu} tokens/s per GPU{_balance(shares)}{_exposed(shares)}"
+             f"{left}"]
     for rank in shares.ranks:
         collective = _collective_cell(rank)
         computed = "" if rank.computed_tokens is None else f" ({rank.computed_tokens:,} computed)"
@@ -73,9 +74,22 @@ def _collective_cell(rank: RankFigures) -> str:
         return "—"
     if exposed is None:
         return f"{total * 1e3:.1f} ms/step in collectives"
+    share = _exposed_share(rank)
+    return f"{total * 1e3:.1f} ms/step in collectives, {exposed * 1e3:.1f} ms exposed" + (
+        "" if share is None else f" ({share:.1%} of a step)")
+
+
+def _exposed_share(rank: RankFigures) -> float | None:
+    """The share of the rank's measured step its exposed communication took."""
+    exposed = rank.exposed_collective_seconds_per_step
     step = rank.measured_seconds / rank.batches if rank.batches else 0.0
-    share = f" ({exposed / step:.1%} of a step)" if step > 0 else ""
-    return f"{total * 1e3:.1f} ms/step in collectives, {exposed * 1e3:.1f} ms exposed{share}"
+    return None if exposed is None or step <= 0 else exposed / step
+
+
+def _exposed(shares: RankShares) -> str:
+    """`, communication exposed at most 3.1% of a step`: the rank whose compute hid the least."""
+    found = [share for rank in shares.ranks if (share := _exposed_share(rank)) is not None]
+    return f", communication exposed at most {max(found):.1%} of a step" if found else ""
 
 
 def _balance(shares: RankShares) -> str:
