@@ -17,6 +17,8 @@ from padbench.contract.kinds import JOB_RESULT_ADAPTER, parse_job_spec
 from padbench.contract.table import ResultTable
 from padbench.kinds.padding.contract import PaddingJobSpec
 from padbench.kinds.tune.contract import TuneResult
+from padbench.worker.runtime.kernel_speeds import KernelSpeeds
+from padbench.worker.runtime.settings import WorkerSettings
 from padbench.worker.supervisor.api import WorkerApi
 from padbench.worker.supervisor.loop import Supervisor, WorkerConfig
 from tests.integration.conftest import LiveServer
@@ -60,6 +62,12 @@ def test_a_tune_over_http_tries_prunes_narrows_and_names_a_winner_with_settings_
     pasted = parse_job_spec(json.loads(result.equivalents[0].settings or ""))
     assert isinstance(pasted, PaddingJobSpec) and pasted.batch_size == result.trials[result.winner].config.batch_size
     assert table.rows[0].mark == "winner" and table.verdict[0].startswith("verdict: fastest that fits:")
+    # The worker keeps each kernel's best finalist in its table of kernel speeds, which `attention: auto` reads.
+    kept = KernelSpeeds(WorkerSettings().kernel_speeds_path).figures()
+    finalists = {result.trials[finalist.trial].config.kernel for finalist in result.finalists
+                 if finalist.status == "ok"}
+    assert {figure.family for figure in kept} == finalists
+    assert {(figure.source, figure.place.mode) for figure in kept} == {(f"tune job {job_id}", "training")}
 
     monkeypatch.setenv("PADBENCH_SERVER", live_server.base_url)
     monkeypatch.setenv("PADBENCH_TOKEN", live_server.tokens["submitter"])
