@@ -43,7 +43,8 @@ strategies:
   - {{name: binned, n_bins: 16}}  # group similar lengths, then pad
   - packed                  # concatenate sequences, no padding (varlen kernels on a GPU)
 
-attention: {attention:<16} # flash: the best flash kernel present; or sdpa, eager, flex, torch-flash, …
+attention: {attention:<16} # auto: the kernel this worker measured fastest (flash where it has no figure);
+                            # flash: the best flash kernel present; or sdpa, eager, flex, torch-flash, …
                             # (transformers' names work too: flash_attention_2, sdpa, flex_attention, eager)
 batch_size: {batch_size:<15} # or `auto`: the largest batch that fits, found by an OOM probe
 dtype: {dtype:<20} # bf16 | fp16 | fp32 (also bfloat16, float16, float32); flash needs bf16/fp16
@@ -60,7 +61,7 @@ measurement:
 # cores (a small GPT-2 with a small vocabulary, fp32 and SDPA: flash kernels need a GPU and bf16/fp16). GPT-2's
 # special ids (50256) lie outside that vocabulary, and a benchmark forward never uses them: none are set.
 # Both measure each layout twice, so the first verdict has an interval.
-GPU_VALUES = {"model": " gpt2-seed", "max_length": 640, "num_samples": 2000, "attention": "flash", "batch_size": 32,
+GPU_VALUES = {"model": " gpt2-seed", "max_length": 640, "num_samples": 2000, "attention": "auto", "batch_size": 32,
               "dtype": "bf16", "device": "auto", "min_seconds": 5.0}
 CPU_VALUES = {"model": "\n  config: {model_type: gpt2, n_layer: 2, n_embd: 64, n_head: 4, vocab_size: 2048, "
                        "n_positions: 512,\n           bos_token_id: null, eos_token_id: null}",

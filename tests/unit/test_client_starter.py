@@ -35,7 +35,7 @@ def test_with_a_cuda_gpu_init_writes_the_gpu_starter(tmp_path: Path, monkeypatch
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(starter, "cuda_gpu_present", lambda: True)
     spec = write_starter(tmp_path)
-    assert (spec.model.preset, spec.device, spec.dtype, spec.attention) == ("gpt2-seed", "auto", "bf16", "flash")
+    assert (spec.model.preset, spec.device, spec.dtype, spec.attention) == ("gpt2-seed", "auto", "bf16", "auto")
     assert "sized for this machine's GPU" in capsys.readouterr().err
     assert write_starter(tmp_path, "--cpu").device == "cpu"
 
