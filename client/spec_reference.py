@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from padbench.contract.kernel_families import BEST_FLASH, attention_aliases, families, sweep_aliases
+from padbench.contract.kernel_families import AUTO_ATTENTION, BEST_FLASH, attention_aliases, families, sweep_aliases
 from padbench.contract.kernel_family import ENTRY_POINT_WORDS
 from padbench.contract.kinds import DEFAULT_KIND, JOB_KINDS, JOB_SPEC_ADAPTER
 
@@ -95,7 +95,10 @@ def kernel_families() -> list[str]:
     generate job's KV cache, say) is refused at submission."""
     lines = ["Attention kernel families (`padbench/kernels/`), and the paths each has: a padding job's strategies "
              "need padded or packed rows, a generate job the KV-cache path, an attention sweep names the sweep "
-             f"kernels. `{BEST_FLASH}` is the fastest flash implementation present for the path.", "",
+             f"kernels. `{BEST_FLASH}` is the fastest flash implementation present for the path. `{AUTO_ATTENTION}`, "
+             "what a padding or generate spec naming none gets, is the family the worker running the job measured "
+             f"fastest there (its table of kernel speeds; `{BEST_FLASH}` where it has no figure), stated in the "
+             "result.", "",
              "| family | what it runs | paths | sweep kernels |", "|---|---|---|---|"]
     for family in families():
         paths = ", ".join(ENTRY_POINT_WORDS[entry] for entry in family.entry_points if entry != "sweep")
