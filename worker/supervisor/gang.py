@@ -18,9 +18,10 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-import time
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
 
 from padbench.contract.api import LeaseOut
 from padbench.contract.gangs import GangJoined, GangState
@@ -42,9 +43,6 @@ log = logging.getLogger("padbench.worker")
 
 # How often a member beats while its gang forms: the gang starts within about this of its last join.
 FORMING_BEAT_S = 0.5
-# Tries at reporting a result before it is given up (the member keeps no outbox: node 0's attempt is requeued
-# if no result comes).
-REPORT_TRIES = 5
 
 
 def node_address(configured: str | None) -> str:
@@ -216,21 +214,18 @@ class GangMember:
             log.error("job %d: could not report the gang's end: %s", self.job_id, error)
 
     def _report_result(self, value: dict[str, Any], membership: MembershipKeeper) -> None:
+        """Report the gang's result as any report is retried (back-off, Retry-After, until a stop request). A
+        result refused for good is logged: with no result, node 0's lease lapses and the job is requeued."""
         result = priced(value, self.sup.config.price_per_gpu_hour)
-        for attempt in range(REPORT_TRIES):
-            try:
-                self.sup.api.complete_gang(self.job_id, membership.token, result)
-                return
-            except LeaseLost as error:
-                log.warning("job %d: the server takes no result under this membership (%s)", self.job_id, error)
-                return
-            except ApiError as error:
-                if not error.is_transient:
-                    log.error("job %d: the result was refused: %s", self.job_id, error)
-                    return
-                time.sleep(min(2.0**attempt, self.sup.config.error_poll_max_s))
-        log.error("job %d: could not report the result after %d tries", self.job_id, REPORT_TRIES)
-
+        try:
+            self.sup.reporter.retrying.run(lambda: self.sup.api.complete_gang(self.job_id, membership.token, result),
+                                           what=f"job {self.job_id}'s result")
+        except LeaseLost as error:
+            log.warning("job %d: the server takes no result under this membership (%s)", self.job_id, error)
+        except (ApiError, ValidationError) as error:
+            log.error("job %d: the result was not reported: %s", self.job_id, error)
+        else:
+            log.info("job %d: result reported", self.job_id)
 
 def _ignore_progress(_fraction: float, _message: str) -> None:
     """Progress reaches only the node that runs global rank 0; without the lease it has nowhere to go."""
