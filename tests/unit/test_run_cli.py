@@ -109,7 +109,7 @@ def test_run_with_set_and_sweep_runs_each_point_and_writes_a_json_file_per_point
 
 
 def test_run_refuses_a_key_the_spec_has_not(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    spec = write(tmp_path, "dtype: fp32\nattention: sdpa\n")
+    spec = write(tmp_path, "dtype: fp32\nattention: sdpa\ndevice: cpu\n")
     assert main(["run", str(spec), "--set", "batchsize=4"]) == 2
     assert capsys.readouterr().err == ("padbench run: --set batchsize: no key 'batchsize' in a padding spec "
                                        "(did you mean 'batch_size'?)\n")
@@ -119,7 +119,7 @@ def test_a_timed_out_job_keeps_the_rows_it_finished(tmp_path: Path, capsys: pyte
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     # A real child that hands over one finished row of two, then works on until the time limit kills it.
     monkeypatch.setattr(run_command, "JOB_ENTRY_POINT", "tests.unit.supervisor_targets:finish_a_row_then_wait")
-    spec, out = write(tmp_path, "dtype: fp32\nattention: sdpa\n"), tmp_path / "out.json"
+    spec, out = write(tmp_path, "dtype: fp32\nattention: sdpa\ndevice: cpu\n"), tmp_path / "out.json"
     assert main(["run", str(spec), "--timeout", "2", "--json", str(out)]) == 1
     captured = capsys.readouterr()
     result = JOB_RESULT_ADAPTER.validate_python(json.loads(out.read_text()))
@@ -133,7 +133,7 @@ def test_a_timed_out_job_keeps_the_rows_it_finished(tmp_path: Path, capsys: pyte
 def test_a_timed_out_job_with_no_finished_row_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run_command, "JOB_ENTRY_POINT", "tests.unit.supervisor_targets:fail_after_progress")
-    spec, out = write(tmp_path, "dtype: fp32\nattention: sdpa\n"), tmp_path / "out.json"
+    spec, out = write(tmp_path, "dtype: fp32\nattention: sdpa\ndevice: cpu\n"), tmp_path / "out.json"
     assert main(["run", str(spec), "--timeout", "1", "--json", str(out)]) == 1
     assert "the job ended with timeout: child ran past its 1 s limit" in capsys.readouterr().err
     assert not out.exists()
@@ -142,7 +142,7 @@ def test_a_timed_out_job_with_no_finished_row_writes_nothing(tmp_path: Path, cap
 def test_a_job_whose_process_dies_keeps_the_rows_it_finished(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run_command, "JOB_ENTRY_POINT", "tests.unit.supervisor_targets:finish_a_row_then_die")
-    spec, out = write(tmp_path, "dtype: fp32\nattention: sdpa\n"), tmp_path / "out.json"
+    spec, out = write(tmp_path, "dtype: fp32\nattention: sdpa\ndevice: cpu\n"), tmp_path / "out.json"
     assert main(["run", str(spec), "--json", str(out)]) == 1
     captured = capsys.readouterr()
     result = JOB_RESULT_ADAPTER.validate_python(json.loads(out.read_text()))
