@@ -38,20 +38,24 @@ def row_costs(result: JobResultBase) -> dict[tuple[str, str], float]:
     if price is None or not rule.higher_is_faster:  # a time per call (attention sweeps) is not a token rate
         return {}
     units = priced_units(result)
+    row_gpus = rule.row_gpus(result) if rule.row_gpus is not None and result.environment.device == "cuda" else {}
     costs = {}
     for row in measured_rows(result):
-        cost = None if row.figure is None else dollars_per_million_tokens(price, units, row.figure)
+        held = row_gpus.get(row.key, units)
+        cost = None if row.figure is None else dollars_per_million_tokens(price, held, row.figure)
         if cost is not None:
             costs[row.key] = cost
     return costs
 
 
-def rate_cost(result: JobResultBase, tokens_per_s: float | None) -> float | None:
-    """$ per million tokens at `tokens_per_s` on the units the job held; None without a price or a rate."""
+def rate_cost(result: JobResultBase, tokens_per_s: float | None, gpus: int | None = None) -> float | None:
+    """$ per million tokens at `tokens_per_s` on the units the job held (or on `gpus`, a scaling axis row's own
+    count); None without a price or a rate."""
     price = result.environment.price_per_gpu_hour
     if price is None or tokens_per_s is None:
         return None
-    return dollars_per_million_tokens(price, priced_units(result), tokens_per_s)
+    units = gpus if gpus is not None and result.environment.device == "cuda" else priced_units(result)
+    return dollars_per_million_tokens(price, units, tokens_per_s)
 
 
 def priced_as(result: JobResultBase) -> str:
@@ -60,6 +64,8 @@ def priced_as(result: JobResultBase) -> str:
     units = priced_units(result)
     held = (f"per GPU-hour × {units} GPU{'s' if units > 1 else ''}" if result.environment.device == "cuda"
             else "per hour of the machine")
+    if result.environment.device == "cuda" and isinstance(result.spec.gpus, list):
+        held = "per GPU-hour × the GPUs of each row's count"
     return f"${price:g} {held}"
 
 

@@ -45,6 +45,9 @@ class CompareRule(Generic[R]):
     # Each row's spread over its repeats, which tells a change between two jobs' rows from noise (`padbench
     # baseline check`); None: the kind's rows have none, so no change of theirs is judged beyond noise.
     spreads: Callable[[R], dict[CompareKey, Spread | None]] | None = None
+    # Each row's GPU count where the rows of one job ran on different counts (a scaling axis), so a row's cost
+    # counts the GPUs it held; None: every row held the job's GPUs.
+    row_gpus: Callable[[R], dict[CompareKey, int]] | None = None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,9 @@ from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.contract.parallel import ALL_GPUS, GpuRequest, RankFigures, RankShares, scaling_counts
 from padbench.contract.results import Environment, PartialResult
 from padbench.kinds.padding.contract import PaddingJobSpec, PaddingResult, StrategyResult
+from padbench.kinds.padding.cost_verdict import cost_verdict_lines
 from padbench.kinds.padding.verdict import verdict_lines
+from padbench.report.efficiency import cost_lines, row_costs
 from padbench.server.requirements import job_requirements, stored_gpus
 from padbench.worker.jobs.padding.scaling import CountRun, RowRelay, count_spec, merged
 
@@ -105,3 +107,17 @@ def test_every_count_trains_in_the_precision_its_largest_count_resolves() -> Non
     assert count_spec(fp32, 1, 2).training.precision == "auto"  # fp32 trains in fp32 on any count
     stated = PaddingJobSpec(gpus=[1, 2], mode="training", dtype="bf16", training={"precision": "bf16"})
     assert count_spec(stated, 2, 2).training.precision == "bf16"
+
+
+def test_each_row_of_a_scaling_axis_is_priced_on_the_gpus_its_count_held() -> None:
+    runs = [CountRun(1, padding_result(1, {"packed": 1000.0})), CountRun(4, padding_result(4, {"packed": 3600.0}))]
+    result = merged(PaddingJobSpec(gpus=[1, 4]), runs, planned_counts=2)
+    result = result.model_copy(update={"environment": result.environment.model_copy(
+        update={"price_per_gpu_hour": 3.6})})
+    costs = row_costs(result)
+    # One GPU for 1000 s a million tokens: $1; four GPUs for 278 s each: $1.11.
+    assert costs[("packed on 1 GPU", "sdpa")] == pytest.approx(1.0)
+    assert costs[("packed on 4 GPUs", "sdpa")] == pytest.approx(4 * 3.6 * 1e6 / (3600 * 3600.0))
+    lines = cost_verdict_lines(result)
+    assert lines is not None and "$1.111 per million tokens" in lines[0], lines
+    assert "per GPU-hour × the GPUs of each row's count" in cost_lines(result)[0]

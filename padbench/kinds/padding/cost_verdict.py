@@ -26,7 +26,7 @@ from padbench.report.ranking import CHEAPEST_REASON, cost_ratio_interval
 
 
 def _cost(result: PaddingResult, row: StrategyResult) -> str:
-    cost = rate_cost(result, row.tokens_per_s)
+    cost = rate_cost(result, row.tokens_per_s, row.scaling.gpus if row.scaling else None)
     return "no cost" if cost is None else dollars(cost)
 
 

@@ -204,4 +204,5 @@ COMPARE = CompareRule[PaddingResult](
     figures=comparison_figures, key_names=("strategy", "kernel"), metric="tokens_per_s", metric_label="tokens/s",
     show=lambda value: f"{value:,.0f}", higher_is_faster=True,
     batch_sizes=lambda result: {key: batch_cell(row) for key, row in comparison_keys(result)},
-    spreads=lambda result: {key: row.spread for key, row in comparison_keys(result)})
+    spreads=lambda result: {key: row.spread for key, row in comparison_keys(result)},
+    row_gpus=lambda result: {key: row.scaling.gpus for key, row in comparison_keys(result) if row.scaling})
