@@ -97,8 +97,8 @@ def kernel_families() -> list[str]:
              "need padded or packed rows, a generate job the KV-cache path, an attention sweep names the sweep "
              f"kernels. `{BEST_FLASH}` is the fastest flash implementation present for the path. `{AUTO_ATTENTION}`, "
              "what a padding or generate spec naming none gets, is the family the worker running the job measured "
-             f"fastest there (its table of kernel speeds; `{BEST_FLASH}` where it has no figure), stated in the "
-             "result.", "",
+             f"fastest there (its table of kernel speeds; where it has no figure, `flex` for decoding on a GPU, "
+             f"measured fastest there, else `{BEST_FLASH}`), stated in the result.", "",
              "| family | what it runs | paths | sweep kernels |", "|---|---|---|---|"]
     for family in families():
         paths = ", ".join(ENTRY_POINT_WORDS[entry] for entry in family.entry_points if entry != "sweep")

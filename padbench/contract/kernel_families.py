@@ -9,8 +9,8 @@ the server's requirements all follow from its declaration.
 `flash` is no family: it stands for the fastest flash implementation present (the families with a `flash_rank`),
 which the worker resolves per entry point, and the result records the kernel that ran. `auto` is none either: a
 padding or generate spec that names no attention gets it, and the worker that runs the job picks the family its
-table of measured kernel speeds finds fastest for the job's kind and device (`flash` where it has no figure),
-which the result states.
+table of measured kernel speeds finds fastest for the job's kind and device (where it has no figure: `flex` for
+decoding on a GPU, measured fastest there, else `flash`), which the result states.
 
 Names are checked against the registry when a spec is validated, not frozen into a `Literal` when the spec models
 are built, so a family registered later (a plugin's, a test's) is a name specs may use.

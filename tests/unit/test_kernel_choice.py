@@ -54,6 +54,11 @@ def test_the_static_default_is_flash_where_one_runs_else_sdpa() -> None:
     assert static_default(["torch-flash", "eager", "sdpa"]) == "flash"
     assert static_default(["torch-flash", "sdpa"], taken=["flash-attn"]) == "torch-flash"  # never the one taken
     assert static_default(["eager", "flex", "sdpa"]) == "sdpa"
+    # Decoding on a GPU: flex, measured fastest there; on the CPU, or where flex cannot decode, as before.
+    assert static_default(["torch-flash", "flex", "sdpa"], entry="decode", device_type="cuda") == "flex"
+    assert static_default(["torch-flash", "flex", "sdpa"], entry="decode", device_type="cpu") == "flash"
+    assert static_default(["torch-flash", "sdpa"], entry="decode", device_type="cuda") == "flash"
+    assert static_default(["torch-flash", "flex"], entry="packed", device_type="cuda") == "flash"
 
 
 def test_a_spec_naming_its_attention_is_left_alone(table: KernelSpeeds) -> None:

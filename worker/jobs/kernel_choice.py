@@ -5,9 +5,10 @@ its result keeps the spec as written, states the pick per entry point and why.
 
 The candidates at an entry point are the families with a kernel there that runs on this device in the job's
 dtype and applies what the model needs (soft-capping, sinks, a window its sequences outgrow). With no
-comparison in the table, the static default runs: `flash` where a flash implementation is among the candidates,
-else `sdpa`, else the first candidate. A strategy's `auto` never repeats a kernel another strategy of the same
-layout names: it takes the next family in line.
+comparison in the table, the static default runs: `flex` for decoding on a GPU (measured fastest there), else
+`flash` where a flash implementation is among the candidates, else `sdpa`, else the first candidate. A
+strategy's `auto` never repeats a kernel another strategy of the same layout names: it takes the next family in
+line.
 """
 
 from __future__ import annotations
@@ -65,9 +66,21 @@ def candidates(entry: ModelEntryPoint, device: torch.device, dtype: torch.dtype,
     return [family.name for family in [*flash, *(family for family in runnable if family.flash_rank is None)]]
 
 
-def static_default(names: Sequence[str], taken: Sequence[str] = ()) -> str:
-    """`flash` where a flash implementation is among `names`; where another strategy of the layout names a family,
-    the first flash implementation left, since `flash` might resolve to the one taken; else sdpa."""
+# Decoding from a KV cache on a GPU, with no figure of the worker's own: FlexAttention's decode kernel, which
+# padbench's own runs measured fastest on H100s and H200s (continuous batching of Qwen3-1.7B's shape, 128 new
+# tokens: 9,768 against torch's flash decode kernel's 9,051 output tokens/s, 1.06–1.10× in one tune on an H100,
+# and ahead of it in every longer job; docs/benchmarks.md §8 and §15).
+GPU_DECODE_DEFAULT = "flex"
+
+
+def static_default(names: Sequence[str], taken: Sequence[str] = (), entry: ModelEntryPoint | None = None,
+                   device_type: str = "cpu") -> str:
+    """What runs without a comparison in the table: `flex` for decoding on a GPU where it runs (measured fastest
+    there); else `flash` where a flash implementation is among `names`; where another strategy of the layout
+    names a family, the first flash implementation left, since `flash` might resolve to the one taken; else
+    sdpa."""
+    if entry == "decode" and device_type == "cuda" and GPU_DECODE_DEFAULT in names and not taken:
+        return GPU_DECODE_DEFAULT
     flash = [name for name in names if KERNEL_FAMILIES.get(name).flash_rank is not None]
     if flash:
         return flash[0] if taken else BEST_FLASH
@@ -96,7 +109,7 @@ class Chooser:
         free = [name for name in names if name not in taken] or names
         place = Place(self.kind, device_name(self.device), self.spec.dtype, self.mode, entry)
         query = Query(place, length_band(self.longest), model_digest(self.spec.model), tuple(free),
-                      static_default(free, taken))
+                      static_default(free, taken, entry, self.device.type))
         chosen: Pick = pick_family(self.figures, query)
         return AttentionPick(entry=entry, chosen=chosen.family, measured=chosen.measured, reason=chosen.reason,
                              device=place.device, fastest=_figure(chosen.fastest), runner_up=_figure(chosen.runner_up))

@@ -118,7 +118,8 @@ class GenerateJobSpec(JobSpecBase):
     references: Annotated[list[ReferenceName], Field(max_length=2)] = \
         ["transformers-generate", "transformers-continuous"]  # noqa: RUF012
     # A kernel family with a KV-cache (decode) path, `flash` (the fastest flash implementation with one), or `auto`:
-    # the one the worker's table of measured kernel speeds finds fastest here (`flash` where it has no figure).
+    # the one the worker's table of measured kernel speeds finds fastest here (where it has no figure: `flex` on a
+    # GPU, measured fastest there, else `flash`).
     attention: DecodeAttentionSetting = "auto"
     # Sequences decoding at once (a static batch's rows, a continuous batch's slots); `auto`: the most whose
     # KV cache and activations fit, found by the OOM probe in child processes.
