@@ -64,15 +64,21 @@ def waiting_reason(spec: JobSpecBase, live_workers: Sequence[Capabilities]) -> s
 
 
 def _nodes_reason(spec: JobSpecBase, request: GpuRequest, live_workers: Sequence[Capabilities]) -> str | None:
-    """A job across several workers waits until as many live workers can each run its share (one gang member
-    per worker); None when enough can."""
+    """A job across several nodes waits until as many live plain workers can each run its share (one gang
+    member per worker), or one live worker whose scheduler places that many nodes can take it whole; None
+    when either can."""
     if spec.nodes == 1:
         return None
     able = [worker for worker in live_workers
             if request.fits(worker.owned_gpus) and not unmet_requirements(spec, worker)]
-    if spec.nodes <= len(able):
+    # A worker that hands its jobs to a scheduler joins no gang: it takes a job whole, or not at all.
+    whole = [worker for worker in able if worker.max_nodes >= spec.nodes]
+    sharing = [worker for worker in able if worker.max_nodes == 1]
+    if whole or spec.nodes <= len(sharing):
         return None
-    return f"needs {spec.nodes} workers at once (nodes: {spec.nodes}); {len(able)} live worker(s) can run its share"
+    return (f"needs {spec.nodes} workers at once (nodes: {spec.nodes}); {len(sharing)} live worker(s) can run its "
+            f"share, or a worker handing jobs to a scheduler with {spec.nodes} nodes (padbench worker --slurm) "
+            "could take it whole")
 
 
 def unmet_requirements(spec: JobSpecBase, worker: Capabilities) -> set[str]:

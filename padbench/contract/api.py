@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from padbench.contract.bounds import MAX_RETENTION_DAYS, DbId, Label, LeaseToken, Message, Name, NoNul, WorkerLabels
 from padbench.contract.history import MAX_BASELINES, RegressionFlag
 from padbench.contract.kinds import DEFAULT_KIND, JOB_KINDS, JobResult, JobSpec
-from padbench.contract.parallel import MAX_GPUS
+from padbench.contract.parallel import MAX_GPUS, MAX_NODES
 from padbench.contract.results import MAX_RESULT_ROWS, JobResultBase
 
 API_PREFIX = "/v1"
@@ -160,6 +160,10 @@ class Capabilities(Body):
     # times PADBENCH_JOB_TIMEOUT_S. A `device: auto` job estimated to need more on a CPU is left to a GPU
     # worker. None: not measured (a worker with GPUs, or one from before), which takes any job as it did.
     cpu_flops_per_job: Annotated[float, Field(ge=0, le=1e24, allow_inf_nan=False)] | None = None
+    # The most nodes one job of this worker runs across. A plain worker runs its jobs on its own host (1) and
+    # joins gangs for jobs across nodes; a worker that hands its jobs to a scheduler (`padbench worker
+    # --slurm`) says how many nodes its partition has, and claims a `nodes: M` job whole when M is no more.
+    max_nodes: Annotated[int, Field(ge=1, le=MAX_NODES)] = 1
 
     @field_validator("gpus")
     @classmethod

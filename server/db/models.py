@@ -36,6 +36,9 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 STATUS_VALUES = ", ".join(f"'{status.value}'" for status in JobStatus)
+# Who holds an attempt: one worker (any one-node job, and a job across nodes claimed whole by a worker that
+# hands it to a scheduler, which places the nodes), or a gang of workers, one per node.
+HELD_BY_WORKER, HELD_BY_GANG = "worker", "gang"
 
 
 class Base(DeclarativeBase):
@@ -83,7 +86,8 @@ class Job(Base):
     # GPUs the job runs on, matched in the claim against the worker's free ones; ALL_GPUS (0): all of the
     # worker's. The spec holds the same (`gpus`); a column keeps the claim's match plain SQL.
     gpus: Mapped[int] = mapped_column(Integer, server_default=text("1"))
-    # Workers the job runs across (`nodes` in the spec), `gpus` on each: more than one is claimed by a gang.
+    # Nodes the job runs across (`nodes` in the spec), `gpus` on each: more than one is claimed by a gang of
+    # workers, or whole by one worker whose scheduler places that many nodes.
     nodes: Mapped[int] = mapped_column(Integer, server_default=text("1"))
     worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="SET NULL"))
     # The fencing token of the current lease: heartbeats and results must present it.
@@ -120,12 +124,17 @@ class JobAttempt(Base):
     """
 
     __tablename__ = "job_attempts"
-    __table_args__ = (Index("ix_job_attempts_job_id", "job_id"),)
+    __table_args__ = (
+        Index("ix_job_attempts_job_id", "job_id"),
+        CheckConstraint(f"held_by IN ('{HELD_BY_WORKER}', '{HELD_BY_GANG}')", name="held_by_known"),
+    )
 
     lease_token: Mapped[str] = mapped_column(String(64), primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
     worker_id: Mapped[int | None] = mapped_column(ForeignKey("workers.id", ondelete="SET NULL"))
     claimed_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    # HELD_BY_WORKER or HELD_BY_GANG: the gang's paths (members lost, a failure requeued) act only on a gang's.
+    held_by: Mapped[str] = mapped_column(String(8), server_default=text(f"'{HELD_BY_WORKER}'"))
 
 
 class GangMember(Base):

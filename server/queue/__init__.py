@@ -1,5 +1,7 @@
 """The job queue. EVERY job state change is one named, single-statement SQL UPDATE in this package:
-`jobs.py` for a job on one worker, `gangs.py` for a job a gang of workers holds together.
+`jobs.py` submits, claims, cancels, reaps and prunes jobs, `leases.py` is what a lease's holder does
+(heartbeat, resume, report, release), `gangs.py` is a job a gang of workers holds together, and `fences.py`
+holds the conditions they share.
 
 Rules the statements keep (after procrastinate and Oban):
 - Time comes from the database clock (`db_now`), never from Python's.
@@ -25,17 +27,25 @@ Rules the statements keep (after procrastinate and Oban):
   next heartbeat, and the job is not run twice meanwhile.
 - A submit with an idempotency key is one `INSERT … ON CONFLICT DO NOTHING`: two racing retries of the same
   submit cannot both create a job, and neither needs an error (which would abort a PostgreSQL transaction).
-- A job across several workers (`jobs.nodes` > 1) is claimed by a gang (`gangs.py`). A worker joins it with
-  one INSERT that takes the next node rank in join order and is refused (ON CONFLICT DO NOTHING on the job
-  and node rank) when another joiner took that rank first, so a full gang never takes a member more. The
-  job stays queued while the gang forms; the join that makes it full starts it (one UPDATE, one attempt,
-  one lease held by node 0). Members beat their membership, fenced by their member token; a gang that is not
-  full within the admin's bound (PADBENCH_GANG_FORM_SECONDS), or one of whose forming members missed its
-  beat past the grace, is dissolved whole, so no worker holds GPUs waiting forever. A member of a running
-  gang that misses its beat past the grace takes the attempt with it (the reaper's rules: requeued, or
-  failed with no attempt left), and the other members learn it at their next beat (409).
+- A job across several nodes (`jobs.nodes` > 1) is claimed by a gang of plain workers (`gangs.py`), or whole
+  by one worker that hands its jobs to a scheduler and says (`max_nodes` in its capabilities) how many nodes
+  that scheduler places: the same claim statement as a one-node job's, with the job's nodes bounded by the
+  worker's. Each attempt records who holds it (`job_attempts.held_by`: one worker, or a gang); a whole
+  claim is one worker's, heartbeats, reports, fails, releases and resumes exactly as a one-node job's, and
+  none of the gang's paths below (members lost, a failure requeued) touch it. A forming gang whose job is
+  claimed whole meanwhile is stale: its members learn it at their next beat.
+- A gang: a worker joins it with one INSERT that takes the next node rank in join order and is refused
+  (ON CONFLICT DO NOTHING on the job and node rank) when another joiner took that rank first, so a full gang
+  never takes a member more. The job stays queued while the gang forms; the join that makes it full starts
+  it (one UPDATE, one attempt recorded as the gang's, one lease held by node 0). Members beat their
+  membership, fenced by their member token; a gang that is not full within the admin's bound
+  (PADBENCH_GANG_FORM_SECONDS), or one of whose forming members missed its beat past the grace, is dissolved
+  whole, so no worker holds GPUs waiting forever. A member of a running gang that misses its beat past the
+  grace takes the attempt with it (the reaper's rules: requeued, or failed with no attempt left), and the
+  other members learn it at their next beat (409).
 """
 
+from padbench.server.queue.fences import FINISHED, LEASE_EXPIRED_ERROR
 from padbench.server.queue.gangs import (
     beat_membership,
     dissolve_unformed_gangs,
@@ -46,20 +56,20 @@ from padbench.server.queue.gangs import (
     start_full_gang,
 )
 from padbench.server.queue.jobs import (
-    FINISHED,
-    LEASE_EXPIRED_ERROR,
-    LeaseExtension,
-    cancel_with_partial_result,
     claim_next_job,
-    complete_job,
     delete_finished_jobs,
-    extend_lease,
-    fail_job,
     insert_job,
     queued_gpu_requirements,
-    release_job,
     request_cancel,
     requeue_expired_leases,
+)
+from padbench.server.queue.leases import (
+    LeaseExtension,
+    cancel_with_partial_result,
+    complete_job,
+    extend_lease,
+    fail_job,
+    release_job,
     resume_lease,
 )
 

@@ -16,15 +16,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
 from padbench.server.db.clock import db_now
-from padbench.server.db.models import GangMember, Job, JobAttempt, JobRequirement
-from padbench.server.queue.jobs import (
-    PLAIN_UPDATE,
-    QUEUED,
-    RUNNING,
-    fits_free_gpus,
-    reaped_values,
-    rowcount,
-)
+from padbench.server.db.models import HELD_BY_GANG, GangMember, Job, JobAttempt, JobRequirement
+from padbench.server.queue.fences import PLAIN_UPDATE, QUEUED, RUNNING, held_by_gang, rowcount
+from padbench.server.queue.jobs import fits_free_gpus, reaped_values
 
 
 @dataclass(frozen=True)
@@ -104,7 +98,7 @@ def start_full_gang(session: Session, job_id: int, *, lease_seconds: float) -> J
     if job is None:
         return None
     session.execute(insert(JobAttempt).values(lease_token=token, job_id=job_id, worker_id=job.worker_id,
-                                              claimed_at=db_now()))
+                                              claimed_at=db_now(), held_by=HELD_BY_GANG))
     session.execute(update(GangMember).where(GangMember.job_id == job_id, GangMember.attempt_token.is_(None))
                     .values(attempt_token=token).execution_options(**PLAIN_UPDATE))
     return job
@@ -155,9 +149,10 @@ def remove_stale_members(session: Session) -> int:
 def requeue_gangs_missing_a_member(session: Session, *, grace_seconds: float) -> int:
     """The gang reaper: a running gang one of whose members (beyond node 0, whose beat is the job's own lease)
     missed its beat by more than `grace_seconds` loses its attempt, as a job whose lease was missed does.
-    Returns how many jobs it moved."""
+    A job across nodes claimed whole by one worker has no members and is never moved here. Returns how many
+    jobs it moved."""
     missed = exists().where(GangMember.job_id == Job.id, GangMember.attempt_token == Job.lease_token,
                             GangMember.node_rank > 0, GangMember.expires_at <= db_now(-grace_seconds))
-    statement = (update(Job).where(Job.status == RUNNING, Job.nodes > 1, missed).values(**reaped_values())
+    statement = (update(Job).where(Job.status == RUNNING, held_by_gang(), missed).values(**reaped_values())
                  .execution_options(**PLAIN_UPDATE))
     return rowcount(session, statement)

@@ -1,6 +1,7 @@
 """/v1/gangs over real HTTP, on SQLite and PostgreSQL: two workers join a job across two nodes, both are told
 the rendezvous (node 0's address and port) and only node 0 the lease; the result comes from whichever member
-ran global rank 0 and is stored once; a submit of nodes on a kind that cannot spread is refused naming it."""
+ran global rank 0 and is stored once; a worker that hands jobs to a scheduler with enough nodes claims the job
+whole instead; a submit of nodes on a kind that cannot spread is refused naming it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import httpx
 
 from padbench.contract.gangs import GangJoined, GangState
 from tests.integration.conftest import LiveServer, result_document
-from tests.integration.test_server_jobs import register, submit
+from tests.integration.test_server_jobs import CPU, claim, register, submit
 
 ACROSS_TWO = {"kind": "padding", "device": "cpu", "dtype": "fp32", "attention": "sdpa", "nodes": 2, "gpus": 2}
 
@@ -74,3 +75,18 @@ def test_nodes_on_a_kind_that_cannot_spread_is_refused_naming_the_field(live_ser
         response = user.post("/v1/jobs", json={"spec": ACROSS_TWO | {"gpus": "all"}})
         assert response.status_code == 422 and "nodes: a job across several workers names its GPUs" in response.text
         assert user.post("/v1/jobs", json={"spec": ACROSS_TWO | {"nodes": 65}}).status_code == 422
+
+
+def test_a_scheduler_worker_with_enough_nodes_claims_the_job_whole_and_reports_it(any_live_server: LiveServer) -> None:
+    with any_live_server.client("submitter") as user, any_live_server.client("worker") as box:
+        job_id = submit(user, ACROSS_TWO)
+        one_node = register(box, "slurm-small", CPU | {"max_nodes": 1})
+        assert claim(box, one_node) is None
+        bad = box.post("/v1/workers", json={"name": "slurm-huge", "capabilities": CPU | {"max_nodes": 65}})
+        assert bad.status_code == 422 and "max_nodes" in bad.text
+        lease = claim(box, register(box, "slurm-two", CPU | {"max_nodes": 2}))
+        assert lease is not None and lease.job.id == job_id and lease.job.worker == "slurm-two"
+        assert join(box, one_node, 29400) is None  # no gang forms for a job that runs
+        report = {"lease_token": lease.lease_token, "result": result_document(ACROSS_TWO)}
+        assert box.post(f"/v1/leases/{job_id}/complete", json=report).status_code == 204
+        assert user.get(f"/v1/jobs/{job_id}").json()["status"] == "succeeded"

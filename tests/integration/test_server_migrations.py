@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from alembic.autogenerate import compare_metadata
-from alembic.migration import MigrationContext
-from sqlalchemy import inspect
+from importlib.resources import as_file, files
 
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.migration import MigrationContext
+from sqlalchemy import insert, inspect, select
+
+from alembic import command
+from padbench.server import queue
+from padbench.server.db.clock import db_now
 from padbench.server.db.engine import Database
-from padbench.server.db.models import Base
+from padbench.server.db.migrate import MIGRATIONS_PACKAGE
+from padbench.server.db.models import HELD_BY_GANG, HELD_BY_WORKER, Base, JobAttempt
 
 
 def test_migrations_match_the_models(queue_db: Database) -> None:
@@ -29,3 +36,27 @@ def test_sqlite_connections_use_wal_busy_timeout_and_foreign_keys(queue_db: Data
         assert pragma("PRAGMA journal_mode").scalar() == "wal"
         assert pragma("PRAGMA foreign_keys").scalar() == 1
         assert pragma("PRAGMA busy_timeout").scalar() == 10_000
+
+
+def migrate(database: Database, action: str, revision: str) -> None:
+    """`alembic upgrade|downgrade REVISION` on the database, as `upgrade_to_head` runs the migrations."""
+    with as_file(files(MIGRATIONS_PACKAGE).joinpath("env.py")) as env_script:
+        config = Config()
+        config.set_main_option("script_location", str(env_script.parent))
+        with database.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            getattr(command, action)(config, revision)
+
+
+def test_attempts_recorded_before_whole_claims_are_a_gangs_exactly_for_jobs_across_nodes(queue_db: Database) -> None:
+    """0008 adds who holds each attempt: before it, only a gang claimed a job across several nodes."""
+    migrate(queue_db, "downgrade", "0007")
+    with queue_db.write.begin() as session:
+        for nodes, token in ((1, "one-node"), (2, "two-nodes")):
+            job_id = queue.insert_job(session, kind="padding", name=None, spec={}, submitter="alice",
+                                      max_attempts=3, requirements=["kind:padding"], nodes=nodes)
+            session.execute(insert(JobAttempt).values(lease_token=token, job_id=job_id, claimed_at=db_now()))
+    migrate(queue_db, "upgrade", "head")
+    with queue_db.read() as session:
+        held = {token: holder for token, holder in session.execute(select(JobAttempt.lease_token, JobAttempt.held_by))}
+    assert held == {"one-node": HELD_BY_WORKER, "two-nodes": HELD_BY_GANG}

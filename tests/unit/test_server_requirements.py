@@ -161,9 +161,22 @@ def test_a_queued_job_waits_with_a_reason_only_when_no_live_worker_owns_enough_g
 
 def test_a_job_across_nodes_waits_for_as_many_live_workers_that_can_run_its_share() -> None:
     across = {"gpus": 2, "nodes": 3}
-    assert waits(across, owning(2, 8, 1)) == "needs 3 workers at once (nodes: 3); 2 live worker(s) can run its share"
+    assert waits(across, owning(2, 8, 1)) == (
+        "needs 3 workers at once (nodes: 3); 2 live worker(s) can run its share, or a worker handing jobs to a "
+        "scheduler with 3 nodes (padbench worker --slurm) could take it whole")
     assert waits(across, owning(2, 2, 4)) is None
     assert waits(across | {"device": "cpu"}, owning(0, 0, 0)) is None  # CPU workers run the ranks as processes
+
+
+def test_a_job_across_nodes_is_taken_whole_by_a_live_scheduler_worker_with_as_many_nodes() -> None:
+    across = {"gpus": 2, "nodes": 3}
+    slurm_of = [worker.model_copy(update={"max_nodes": nodes})
+                for worker, nodes in zip(owning(2, 2), (3, 2), strict=True)]
+    assert waits(across, slurm_of[:1]) is None
+    # A scheduler worker with too few nodes joins no gang: it counts neither whole nor as a share.
+    assert waits(across, [slurm_of[1], *owning(2, 2)]) == (
+        "needs 3 workers at once (nodes: 3); 2 live worker(s) can run its share, or a worker handing jobs to a "
+        "scheduler with 3 nodes (padbench worker --slurm) could take it whole")
 
 
 def test_a_labelled_job_waits_for_a_live_worker_carrying_every_label_with_enough_gpus() -> None:

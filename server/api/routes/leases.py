@@ -115,8 +115,10 @@ def claimant(session: Session, body: LeaseRequest, settings: Settings,
              responses={204: {"description": "No queued job this worker can run"}, **error_responses(404)})
 def claim(body: LeaseRequest, session: SessionDep, settings: SettingsDep, principal: WorkerAuth) -> LeaseOut | Response:
     worker, offered, owned, free = claimant(session, body, settings, principal)
+    # A worker that hands jobs to a scheduler claims a job across nodes whole; a plain worker (1) joins gangs.
+    max_nodes = Capabilities.model_validate(worker.capabilities).max_nodes
     job = queue.claim_next_job(session, worker_id=worker.id, offered=offered, lease_seconds=settings.lease_seconds,
-                               gpus_owned=owned, gpus_free=free)
+                               gpus_owned=owned, gpus_free=free, max_nodes=max_nodes)
     if job is None:
         return Response(status_code=status.HTTP_204_NO_CONTENT)
     assert job.lease_token is not None and job.lease_expires_at is not None  # set by the claim
