@@ -1,7 +1,8 @@
 """`padbench worker --slurm` against a real Slurm (slurmctld + slurmd on this host, see slurm_cluster.py): a job
-claimed from a real server on loopback runs as a Slurm job to its verdict, a cancel on the server reaches the
-Slurm job as scancel, the two nodes of a job across nodes meet at the first one's rendezvous as Slurm tells
-them to, and a host without Slurm refuses to start the worker."""
+claimed from a real server on loopback runs as a Slurm job to its verdict, a job across two nodes stays queued
+for a worker whose partition has one node, a cancel on the server reaches the Slurm job as scancel, the two nodes
+of a job across nodes meet at the first one's rendezvous as Slurm tells them to, and a host without Slurm refuses
+to start the worker."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from padbench.client.api import PadbenchClient
 from padbench.client.demo import background, padbench_command
 from padbench.contract.api import JobOut, JobStatus
 from padbench.contract.kinds import parse_job_spec
@@ -55,9 +57,13 @@ def verdict(server: LiveServer, job_id: int, worker: Worker, cluster: SlurmClust
 
 @pytest.mark.slow
 def test_a_job_runs_on_slurm_to_its_verdict_and_a_cancel_reaches_scancel(
-    live_server: LiveServer, slurm_cluster: SlurmCluster
+    live_server: LiveServer, slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
     with slurm_worker(live_server, slurm_cluster, "slurm") as worker, live_server.client() as client:
+        # Older than the one-node job, so the claim would take it first if the worker could: its partition
+        # has one node, which is what the worker tells the server, and it joins no gang.
+        across_id = client.submit(QUICK | {"nodes": 2, "gpus": 1}).id
         job_id = client.submit(QUICK).id
         done = verdict(live_server, job_id, worker, slurm_cluster)
         assert done.status is JobStatus.succeeded, f"{done.error}\n{worker.log_text()}\n{slurm_cluster.logs()}"
@@ -69,6 +75,13 @@ def test_a_job_runs_on_slurm_to_its_verdict_and_a_cancel_reaches_scancel(
         assert slurm_jobs_of(slurm_cluster, done.id) == ["COMPLETED"]
         # What the worker offered the server, a node of the partition said, through srun, at the worker's start.
         assert [job.split()[1] for job in slurm_cluster.jobs() if job.endswith(" padbench-detect")] == ["COMPLETED"]
+        with PadbenchClient(live_server.url, live_server.tokens.viewer) as viewer:
+            registered = [each for each in viewer.workers() if each.name == "slurm"]
+        assert [each.capabilities.max_nodes for each in registered] == [slurm.partition_nodes(None)] == [1]
+        across = client.job(across_id)
+        assert across.status is JobStatus.queued and not slurm_jobs_of(slurm_cluster, across_id)
+        assert across.waiting_reason is not None and "scheduler with 2 nodes" in across.waiting_reason
+        client.cancel(across_id)
 
         long_id = client.submit(LONG).id
         # Progress that padbench-rank wrote on the node, carried by the worker's heartbeats.

@@ -1,6 +1,7 @@
 """The batch script `padbench worker --slurm` submits: one padbench-rank task per node, GPUs asked for only when
 the job holds some, CPUs otherwise, and Slurm's time limit past the job's own; and a job directory that cannot be
-written fails the run rather than the worker. (The real scheduler runs jobs in test_slurm_worker.py.)"""
+written fails the run rather than the worker; the nodes one job may span in a partition, read from sinfo's lines.
+(The real scheduler runs jobs in test_slurm_worker.py.)"""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from padbench.contract.kinds import parse_job_spec
 from padbench.worker.runtime.jobdir import JobDirectory
+from padbench.worker.supervisor import slurm
 from padbench.worker.supervisor.backend import JobRun
 from padbench.worker.supervisor.slurm_backend import SlurmBackend, SlurmOptions, batch_script, rank_command
 from tests.acceptance.specs import QUICK
@@ -50,3 +52,14 @@ def test_a_job_directory_that_cannot_be_written_fails_the_run_without_raising(tm
     report = backend.run(job_run(()))
     assert report.outcome == "error"
     assert report.error is not None and report.error.startswith("could not write the job's directory")
+
+
+def test_the_nodes_a_job_may_span_are_the_partitions_bounded_by_its_largest_job() -> None:
+    """sinfo --Node --format=%N|%P|%s: a node once per partition (and per state), `*` on the default one."""
+    listed = "\n".join(["gpu-1|h100*|1-infinite", "gpu-2|h100*|1-infinite", "gpu-2|h100*|1-infinite",
+                        "gpu-3|h100*|1-infinite", "gpu-1|debug|1-2", "gpu-2|debug|1-2", "gpu-3|debug|1-2",
+                        "cpu-1|cpu|1-infinite"])
+    assert slurm.job_span(listed, "h100") == slurm.job_span(listed, None) == 3
+    assert slurm.job_span(listed, "debug") == 2  # MaxNodes=2
+    assert slurm.job_span(listed, "cpu") == 1
+    assert slurm.job_span("", None) == 1  # no default partition: jobs across nodes are left to others

@@ -3,7 +3,8 @@
 The worker runs on a host that can submit (a login node) and hands each job it claims to Slurm. It refuses to
 start where Slurm is not installed or its controller does not answer. What it tells the server it can run is
 what a node of its partition runs: `padbench-rank --capabilities` is run there once, through `srun`, with the
-node's GPUs (GRES `gpu`) or CPUs — the login node may have no GPU at all.
+node's GPUs (GRES `gpu`) or CPUs — the login node may have no GPU at all — and how many nodes one job may span
+in the partition (`sinfo`), the most nodes of a job it claims whole.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import threading
 from pathlib import Path
 
 from padbench.contract.api import Capabilities
+from padbench.contract.parallel import MAX_NODES
 from padbench.worker.runtime.settings import WorkerSettings
 from padbench.worker.supervisor import slurm
 from padbench.worker.supervisor.slurm_backend import SlurmOptions, job_environment, rank_command
@@ -59,11 +61,14 @@ def slurm_options(args: argparse.Namespace, settings: WorkerSettings) -> SlurmOp
     except OSError as error:
         raise SlurmStartRefused(f"--slurm-dir {directory}: cannot be created ({error.strerror})") from None
     return SlurmOptions(directory=directory.resolve(), partition=args.slurm_partition,
-                        sbatch_args=tuple(args.slurm_args), cpus_per_node=shape.cpus, gpus_per_node=shape.gpus)
+                        sbatch_args=tuple(args.slurm_args), cpus_per_node=shape.cpus, gpus_per_node=shape.gpus,
+                        nodes=shape.nodes)
 
 
 def node_capabilities(options: SlurmOptions, stop: threading.Event) -> tuple[Capabilities, float]:
-    """What a node of the partition runs, and its CPU's matrix-multiply rate (FLOP/s), asked on the node."""
+    """What a node of the partition runs, and its CPU's matrix-multiply rate (FLOP/s), asked on the node; the
+    capabilities say too how many nodes one job may span in the partition (`max_nodes`), so the server hands
+    the worker a `nodes: M` job whole when the partition has M nodes (Slurm places them)."""
     resources = (f"--gres=gpu:{options.gpus_per_node}" if options.gpus_per_node
                  else f"--cpus-per-task={options.cpus_per_node}")
     command = ["srun", "--nodes=1", "--ntasks=1", f"--time={DETECT_TIME_LIMIT_MINUTES}", "--job-name=padbench-detect",
@@ -86,6 +91,8 @@ def node_capabilities(options: SlurmOptions, stop: threading.Event) -> tuple[Cap
                                 f"{said[-1] if said else 'no output'}")
     try:
         document = json.loads(lines[-1])
-        return Capabilities.model_validate(document["capabilities"]), float(document["cpu_matmul_flops"])
+        capabilities = Capabilities.model_validate(document["capabilities"])
+        flops = float(document["cpu_matmul_flops"])
     except (ValueError, KeyError, TypeError) as error:
         raise SlurmStartRefused(f"padbench-rank --capabilities printed no capabilities ({error})") from None
+    return capabilities.model_copy(update={"max_nodes": min(options.nodes, MAX_NODES)}), flops

@@ -71,10 +71,12 @@ def check_available(partition: str | None) -> None:
 
 @dataclass(frozen=True)
 class NodeShape:
-    """What one node of the partition offers a job: its CPUs and GPUs (the smallest node's, so any fits)."""
+    """What one node of the partition offers a job: its CPUs and GPUs (the smallest node's, so any fits), and
+    how many nodes one job may span there."""
 
     cpus: int
     gpus: int
+    nodes: int = 1
 
 
 _GPU_GRES = re.compile(r"gpu(?::[^:(,]+)?:(\d+)")
@@ -88,7 +90,27 @@ def node_shape(partition: str | None) -> NodeShape:
         raise SlurmError(f"sinfo lists no nodes{f' in partition {partition}' if partition else ''}")
     cpus = min(int(re.sub(r"\D.*", "", cpu) or 1) for cpu, _ in rows)
     gpus = min(sum(int(count) for count in _GPU_GRES.findall(gres)) for _, gres in rows)
-    return NodeShape(cpus=cpus, gpus=gpus)
+    return NodeShape(cpus=cpus, gpus=gpus, nodes=partition_nodes(partition))
+
+
+def partition_nodes(partition: str | None) -> int:
+    """How many nodes one job may span in `partition` (None: the cluster's default one, marked `*` by sinfo):
+    its nodes, bounded by its largest job size (MaxNodes, `%s` printed as `MIN-MAX`); at least 1."""
+    return job_span(run_command("sinfo", "--noheader", "--Node", "--format=%N|%P|%s"), partition)
+
+
+def job_span(listed: str, partition: str | None) -> int:
+    """`partition_nodes` from sinfo's `NODE|PARTITION|JOB_SIZE` lines (one per node and partition)."""
+    names: set[str] = set()
+    largest_job: int | None = None
+    for line in listed.splitlines():
+        name, listed_partition, job_size = [*line.split("|"), "", ""][:3]
+        chosen = listed_partition.rstrip("*") == partition if partition else listed_partition.endswith("*")
+        if chosen:
+            names.add(name)
+            most = job_size.rpartition("-")[2]
+            largest_job = int(most) if most.isdigit() else largest_job  # `infinite`: no bound
+    return max(1, min(len(names), largest_job) if largest_job is not None else len(names))
 
 
 def submit(script: Path, env: dict[str, str]) -> str:

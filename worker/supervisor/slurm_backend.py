@@ -52,6 +52,7 @@ class SlurmOptions:
     sbatch_args: tuple[str, ...] = ()  # passed to sbatch as they are (--account, --qos, --constraint, …)
     cpus_per_node: int = 1  # what a job on the CPU asks for on each node
     gpus_per_node: int = 0  # the GPUs (GRES `gpu`) of each node: what the worker offers the server
+    nodes: int = 1  # the most nodes one job spans in the partition: the `nodes: M` jobs the worker claims whole
     poll_s: float = 1.0
 
 
