@@ -259,8 +259,8 @@ class NodeRun(ResultSection):
 
 class Interconnect(ResultSection):
     """What the ranks' links were seen to do: a timed all-reduce over the job's own process group at its start,
-    and what the collective library says of itself. NCCL's chosen transport (NVLink, InfiniBand, sockets) is
-    only printed by NCCL_DEBUG, so it is not claimed here: `across_hosts` says whether the group spans hosts."""
+    and what the collective library says of itself: NCCL's version and the transports it set its channels up
+    over, as its own log names them (read where the user left NCCL_DEBUG unset; empty otherwise, never guessed)."""
 
     backend: Literal["nccl", "gloo"]
     nccl_version: Annotated[str, Field(max_length=40)] | None = None  # the NCCL torch carries; None on gloo
@@ -270,3 +270,7 @@ class Interconnect(ResultSection):
     all_reduce_seconds: Annotated[float, Field(gt=0)]  # median of the timed all-reduces, slowest rank's
     # nccl-tests' bus bandwidth: bytes × 2(n-1)/n over the time, comparable across group sizes.
     all_reduce_bus_gbps: Annotated[float, Field(ge=0)]
+    # NCCL's channel transports over all ranks: `P2P/CUMEM` (NVLink or PCIe between GPUs of a host), `SHM`
+    # (through host memory), `NET/IB` or `NET/Socket` (between hosts); and the network plugin it loaded.
+    nccl_transports: Annotated[list[Annotated[str, Field(max_length=40)]], Field(max_length=8)] = []
+    nccl_network: Annotated[str, Field(max_length=40)] | None = None

@@ -37,8 +37,10 @@ def _link_lines(run: ParallelRun) -> list[str]:
         return []
     library = f"NCCL {link.nccl_version}" if link.nccl_version else link.backend
     spans = f"across {link.hosts} hosts" if link.across_hosts else "on one host"
-    return [f"  links: {library} {spans}, all-reduce of {link.all_reduce_bytes / 2**20:.0f} MiB per rank in "
-            f"{link.all_reduce_seconds * 1e3:.1f} ms: {link.all_reduce_bus_gbps:.2f} GB/s bus bandwidth"]
+    via = f", channels via {', '.join(link.nccl_transports)}" if link.nccl_transports else ""
+    network = f" (network {link.nccl_network})" if link.nccl_network else ""
+    return [f"  links: {library} {spans}{via}{network}, all-reduce of {link.all_reduce_bytes / 2**20:.0f} MiB per "
+            f"rank in {link.all_reduce_seconds * 1e3:.1f} ms: {link.all_reduce_bus_gbps:.2f} GB/s bus bandwidth"]
 
 
 def _overlap(run: ParallelRun) -> str:

@@ -3,12 +3,13 @@ timed all-reduce over the job's own process group, measured as it starts.
 
 The all-reduce is what the ranks' collectives do every step (FSDP2's reduce-scatter and all-gather move the
 same bytes per rank), timed on the slowest rank, and stated as nccl-tests' bus bandwidth so that groups of
-different sizes compare. Which transport NCCL chose (NVLink, InfiniBand, sockets) is only printed with
-NCCL_DEBUG and is not claimed: the result says whether the group spans hosts, and how fast it moved bytes.
+different sizes compare. Which transports NCCL chose (NVLink or PCIe, host memory, InfiniBand, sockets) is read
+from its own log of the channels it set up (`nccl_log`), beside whether the group spans hosts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import statistics
@@ -18,6 +19,7 @@ import torch
 import torch.distributed as dist
 
 from padbench.contract.parallel import Interconnect, NodeRun, ParallelRun
+from padbench.worker.engine.parallel.nccl_log import LOG_FILE_VARIABLE, merged, transports_seen
 from padbench.worker.engine.parallel.ranks import Backend, Ranks
 
 # Bytes each rank contributes: large enough that the time is the links' and not the call's (NCCL reaches its
@@ -61,9 +63,20 @@ def measure_interconnect(ranks: Ranks, device: torch.device, backend: Backend, h
         seconds.append(time.perf_counter() - start)
     slowest = max(statistics.median(times) for times in ranks.gather(seconds))
     bus_bytes = size * 2 * (ranks.world - 1) / ranks.world
+    seen = merged(ranks.gather(transports_seen())) if backend == "nccl" else None
+    _forget_nccl_log()
     return Interconnect(backend=backend, nccl_version=_nccl_version() if backend == "nccl" else None, hosts=hosts,
                         across_hosts=hosts > 1, all_reduce_bytes=size, all_reduce_seconds=slowest,
-                        all_reduce_bus_gbps=bus_bytes / slowest / 1e9)
+                        all_reduce_bus_gbps=bus_bytes / slowest / 1e9,
+                        nccl_transports=seen.transports if seen else [], nccl_network=seen.network if seen else None)
+
+
+def _forget_nccl_log() -> None:
+    """Remove this rank's NCCL log once read (NCCL keeps writing to the open file; nothing else reads it)."""
+    path = os.environ.get(LOG_FILE_VARIABLE)
+    if path:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _synchronize(device: torch.device) -> None:

@@ -17,6 +17,8 @@ from typing import Any, Literal
 import torch
 import torch.distributed as dist
 
+from padbench.worker.engine.parallel.nccl_log import ask_for_log
+
 Backend = Literal["nccl", "gloo"]
 
 
@@ -54,6 +56,7 @@ class Ranks:
         backend: Backend = "nccl" if device.type == "cuda" else "gloo"
         if device.type == "cuda":
             torch.cuda.set_device(device)
+            ask_for_log(self.rank)  # NCCL names the transports it chose only in its log
         if not dist.is_initialized():
             dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s),
                                     device_id=device if device.type == "cuda" else None)
