@@ -75,6 +75,8 @@ def test_check_exits_1_naming_the_slower_row_and_0_within_noise(any_live_server:
            "(95% interval" in out
     code, out, _ = cli("baseline", "check", str(steady), "--against", "main")
     assert code == 0 and f"job {steady}: within noise of baseline 'main' (job {base}) on 2 rows" in out
+    code, out, _ = cli("check", str(slower), "--against", "main")  # the gate spelled as `padbench check`
+    assert code == 1 and "1 of 2 rows slower than baseline 'main' beyond noise" in out
     code, out, _ = cli("baseline", "check", str(slower), "--against", "main", "--tolerance", "0.25", "--format", "json")
     assert code == 0 and json.loads(out)["regressed"] is False
     code, out, _ = cli("baseline", "list")

@@ -17,8 +17,9 @@ from padbench.specfile import SpecError, load_spec
 
 
 def add_check_command(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("check", help="say what a job spec would build and run here, without running it",
-                                   description=__doc__)
+    parser = subparsers.add_parser("check", help="say what a job spec would build and run here, without running it "
+                                   "(`padbench check ID --against NAME`: the regression gate, as `padbench baseline "
+                                   "check`)", description=__doc__)
     parser.add_argument("spec", metavar="SPEC.yaml", help="a job spec (YAML or JSON)")
     parser.set_defaults(handler=check_command)
 
