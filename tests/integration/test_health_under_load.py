@@ -2,18 +2,26 @@
 
 The server runs with one place in its read lane and many more pollers than that, back to back: every
 poll waits in the read lane's line, behind all the others (its median wait is the line's length times a
-poll's time). Health checks have their own lane, so they wait for nothing but their own work: their p99
-stays within 100 ms, whatever the line. The gap is structural (a line of ~100 against no line), so the
-bound is far from both sides even on a busy machine.
+poll's time). Health checks have their own lane, so they wait for nothing but their own work: their p95
+stays within 100 ms, whatever the line. The gap is structural (a line of ~100 against no line).
+
+The pollers run in a process of their own: sharing the sampler's interpreter, they would hold its GIL for
+up to a switch interval (5 ms) at each of a request's steps, and the sampler would time its own waits. The
+bound is on the p95 of 100 samples, not the maximum, because a two-core host running PostgreSQL, the
+server and the pollers now and then deschedules one process for most of a second (seen once in a CI run:
+one `/livez` of 0.8 s among fast ones); a health check that waited in the line would miss it on every
+sample.
 """
 
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import statistics
-import threading
 import time
 from collections.abc import Iterator
+from multiprocessing.sharedctypes import Synchronized
+from multiprocessing.synchronize import Event
 from pathlib import Path
 
 import httpx
@@ -24,8 +32,8 @@ from tests.integration.conftest import empty_postgres, postgres_database  # noqa
 
 pytestmark = pytest.mark.slow
 POLLERS = 100
-HEALTH_SAMPLES = 60  # of each of /healthz and /livez
-HEALTH_P99_S = 0.1
+HEALTH_SAMPLES = 100  # of each of /healthz and /livez
+HEALTH_P95_S = 0.1
 SMALL_LANES = {"PADBENCH_LANE_READ": "1", "PADBENCH_LANE_WRITE": "1", "PADBENCH_LANE_WORKER": "1",
                "PADBENCH_LANE_HEALTH": "2", "PADBENCH_LANE_MAX_WAIT_SECONDS": "120",
                "PADBENCH_LANE_MAX_QUEUE": "10000"}
@@ -42,19 +50,27 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LiveServe
         yield live
 
 
-async def poll_until(server: LiveServer, stop: threading.Event, waits: list[float]) -> None:
-    headers = {"Authorization": f"Bearer {server.tokens.admin}"}
-    limits = httpx.Limits(max_connections=POLLERS * 2)
-    async with httpx.AsyncClient(base_url=server.url, headers=headers, timeout=120, limits=limits) as http:
+def poll_until(url: str, token: str, stop: Event, answered: Synchronized, median: Synchronized) -> None:
+    """The pollers' process: POLLERS clients polling `/v1/jobs` back to back until `stop` is set."""
+    waits: list[float] = []
 
-        async def poller() -> None:
-            while not stop.is_set():
-                started = time.perf_counter()
-                response = await http.get("/v1/jobs")
-                assert response.status_code == 200, response.text
-                waits.append(time.perf_counter() - started)
+    async def poll_all() -> None:
+        limits = httpx.Limits(max_connections=POLLERS * 2)
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120, limits=limits) as http:
 
-        await asyncio.gather(*(poller() for _ in range(POLLERS)))
+            async def poller() -> None:
+                while not stop.is_set():
+                    started = time.perf_counter()
+                    response = await http.get("/v1/jobs")
+                    response.raise_for_status()
+                    waits.append(time.perf_counter() - started)
+                    answered.value = len(waits)
+
+            await asyncio.gather(*(poller() for _ in range(POLLERS)))
+
+    asyncio.run(poll_all())
+    median.value = statistics.median(waits)
 
 
 def sample_health(server: LiveServer) -> dict[str, list[float]]:
@@ -70,23 +86,24 @@ def sample_health(server: LiveServer) -> dict[str, list[float]]:
     return seconds
 
 
-def p99(values: list[float]) -> float:
-    return statistics.quantiles(values, n=100)[98]
+def p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[94]
 
 
 def test_health_checks_stay_fast_while_pollers_saturate_the_read_lane(server: LiveServer) -> None:
-    stop, poll_waits = threading.Event(), []
-    pollers = threading.Thread(target=lambda: asyncio.run(poll_until(server, stop, poll_waits)))
+    spawn = multiprocessing.get_context("spawn")
+    stop, answered, median = spawn.Event(), spawn.Value("i", 0), spawn.Value("d", 0.0)
+    pollers = spawn.Process(target=poll_until, args=(server.url, server.tokens.admin, stop, answered, median))
     pollers.start()
     try:
-        while len(poll_waits) < POLLERS:  # every poller has been answered once: the line is formed
+        while answered.value < POLLERS:  # every poller has been answered once: the line is formed
             assert pollers.is_alive(), "the pollers stopped"
             time.sleep(0.1)
         health = sample_health(server)
     finally:
         stop.set()
         pollers.join(timeout=180)
-    poll_median = statistics.median(poll_waits)
+    assert pollers.exitcode == 0, "the pollers failed"
     for path, taken in health.items():
-        assert p99(taken) <= HEALTH_P99_S, f"{path}: p99 {p99(taken):.3f} s, the pollers' median {poll_median:.3f} s"
-    assert poll_median > HEALTH_P99_S, f"the pollers were not held in line (median {poll_median:.3f} s)"
+        assert p95(taken) <= HEALTH_P95_S, f"{path}: p95 {p95(taken):.3f} s, the pollers' median {median.value:.3f} s"
+    assert median.value > HEALTH_P95_S, f"the pollers were not held in line (median {median.value:.3f} s)"
