@@ -21,46 +21,29 @@ from padbench.kinds.generate.verdict import (
     table_order,
     winner,
 )
-from padbench.report.efficiency import dollars, priced_as, rate_cost
+from padbench.report.cost_verdict import RowCosts
+from padbench.report.efficiency import priced_as, rate_cost
 from padbench.report.kind import Verdict
-from padbench.report.noise import compact_rate, is_excluded, within_noise
-from padbench.report.ranking import CHEAPEST_REASON, cost_ratio_interval
-
-UNIT = "per million output tokens"
+from padbench.report.noise import is_excluded, within_noise
 
 
-def _cost(result: GenerateResult, row: GenerateRow) -> str:
-    cost = rate_cost(result, row.output_tokens_per_s)
-    return "no cost" if cost is None else dollars(cost)
-
-
-def _versus(result: GenerateResult, top: GenerateRow, base: GenerateRow, name: str) -> str:
-    """`0.42× static's cost (static / sdpa-kvcache at batch 16: $1.204), 95% interval 0.40–0.44×`."""
-    assert top.output_tokens_per_s and base.output_tokens_per_s
-    return (f"{base.output_tokens_per_s / top.output_tokens_per_s:.2f}× {name}'s cost ({describe(base)}: "
-            f"{_cost(result, base)})" + cost_ratio_interval(top, base))
+def _costs(result: GenerateResult) -> RowCosts[GenerateRow]:
+    return RowCosts(result, rate=lambda row: row.output_tokens_per_s, describe=describe,
+                    unit="per million output tokens", rate_unit="output tokens/s")
 
 
 def _context_lines(result: GenerateResult, rows: Sequence[GenerateRow], where: str) -> list[str]:
     ranked = candidates(rows)
     if not ranked:
         return [f"verdict by cost{where}: none — no strategy row was validly measured"]
-    top = ranked[0]
+    costs, top = _costs(result), ranked[0]
     tied = [row for row in ranked[1:] if within_noise(top, row)]
     if tied:
-        names = ", ".join(f"{describe(row)} ({_cost(result, row)})" for row in tied)
-        return [f"verdict by cost{where}: within noise — {describe(top)} ({_cost(result, top)} {UNIT}), {names}: "
-                + CHEAPEST_REASON]
-    lines = [f"verdict by cost{where}: cheapest {describe(top)}: {_cost(result, top)} {UNIT} "
-             f"({compact_rate(top.output_tokens_per_s or 0.0)} output tokens/s)"]
-    if len(ranked) > 1 and ranked[1].strategy != "static":
-        lines.append(f"  margin: {_versus(result, top, ranked[1], 'the runner-up')}")
-    statics = [row for row in ranked if row.strategy == "static"]
-    if top.strategy != "static" and statics:
-        lines.append(f"  saving: {_versus(result, top, statics[0], 'static')}")
+        return [costs.within_noise_line(top, tied, where)]
+    lines = [costs.cheapest_line(top, where), *costs.comparisons(ranked)]
     reference = fastest_reference(rows)
     if reference is not None:
-        lines.append(f"  vs the fastest reference: {_versus(result, top, reference, 'the reference')}")
+        lines.append(f"  vs the fastest reference: {costs.versus(top, reference, 'the reference')}")
     return lines
 
 
@@ -83,7 +66,7 @@ def cost_summary(result: GenerateResult) -> str | None:
     top = winner(result)
     if top is None or summary(result) is None or "within noise" in (summary(result) or ""):
         return summary(result)
-    return f"{row_label(top)} / {top.kernel}: {_cost(result, top)}/M output tokens"
+    return f"{row_label(top)} / {top.kernel}: {_costs(result).cost(top)}/M output tokens"
 
 
 def generate_cost_verdict(result: GenerateResult) -> Verdict | None:

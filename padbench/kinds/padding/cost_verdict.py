@@ -19,22 +19,16 @@ from padbench.kinds.padding.verdict import (
     verdict_lines,
     winner,
 )
-from padbench.report.efficiency import dollars, priced_as, rate_cost
+from padbench.report.cost_verdict import RowCosts
+from padbench.report.efficiency import priced_as, rate_cost
 from padbench.report.kind import Verdict
-from padbench.report.noise import compact_rate, is_excluded
-from padbench.report.ranking import CHEAPEST_REASON, cost_ratio_interval
+from padbench.report.noise import is_excluded
 
 
-def _cost(result: PaddingResult, row: StrategyResult) -> str:
-    cost = rate_cost(result, row.tokens_per_s, row.scaling.gpus if row.scaling else None)
-    return "no cost" if cost is None else dollars(cost)
-
-
-def _versus(result: PaddingResult, top: StrategyResult, base: StrategyResult, name: str) -> str:
-    """`0.80× the runner-up's cost (dynamic / sdpa at batch 8: $0.3412), 95% interval 0.77–0.83×`."""
-    assert top.tokens_per_s and base.tokens_per_s
-    return (f"{base.tokens_per_s / top.tokens_per_s:.2f}× {name}'s cost ({describe(base)}: {_cost(result, base)})"
-            + cost_ratio_interval(top, base))
+def _costs(result: PaddingResult) -> RowCosts[StrategyResult]:
+    """A scaling axis row is priced on its own GPU count."""
+    return RowCosts(result, rate=lambda row: row.tokens_per_s, describe=describe, unit="per million tokens",
+                    rate_unit="tokens/s", gpus=lambda row: row.scaling.gpus if row.scaling else None)
 
 
 def cost_verdict_lines(result: PaddingResult) -> list[str] | None:
@@ -44,19 +38,9 @@ def cost_verdict_lines(result: PaddingResult) -> list[str] | None:
     ranked = candidates(result)
     if not ranked:  # no row to price: the speed verdict says why
         return verdict_lines(result)
-    top, tied = ranked[0], tied_with_top(ranked)
-    if tied:
-        names = ", ".join(f"{describe(row)} ({_cost(result, row)})" for row in tied)
-        lines = [f"verdict by cost: within noise — {describe(top)} ({_cost(result, top)} per million tokens), "
-                 f"{names}: {CHEAPEST_REASON}"]
-    else:
-        lines = [f"verdict by cost: cheapest {describe(top)}: {_cost(result, top)} per million tokens "
-                 f"({compact_rate(top.tokens_per_s or 0.0)} tokens/s)"]
-        if len(ranked) > 1 and ranked[1].strategy != "static":  # a static runner-up's ratio follows anyway
-            lines.append(f"  margin: {_versus(result, top, ranked[1], 'the runner-up')}")
-    statics = [row for row in ranked if row.strategy == "static"]
-    if top.strategy != "static" and statics:
-        lines.append(f"  saving: {_versus(result, top, statics[0], 'static')}")
+    costs, top, tied = _costs(result), ranked[0], tied_with_top(ranked)
+    lines = [costs.within_noise_line(top, tied) if tied else costs.cheapest_line(top),
+             *costs.comparisons(ranked, margin=not tied)]  # static's ratio even where the top rows are tied
     lines.append(f"  priced at {priced_as(result)}, every row on the same GPUs: the cheapest row is the fastest")
     if top.spread is None:
         lines.append("  one repeat per row: no interval; measurement.repeats ≥ 2 gives one")
@@ -71,7 +55,7 @@ def cost_summary(result: PaddingResult) -> str | None:
     ranked = candidates(result)
     if not ranked or tied_with_top(ranked):
         return summary(result)
-    return f"{ranked[0].label} / {compare_kernel(ranked[0])}: {_cost(result, ranked[0])}/M tokens"
+    return f"{ranked[0].label} / {compare_kernel(ranked[0])}: {_costs(result).cost(ranked[0])}/M tokens"
 
 
 def padding_cost_verdict(result: PaddingResult) -> Verdict | None:
