@@ -39,6 +39,8 @@ STATUS_VALUES = ", ".join(f"'{status.value}'" for status in JobStatus)
 # Who holds an attempt: one worker (any one-node job, and a job across nodes claimed whole by a worker that
 # hands it to a scheduler, which places the nodes), or a gang of workers, one per node.
 HELD_BY_WORKER, HELD_BY_GANG = "worker", "gang"
+# A gang member with no attempt yet: it belongs to the job's forming gang.
+FORMING_MEMBER = text("attempt_token IS NULL")
 
 
 class Base(DeclarativeBase):
@@ -143,13 +145,18 @@ class GangMember(Base):
     A member joins a queued job, holding its GPUs, and beats its membership while the gang forms; the job
     starts (one attempt, one lease, held by node 0) when `nodes` members hold it. `attempt_token` is that
     lease's token, set on every member as the job starts: a member whose attempt_token is not the job's
-    current lease belongs to an attempt that ended. Node 0's address and port are the gang's rendezvous.
+    current lease belongs to an attempt that ended. Such a member stays until the job can take no result
+    any more: it records who ran that attempt, and its token still reports that attempt's late result.
+    Node 0's address and port are the gang's rendezvous.
     """
 
     __tablename__ = "gang_members"
     __table_args__ = (
         # Node ranks are handed out in join order; two racing joiners get the same rank and one is refused.
-        UniqueConstraint("job_id", "node_rank", name="uq_gang_members_job_id_node_rank"),
+        # Only the forming gang's ranks are unique: the members of the job's ended attempts stay (they record
+        # who ran each one, whose late result is still taken) while a new gang takes ranks from 0 again.
+        Index("uq_gang_members_forming_job_id_node_rank", "job_id", "node_rank", unique=True,
+              sqlite_where=FORMING_MEMBER, postgresql_where=FORMING_MEMBER),
         Index("ix_gang_members_worker_id", "worker_id"),
     )
 

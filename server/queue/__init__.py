@@ -34,15 +34,20 @@ Rules the statements keep (after procrastinate and Oban):
   claim is one worker's, heartbeats, reports, fails, releases and resumes exactly as a one-node job's, and
   none of the gang's paths below (members lost, a failure requeued) touch it. A forming gang whose job is
   claimed whole meanwhile is stale: its members learn it at their next beat.
-- A gang: a worker joins it with one INSERT that takes the next node rank in join order and is refused
-  (ON CONFLICT DO NOTHING on the job and node rank) when another joiner took that rank first, so a full gang
-  never takes a member more. The job stays queued while the gang forms; the join that makes it full starts
-  it (one UPDATE, one attempt recorded as the gang's, one lease held by node 0). Members beat their
-  membership, fenced by their member token; a gang that is not full within the admin's bound
-  (PADBENCH_GANG_FORM_SECONDS), or one of whose forming members missed its beat past the grace, is dissolved
-  whole, so no worker holds GPUs waiting forever. A member of a running gang that misses its beat past the
-  grace takes the attempt with it (the reaper's rules: requeued, or failed with no attempt left), and the
-  other members learn it at their next beat (409).
+- A gang: a worker joins it with one INSERT that takes the next node rank in join order and is refused (ON
+  CONFLICT DO NOTHING on the job and node rank, unique among the forming gang's members) when another joiner
+  took that rank first, so a full gang never takes a member more. The job stays queued while the gang forms;
+  the join that makes it full starts it (one UPDATE, one attempt recorded as the gang's, one lease held by
+  node 0). Members beat their membership, fenced by their member token; a gang that is not full within the
+  admin's bound (PADBENCH_GANG_FORM_SECONDS), or one of whose forming members missed its beat past the grace,
+  is dissolved whole, so no worker holds GPUs waiting forever. A member of a running gang that misses its beat
+  past the grace takes the attempt with it (the reaper's rules: requeued, or failed with no attempt left), and
+  the other members learn it at their next beat (409). The members of an attempt that ended stay while the job
+  can still take a result (they record who ran it), and are removed once it cannot (succeeded, cancelled,
+  failed otherwise than by its last lease expiring) or with the job; the forming gang of a job that left the
+  queue is removed. The gang's result comes from the member whose node ran global rank 0, under its member
+  token, which stands for its attempt's lease: the result rule above applies to it unchanged, so a late result
+  of an ended attempt is taken while no result came first.
 """
 
 from padbench.server.queue.fences import FINISHED, LEASE_EXPIRED_ERROR

@@ -1,8 +1,12 @@
 """A job across several workers, held by a gang: join, start when full, beat, leave, dissolve and reap.
 
 A member is live while it belongs to the job's forming gang (no attempt yet, the job queued) or to the
-job's running attempt (its attempt token is the job's lease); every other member is stale and is removed.
-The rules are in the package's docstring (`padbench.server.queue`).
+job's running attempt (its attempt token is the job's lease). A member of an attempt that ended (requeued,
+or failed by the reaper) is no longer live but stays while the job can still take a result: it records who
+ran that attempt, and its token reports that attempt's late result as a lease's would. So every statement
+about a forming gang counts only the members without an attempt, and one about a running attempt only that
+attempt's members. A forming gang's member whose job left the queue, and any member of a job that can take
+no result any more, is stale and is removed. The rules are in the package's docstring (`padbench.server.queue`).
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, aliased
 
 from padbench.server.db.clock import db_now
-from padbench.server.db.models import HELD_BY_GANG, GangMember, Job, JobAttempt, JobRequirement
-from padbench.server.queue.fences import PLAIN_UPDATE, QUEUED, RUNNING, held_by_gang, rowcount
+from padbench.server.db.models import FORMING_MEMBER, HELD_BY_GANG, GangMember, Job, JobAttempt, JobRequirement
+from padbench.server.queue.fences import AWAITS_RESULT, PLAIN_UPDATE, QUEUED, RUNNING, held_by_gang, rowcount
 from padbench.server.queue.jobs import fits_free_gpus, reaped_values
 
 
@@ -43,6 +47,13 @@ def _is_live(member: type[GangMember]) -> ColumnElement[bool]:
     return exists().where(Job.id == member.job_id, or_(_forming(member, Job), _running(member, Job)))
 
 
+def _is_kept(member: type[GangMember]) -> ColumnElement[bool]:
+    """The member belongs to its job's forming gang, or to an attempt (running or ended) of a job that can
+    still take a result."""
+    ran_an_attempt = and_(member.attempt_token.is_not(None), AWAITS_RESULT)
+    return exists().where(Job.id == member.job_id, or_(_forming(member, Job), ran_an_attempt))
+
+
 def join_gang(
     session: Session, *, worker_id: int, offered: Collection[str], lease_seconds: float, address: str, port: int,
     gpus_owned: int = 0, gpus_free: int = 0,
@@ -53,11 +64,13 @@ def join_gang(
     rendezvous if it is node 0."""
     candidate = aliased(Job, name="candidate")
     members = aliased(GangMember, name="members")
-    joined = select(func.count()).where(members.job_id == candidate.id).scalar_subquery()
+    forming = and_(members.job_id == candidate.id, members.attempt_token.is_(None))
+    joined = select(func.count()).where(forming).scalar_subquery()
     lacks_requirement = exists().where(
         JobRequirement.job_id == candidate.id, JobRequirement.capability.not_in(sorted(offered))
     )
-    joined_already = exists().where(members.job_id == candidate.id, members.worker_id == worker_id)
+    # A worker that ran an ended attempt of the job may join its next gang.
+    joined_already = exists().where(forming, members.worker_id == worker_id)
     token = secrets.token_urlsafe(24)
     chosen = (
         select(literal(token), candidate.id, joined, literal(worker_id), literal(address), literal(port),
@@ -72,7 +85,7 @@ def join_gang(
         insert_unless_taken(GangMember)
         .from_select(["member_token", "job_id", "node_rank", "worker_id", "address", "port", "joined_at",
                       "expires_at"], chosen)
-        .on_conflict_do_nothing(index_elements=[GangMember.job_id, GangMember.node_rank])
+        .on_conflict_do_nothing(index_elements=[GangMember.job_id, GangMember.node_rank], index_where=FORMING_MEMBER)
         .returning(GangMember.member_token)
     )
     if session.execute(statement).scalar_one_or_none() is None:
@@ -82,9 +95,10 @@ def join_gang(
 
 def start_full_gang(session: Session, job_id: int, *, lease_seconds: float) -> Job | None:
     """Start the job when its gang is full: one attempt, counted now, whose lease node 0's worker holds; every
-    member is stamped with the attempt. None when the job is not queued or its gang is not full."""
-    full = select(func.count()).where(GangMember.job_id == Job.id).scalar_subquery() == Job.nodes
-    node_zero = select(GangMember.worker_id).where(GangMember.job_id == Job.id, GangMember.node_rank == 0)
+    forming member is stamped with the attempt. None when the job is not queued or its gang is not full."""
+    forming = and_(GangMember.job_id == Job.id, GangMember.attempt_token.is_(None))
+    full = select(func.count()).where(forming).scalar_subquery() == Job.nodes
+    node_zero = select(GangMember.worker_id).where(forming, GangMember.node_rank == 0)
     token = secrets.token_urlsafe(24)
     statement = (
         update(Job).where(Job.id == job_id, Job.status == QUEUED, Job.nodes > 1, full)
@@ -141,9 +155,11 @@ def dissolve_unformed_gangs(session: Session, *, form_seconds: float, grace_seco
 
 
 def remove_stale_members(session: Session) -> int:
-    """Members of attempts that ended (the job succeeded, failed, was requeued or cancelled) and of forming
-    gangs whose job left the queue. Returns how many were removed."""
-    return rowcount(session, delete(GangMember).where(~_is_live(GangMember)).execution_options(**PLAIN_UPDATE))
+    """Members of forming gangs whose job left the queue (claimed whole, or ended), and every member of a job
+    that can take no result any more (succeeded, cancelled, or failed otherwise than by its last lease
+    expiring). Members of an ended attempt of a job still awaiting a result stay: their late result is
+    taken. A deleted job takes its members with it. Returns how many were removed."""
+    return rowcount(session, delete(GangMember).where(~_is_kept(GangMember)).execution_options(**PLAIN_UPDATE))
 
 
 def requeue_gangs_missing_a_member(session: Session, *, grace_seconds: float) -> int:

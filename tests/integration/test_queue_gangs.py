@@ -1,6 +1,7 @@
 """Gang claims of a job across several workers (`nodes: M`), on SQLite and PostgreSQL: the job starts only
 when M workers hold it, a full gang takes no one more, a gang that cannot fill in time is dissolved (time
-faked in SQL), and a member lost mid-run takes the attempt with it."""
+faked in SQL), a member lost mid-run takes the attempt with it, and an ended attempt's members stay while the
+job can still take that attempt's result."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from padbench.server import queue
 from padbench.server.db.clock import db_now
 from padbench.server.db.engine import Database
 from padbench.server.db.models import GangMember, Job
-from tests.integration.conftest import add_worker, claim, job_row, submit
+from tests.integration.conftest import add_worker, claim, expire_lease, job_row, reap, submit
 
 ACROSS_TWO = {"device": "cpu", "dtype": "fp32", "attention": "sdpa", "nodes": 2, "gpus": 2}
 
@@ -90,8 +91,9 @@ def test_a_member_lost_mid_run_requeues_the_attempt_and_the_others_learn_it(queu
     assert (job.status, job.attempts, job.lease_token) == ("queued", 1, None)
     assert beat(queue_db, zero) is None
     with queue_db.write.begin() as session:
-        assert queue.remove_stale_members(session) == 2
-    again = [join(queue_db, first), join(queue_db, second)]
+        assert queue.remove_stale_members(session) == 0  # the ended attempt's members stay: its result is welcome
+    assert members(queue_db, job_id) == [(0, first[0], True), (1, second[0], True)]
+    again = [join(queue_db, first), join(queue_db, second)]  # the same workers form the next gang, ranks from 0
     assert [member.node_rank for member in again if member] == [0, 1]
     assert (job_row(queue_db, job_id).status, job_row(queue_db, job_id).attempts) == ("running", 2)
 
@@ -114,6 +116,29 @@ def test_a_failed_gang_attempt_is_requeued_while_attempts_remain_and_its_result_
         assert queue.complete_job(session, job_id, token, {"kind": "padding"})
         assert not queue.complete_job(session, job_id, token, {"kind": "padding"})
     assert (job_row(queue_db, job_id).status, job_row(queue_db, job_id).attempts) == ("succeeded", 3)
+
+
+def test_members_stay_while_the_job_can_take_their_attempts_result_and_go_once_it_cannot(
+        queue_db: Database) -> None:
+    job_id = submit(queue_db, ACROSS_TWO)
+    with queue_db.write.begin() as session:
+        session.execute(update(Job).where(Job.id == job_id).values(max_attempts=1))
+    join(queue_db, add_worker(queue_db, "node-a")), join(queue_db, add_worker(queue_db, "node-b"))
+    token = job_row(queue_db, job_id).lease_token
+    expire_lease(queue_db, job_id)
+    assert reap(queue_db) == 1 and job_row(queue_db, job_id).status == "failed"  # its last lease expired...
+    with queue_db.write.begin() as session:
+        assert queue.remove_stale_members(session) == 0  # ...so the attempt's late result is still welcome
+        assert token is not None and queue.complete_job(session, job_id, token, {"kind": "padding"})
+        assert queue.remove_stale_members(session) == 2
+    failing = submit(queue_db, ACROSS_TWO)
+    join(queue_db, add_worker(queue_db, "node-c")), join(queue_db, add_worker(queue_db, "node-d"))
+    token = job_row(queue_db, failing).lease_token
+    with queue_db.write.begin() as session:
+        session.execute(update(Job).where(Job.id == failing).values(max_attempts=1))
+        assert token is not None and queue.fail_job(session, failing, token, "rank 3 (cpu) died", None)
+        assert queue.remove_stale_members(session) == 2  # failed for good: no result can come
+    assert members(queue_db, failing) == []
 
 
 def test_a_member_leaving_a_forming_gang_dissolves_it(queue_db: Database) -> None:

@@ -1,16 +1,20 @@
 """/v1/gangs over real HTTP, on SQLite and PostgreSQL: two workers join a job across two nodes, both are told
 the rendezvous (node 0's address and port) and only node 0 the lease; the result comes from whichever member
 ran global rank 0 and is stored once; a worker that hands jobs to a scheduler with enough nodes claims the job
-whole instead; a submit of nodes on a kind that cannot spread is refused naming it."""
+whole instead; a submit of nodes on a kind that cannot spread is refused naming it; a gang attempt whose lease
+was reaped keeps its members, whose late result is stored once, as a late one-node result is (time faked in
+SQL)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import httpx
+from sqlalchemy import func, select
 
 from padbench.contract.gangs import GangJoined, GangState
-from tests.integration.conftest import LiveServer, result_document
+from padbench.server.db.models import GangMember, JobResult
+from tests.integration.conftest import LiveServer, expire_lease, reap, result_document
 from tests.integration.test_server_jobs import CPU, claim, register, submit
 
 ACROSS_TWO = {"kind": "padding", "device": "cpu", "dtype": "fp32", "attention": "sdpa", "nodes": 2, "gpus": 2}
@@ -55,6 +59,57 @@ def test_two_workers_form_a_gang_and_the_result_is_stored_once(any_live_server: 
         assert (job["status"], job["attempts"]) == ("succeeded", 1)
         lost = beat(box, first)
         assert lost.status_code == 409 and lost.json()["job_status"] == "succeeded"
+
+
+def lease_token(http: httpx.Client, node_zero: GangJoined) -> str:
+    """The attempt's lease, as node 0's beat hands it over."""
+    lease = GangState.model_validate(beat(http, node_zero).json()).lease
+    assert lease is not None
+    return lease.lease_token
+
+
+def test_a_reaped_gang_attempts_late_result_is_stored_once_and_ends_the_forming_gang(
+        any_live_server: LiveServer) -> None:
+    database = any_live_server.database
+    with any_live_server.client("submitter") as user, any_live_server.client("worker") as box:
+        job_id = submit(user, ACROSS_TWO)
+        a, b, c = (register(box, name) for name in ("node-a", "node-b", "node-c"))
+        first = [join(box, a, 29400), join(box, b, 29401)]
+        assert first[0] is not None and first[1] is not None
+        first_token = lease_token(box, first[0])
+        # The server was unreachable past the lease's deadline: the attempt is reaped and a second gang (one of
+        # the first attempt's workers in it again) runs the job, until its own lease is reaped too.
+        expire_lease(database, job_id)
+        assert reap(database) == 1
+        second = [join(box, c, 29402), join(box, a, 29403)]
+        assert second[0] is not None and second[1] is not None
+        assert [member.state.node_rank for member in second] == [0, 1]
+        second_token = lease_token(box, second[0])
+        expire_lease(database, job_id)
+        assert reap(database) == 1
+        forming = join(box, b, 29404)
+        assert forming is not None and forming.state.node_rank == 0  # a third gang forms from node rank 0
+        with database.read() as session:  # both ended attempts' members stay
+            assert session.scalar(select(func.count()).select_from(GangMember)) == 5
+        assert beat(box, first[1]).status_code == 409  # an ended attempt's member beats no more...
+        # ...but the first attempt's member whose node ran global rank 0 still reports its result.
+        report: dict[str, Any] = {"member_token": first[1].member_token, "result": result_document(ACROSS_TWO)}
+        assert box.post(f"/v1/gangs/{job_id}/complete", json=report).status_code == 204
+        job = user.get(f"/v1/jobs/{job_id}").json()
+        assert (job["status"], job["attempts"], job["worker"]) == ("succeeded", 2, "node-a")
+        # The same attempt's report again is a retry of the winner; the second attempt's comes too late.
+        assert box.post(f"/v1/gangs/{job_id}/complete", json=report).status_code == 204
+        late = box.post(f"/v1/gangs/{job_id}/complete", json=report | {"member_token": second[0].member_token})
+        assert late.status_code == 409 and late.json()["job_status"] == "succeeded"
+        with database.read() as session:
+            assert session.scalars(select(JobResult.lease_token).where(JobResult.job_id == job_id)).all() == [
+                first_token]
+        assert first_token != second_token
+        stale = beat(box, forming)  # the forming gang learns the job went on without it
+        assert stale.status_code == 409 and stale.json()["job_status"] == "succeeded"
+        assert join(box, c, 29405) is None  # a join reaps first (as the background reaper does)...
+        with database.read() as session:  # ...and the job takes no result any more: every member is gone
+            assert session.scalar(select(func.count()).select_from(GangMember)) == 0
 
 
 def test_a_worker_leaving_a_forming_gang_frees_the_job(any_live_server: LiveServer) -> None:

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from importlib.resources import as_file, files
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from sqlalchemy import insert, inspect, select
+from sqlalchemy.exc import IntegrityError
 
 from alembic import command
 from padbench.server import queue
 from padbench.server.db.clock import db_now
 from padbench.server.db.engine import Database
 from padbench.server.db.migrate import MIGRATIONS_PACKAGE
-from padbench.server.db.models import HELD_BY_GANG, HELD_BY_WORKER, Base, JobAttempt
+from padbench.server.db.models import HELD_BY_GANG, HELD_BY_WORKER, Base, GangMember, JobAttempt
 
 
 def test_migrations_match_the_models(queue_db: Database) -> None:
@@ -60,3 +62,23 @@ def test_attempts_recorded_before_whole_claims_are_a_gangs_exactly_for_jobs_acro
     with queue_db.read() as session:
         held = {token: holder for token, holder in session.execute(select(JobAttempt.lease_token, JobAttempt.held_by))}
     assert held == {"one-node": HELD_BY_WORKER, "two-nodes": HELD_BY_GANG}
+
+
+def test_ended_attempts_members_go_on_downgrade_and_node_ranks_are_unique_only_in_a_forming_gang(
+        queue_db: Database) -> None:
+    """0009 keeps ended gang attempts' members beside the next gang's: node ranks repeat across attempts, not
+    within the forming gang; downgraded, only the live members are kept, as before it."""
+    with queue_db.write.begin() as session:
+        job_id = queue.insert_job(session, kind="padding", name=None, spec={}, submitter="alice", max_attempts=3,
+                                  requirements=["kind:padding"], nodes=2)
+        for token, attempt in (("first-0", "first"), ("second-0", "second"), ("forming-0", None)):
+            session.execute(insert(GangMember).values(member_token=token, job_id=job_id, node_rank=0, address="a",
+                                                      port=1, joined_at=db_now(), expires_at=db_now(),
+                                                      attempt_token=attempt))
+    with pytest.raises(IntegrityError), queue_db.write.begin() as session:
+        session.execute(insert(GangMember).values(member_token="forming-again", job_id=job_id, node_rank=0,
+                                                  address="a", port=1, joined_at=db_now(), expires_at=db_now()))
+    migrate(queue_db, "downgrade", "0008")
+    with queue_db.read() as session:
+        assert list(session.scalars(select(GangMember.member_token))) == ["forming-0"]
+    migrate(queue_db, "upgrade", "head")

@@ -4,7 +4,9 @@ start the ranks at the rendezvous it names) or dissolved, or leave it.
 A full gang's job runs under one lease, node 0's: node 0 heartbeats and reports the job through `/leases`
 like any job, with the lease its beat hands it. Every other member only beats its membership; a 409 to a
 beat (`job_status` says what the job is now) means the membership ended (the gang was dissolved, or its
-attempt ended or was lost with a member) and the member stops its ranks.
+attempt ended or was lost with a member) and the member stops its ranks. The member whose node ran global
+rank 0 reports the result under its membership, even once its attempt ended: the result is taken as a late
+result under that attempt's lease would be.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ router = APIRouter(prefix="/gangs", tags=["gangs"], route_class=UnitOfWorkRoute)
 
 
 def reap_gangs(session: Session, settings: Settings) -> int:
-    """Gangs that lost a member or cannot fill in time, and memberships of ended attempts: how many jobs moved."""
+    """Gangs that lost a member or cannot fill in time, and memberships that can report nothing any more: how
+    many jobs moved."""
     moved = queue.requeue_gangs_missing_a_member(session, grace_seconds=settings.lease_grace_seconds)
     queue.remove_stale_members(session)
     queue.dissolve_unformed_gangs(session, form_seconds=settings.gang_form_seconds,
@@ -82,7 +85,9 @@ def beat(job_id: JobIdPath, body: GangBeat, session: SessionDep, settings: Setti
 @router.post("/{job_id}/complete", status_code=status.HTTP_204_NO_CONTENT, responses=LEASE_RESPONSES)
 def complete(job_id: JobIdPath, body: GangComplete, session: SessionDep, settings: SettingsDep,
              principal: WorkerAuth, background: BackgroundTasks) -> None:
-    """The result, from the member whose node ran global rank 0, under the attempt its membership belongs to."""
+    """The result, from the member whose node ran global rank 0, under the attempt its membership belongs to:
+    taken from an attempt that ended too, as long as the job has no result yet and has not ended otherwise
+    (the first result wins; a retry of the winning report answers 204 again)."""
     require_member(session, body.member_token, principal)
     attempt = reads.member_attempt(session, body.member_token, job_id)
     if attempt is None:
