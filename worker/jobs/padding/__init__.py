@@ -1,7 +1,7 @@
 """The `padding` job kind: batching layouts and attention kernels measured on one model and data set.
 
 - `job`: `run_padding_job(spec, progress, on_partial) -> PaddingResult`: data and model once, then each strategy;
-- `strategy_run`: one strategy gated, warmed up, measured and summarised;
+- `strategy_run`: one strategy gated, warmed up, measured and summarised (`row_figures`: its figures over every rank);
 - `auto_batch` and `probe/`: `batch_size: auto`, the OOM probe that runs in child processes (its kind-neutral
   search, child helpers and oracle are in `padbench.worker.jobs.probing`).
 """

@@ -22,22 +22,11 @@ from padbench.worker.engine.attention import AttentionKernel, resolve_kernel
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling
 from padbench.worker.engine.data.batches import STRATEGIES, Batch, PaddedBatch, Strategy, longest_attention_span
 from padbench.worker.engine.measure.correctness import GateResult, check_layout, references_with_noise
-from padbench.worker.engine.measure.spread import repeat_spread
-from padbench.worker.engine.measure.timing import (
-    Measurement,
-    Throughput,
-    batch_sanity_error,
-    clock_for,
-    invalid_reason,
-    measure,
-    summarize,
-)
-from padbench.worker.engine.model import flops
+from padbench.worker.engine.measure.timing import Measurement, batch_sanity_error, clock_for, invalid_reason, measure
 from padbench.worker.engine.model.expert_load import count_expert_load
 from padbench.worker.engine.model.experts import ExpertsUnavailable, use_experts
 from padbench.worker.engine.parallel.dealing import dealt_share
 from padbench.worker.engine.parallel.overlap import CollectiveTime
-from padbench.worker.engine.parallel.rank_measure import RankRun
 from padbench.worker.engine.parallel.sharding import autocast_forward, autocast_if
 from padbench.worker.engine.strategies.tiers import TieredStrategy, Tiers
 from padbench.worker.engine.training.steps import (
@@ -51,14 +40,8 @@ from padbench.worker.engine.training.steps import (
 )
 from padbench.worker.jobs.padding.compiling import RowCompiler, RowSettings, choose_compiled_step
 from padbench.worker.jobs.padding.oom_hint import with_fitting_settings
-from padbench.worker.jobs.padding.rank_steps import (
-    StrategyFailed,
-    agreed_preparation,
-    collective_time,
-    equal_steps,
-    group_figures,
-    rank_device,
-)
+from padbench.worker.jobs.padding.rank_steps import StrategyFailed, agreed_preparation, collective_time, equal_steps
+from padbench.worker.jobs.padding.row_figures import group_totals, measured_fields, rate_fields, recompile_reason
 from padbench.worker.jobs.padding.setup import JobSetup
 from padbench.worker.jobs.padding.training_checks import check_training_loss, step_split
 from padbench.worker.jobs.padding.warmups import row_warmup, with_every_shape
@@ -198,15 +181,6 @@ class StrategyRun:
         repeats = self.job.spec.measurement.repeats
         self.say(0.3 + 0.7 * repeat / repeats, f"measuring (repeat {repeat + 1}/{repeats})")
 
-    def _recompile_reason(self) -> str | None:
-        # Not only compiled models: a kernel may compile its own op (FlexAttention does, on CUDA).
-        if self.graphs_after_warmup is None:
-            return None
-        new_graphs = compiled_graph_count() - self.graphs_after_warmup
-        if new_graphs <= 0:
-            return None
-        return f"torch.compile compiled {new_graphs} new graph(s) during the measurement (a batch shape recompiled)"
-
     def _check_correctness(self, kernel: AttentionKernel, batches: list[Batch]) -> GateResult:
         forward = self._forward(kernel)
         references, noise = self._gate_references()
@@ -291,33 +265,11 @@ class StrategyRun:
     def _measured_result(self, measurement: Measurement, batches: list[Batch], memory: MemoryStats,
                          activity: GpuActivity | None, collectives: CollectiveTime | None,
                          split: StepSplit | None) -> StrategyResult:
-        shape = flops.ModelShape.of(self.job.model)
-        passes = self.job.flop_factor
-        counted = [float(passes * flops.batch_flops(shape, batch).total) for batch in batches]
-        mine = RankRun(measurement, tuple(b.real_tokens for b in batches), tuple(b.computed_tokens for b in batches),
-                       tuple(counted), memory.peak_allocated_bytes, collectives, rank_device(self.job.device),
-                       self.batches_left_out, self.job.matmul_flops)
-        group = group_figures(self.job.ranks, mine)
-        totals: Throughput = summarize(group.measurement, group.real_tokens, group.computed_tokens, group.flops)
-        common = {
-            "real_tokens": totals.real_tokens, "computed_tokens": totals.computed_tokens,
-            "padding_efficiency": totals.real_tokens / totals.computed_tokens, "batches": totals.batches,
-            "measured_seconds": totals.seconds, "warmup_seconds": group.measurement.warmup_seconds,
-            "memory": memory, "gpu_activity": activity, "per_rank": group.shares(totals), "step_split": split,
-            "energy": None if self.energy is None else self.energy.model_copy(update={"tokens": totals.real_tokens}),
-        }
-        reason = invalid_reason(group.measurement, self.job.spec.measurement) or self._recompile_reason()
+        group, totals = group_totals(self.job, measurement, batches, memory.peak_allocated_bytes, collectives,
+                                     self.batches_left_out)
+        common = measured_fields(group, totals, memory, activity, split, self.energy)
+        reason = invalid_reason(group.measurement, self.job.spec.measurement) or recompile_reason(
+            self.graphs_after_warmup)
         if reason is not None:
             return self._result(status="invalid", invalid_reason=reason, **common)
-        mfu = mfu_vs_matmul = None
-        if totals.flops is not None and totals.seconds > 0:
-            achieved = totals.flops / totals.seconds
-            world = self.job.ranks.world
-            mfu = achieved / (self.job.peak_flops * world) if self.job.peak_flops else None
-            mfu_vs_matmul = achieved / group.matmul_flops if group.matmul_flops else None
-        rates = [rate for rate in totals.repeat_tokens_per_s if rate is not None]
-        return self._result(
-            status="ok", tokens_per_s=totals.tokens_per_s, median_batch_tokens_per_s=totals.median_batch_tokens_per_s,
-            p90_batch_tokens_per_s=totals.p90_batch_tokens_per_s, repeat_tokens_per_s=rates,
-            spread=repeat_spread(rates, self.job.spec.measurement.noise_cv), mfu=mfu, mfu_vs_matmul=mfu_vs_matmul,
-            **common)
+        return self._result(status="ok", **rate_fields(self.job, group, totals), **common)
