@@ -2,15 +2,15 @@
 
 The server runs with one place in its read lane and many more pollers than that, back to back: every
 poll waits in the read lane's line, behind all the others (its median wait is the line's length times a
-poll's time). Health checks have their own lane, so they wait for nothing but their own work: their p95
+poll's time). Health checks have their own lane, so they wait for nothing but their own work: their p99
 stays within 100 ms, whatever the line. The gap is structural (a line of ~100 against no line).
 
 The pollers run in a process of their own: sharing the sampler's interpreter, they would hold its GIL for
-up to a switch interval (5 ms) at each of a request's steps, and the sampler would time its own waits. The
-bound is on the p95 of 100 samples, not the maximum, because a two-core host running PostgreSQL, the
-server and the pollers now and then deschedules one process for most of a second (seen once in a CI run:
-one `/livez` of 0.8 s among fast ones); a health check that waited in the line would miss it on every
-sample.
+up to a switch interval (5 ms) at each of a request's steps, and the sampler would time its own waits. Each
+path is sampled 200 times, so its p99 is not simply its slowest sample: a two-core host running PostgreSQL,
+the server and the pollers now and then deschedules one process for most of a second (seen once in a CI run:
+one `/livez` of 0.8 s among 60 fast ones), while a health check that waited in the line would be slow on
+every sample.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from tests.integration.conftest import empty_postgres, postgres_database  # noqa
 
 pytestmark = pytest.mark.slow
 POLLERS = 100
-HEALTH_SAMPLES = 100  # of each of /healthz and /livez
-HEALTH_P95_S = 0.1
+HEALTH_SAMPLES = 200  # of each of /healthz and /livez
+HEALTH_P99_S = 0.1
 SMALL_LANES = {"PADBENCH_LANE_READ": "1", "PADBENCH_LANE_WRITE": "1", "PADBENCH_LANE_WORKER": "1",
                "PADBENCH_LANE_HEALTH": "2", "PADBENCH_LANE_MAX_WAIT_SECONDS": "120",
                "PADBENCH_LANE_MAX_QUEUE": "10000"}
@@ -82,12 +82,12 @@ def sample_health(server: LiveServer) -> dict[str, list[float]]:
                 response = http.get(path)
                 taken.append(time.perf_counter() - started)
                 assert response.status_code == 200, response.text
-            time.sleep(0.05)
+            time.sleep(0.02)
     return seconds
 
 
-def p95(values: list[float]) -> float:
-    return statistics.quantiles(values, n=100)[94]
+def p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[98]
 
 
 def test_health_checks_stay_fast_while_pollers_saturate_the_read_lane(server: LiveServer) -> None:
@@ -105,5 +105,7 @@ def test_health_checks_stay_fast_while_pollers_saturate_the_read_lane(server: Li
         pollers.join(timeout=180)
     assert pollers.exitcode == 0, "the pollers failed"
     for path, taken in health.items():
-        assert p95(taken) <= HEALTH_P95_S, f"{path}: p95 {p95(taken):.3f} s, the pollers' median {median.value:.3f} s"
-    assert median.value > HEALTH_P95_S, f"the pollers were not held in line (median {median.value:.3f} s)"
+        slowest = ", ".join(f"{seconds:.3f}" for seconds in sorted(taken)[-5:])
+        assert p99(taken) <= HEALTH_P99_S, (f"{path}: p99 {p99(taken):.3f} s (slowest {slowest} s), "
+                                            f"the pollers' median {median.value:.3f} s")
+    assert median.value > HEALTH_P99_S, f"the pollers were not held in line (median {median.value:.3f} s)"
