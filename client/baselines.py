@@ -1,7 +1,7 @@
 """`padbench baseline set NAME ID`, `padbench baseline list` and `padbench baseline check ID --against NAME`:
 a CI gate that exits 1 when a row of the job is slower than the baseline's row of the same fingerprint beyond
 noise (and beyond `--tolerance`), naming the row, the ratio and its 95% interval, and 0 with "within noise"
-otherwise. (`padbench check` is the spec checker; this is a subcommand of `baseline` so the two never meet.)"""
+otherwise. `padbench check ID --against NAME` is the same gate, with the same options (`add_gate_options`)."""
 
 from __future__ import annotations
 
@@ -64,8 +64,17 @@ def register_baselines(subparsers: argparse._SubParsersAction, command: Command)
     check = command(actions, "check", check_command,
                     "exit 1 when a row of the job is slower than the baseline's beyond noise, 0 otherwise")
     check.add_argument("job_id", type=int, metavar="ID")
-    check.add_argument("--against", required=True, metavar="NAME", help="the baseline to compare with")
-    check.add_argument("--tolerance", type=tolerance, default=0.0, metavar="SHARE",
-                       help="ignore slowdowns smaller than this even when real, e.g. 0.03 for 3%% (default 0)")
-    check.add_argument("--format", choices=("table", "json"), default="table",
-                       help="a line per row for people (default), json for tools")
+    add_gate_options(check, against_required=True)
+
+
+# What the gate's options default to, named here so `padbench check` can tell an option given from one left out.
+GATE_DEFAULTS: dict[str, object] = {"tolerance": 0.0, "format": "table"}
+
+
+def add_gate_options(parser: argparse.ArgumentParser, *, against_required: bool) -> None:
+    """The gate's options, for `padbench baseline check` and `padbench check ID --against NAME` alike."""
+    parser.add_argument("--against", required=against_required, metavar="NAME", help="the baseline to compare with")
+    parser.add_argument("--tolerance", type=tolerance, default=GATE_DEFAULTS["tolerance"], metavar="SHARE",
+                        help="ignore slowdowns smaller than this even when real, e.g. 0.03 for 3%% (default 0)")
+    parser.add_argument("--format", choices=("table", "json"), default=GATE_DEFAULTS["format"],
+                        help="a line per row for people (default), json for tools")

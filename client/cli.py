@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from padbench.client.api import PadbenchClient
+from padbench.client.baselines import check_command as check_baseline
 from padbench.client.baselines import register_baselines
 from padbench.client.display import format_page, format_status, format_workers, page_table, workers_table
 from padbench.client.exits import EXIT_FAILED, reported
@@ -47,7 +48,7 @@ class UsageError(Exception):
 USAGE_ERRORS = (UsageError, SpecError, TokenFileUnreadable, SourceError, NotAFingerprint)
 
 
-def _connection_options() -> argparse.ArgumentParser:
+def connection_options() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument("--server", default=os.environ.get("PADBENCH_SERVER"), metavar="URL",
                         help="the padbench service, e.g. http://gpu-box:8000 (default: $PADBENCH_SERVER)")
@@ -60,7 +61,7 @@ def _connection_options() -> argparse.ArgumentParser:
 
 def _command(subparsers: argparse._SubParsersAction, name: str, handler: Callable[..., int],
              help_text: str) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(name, help=help_text, description=help_text, parents=[_connection_options()])
+    parser = subparsers.add_parser(name, help=help_text, description=help_text, parents=[connection_options()])
     parser.set_defaults(handler=lambda args: _run(handler, args))
     return parser
 
@@ -86,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="stop waiting after this long and exit 1; the job itself goes on")
     results_help = "print a finished job's results, or a saved result file's"
     results = subparsers.add_parser("results", help=results_help, description=results_help,
-                                    parents=[_connection_options()])
+                                    parents=[connection_options()])
     # A file needs no server: like `plot` and `compare`, it reads what `run --json` or `results -o` saved.
     results.set_defaults(handler=lambda args: reported(args.command, lambda: show_results(args), USAGE_ERRORS))
     results.add_argument("source", metavar="ID|FILE",
@@ -121,9 +122,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_history_options(_command(subparsers, "history", history_command,
                                  "a row's figure over time, with the versions that changed between points"))
     register_baselines(subparsers, _command)
-    register_views(subparsers, _connection_options())
+    register_views(subparsers, connection_options())
     register_starter(subparsers)
     add_demo_command(subparsers)
+
+
+def regression_gate(args: argparse.Namespace) -> int:
+    """What `padbench baseline check` runs, for `padbench check ID --against NAME` (args.job_id set) to run too."""
+    return _run(check_baseline, args)
 
 
 def _run(handler: Callable[[PadbenchClient, argparse.Namespace], int], args: argparse.Namespace) -> int:

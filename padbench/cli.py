@@ -3,6 +3,9 @@
 A role's commands need that role's dependencies (`pip install 'padbench[server]'`, `'padbench[worker]'`);
 the client's need only the base install. Where a role's extra is not installed its commands still show in
 `--help`, and running one says which extra to install instead of failing with an import error.
+
+`padbench check` is one command of two roles, so it is defined here, where both can be reached: a spec
+checked on this machine (the worker's), or with `--against` a job gated against a baseline (the client's).
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ import importlib
 import os
 import signal
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from padbench import __version__
+from padbench.client.baselines import GATE_DEFAULTS, add_gate_options
+from padbench.client.cli import connection_options, regression_gate
 
 
 @dataclass(frozen=True)
@@ -25,8 +31,9 @@ class Role:
     commands: tuple[str, ...]  # what `register` adds, listed here for when the extra is missing
 
 
+WORKER = Role("padbench.worker.cli", "worker", ("run", "tune", "plan", "worker"))
 ROLES: tuple[Role, ...] = (
-    Role("padbench.worker.cli", "worker", ("run", "tune", "check", "plan", "worker")),
+    WORKER,
     Role("padbench.server.cli", "server", ("server", "db", "token")),
     Role("padbench.client.cli", None, ("submit", "status", "wait", "results", "list", "cancel", "workers", "prune",
                                        "compare", "plot", "schema", "init", "demo", "history", "baseline")),
@@ -42,20 +49,83 @@ def missing_extra_handler(role: Role, missing: str) -> Callable[[argparse.Namesp
     return handler
 
 
+def missing_dependency(role: Role, error: ModuleNotFoundError) -> str:
+    """The dependency that the role's extra brings and `error` found missing."""
+    if role.extra is None or (error.name or "").startswith("padbench"):
+        raise error  # the base install or padbench itself is broken: that is not a missing extra
+    return error.name or "a dependency"
+
+
 def register_role(role: Role, subparsers: argparse._SubParsersAction) -> None:
     try:
         module = importlib.import_module(role.module)
     except ModuleNotFoundError as error:
-        if role.extra is None or (error.name or "").startswith("padbench"):
-            raise  # the base install or padbench itself is broken: that is not a missing extra
+        missing = missing_dependency(role, error)
         for command in role.commands:
             parser = subparsers.add_parser(command, help=f"(needs: pip install 'padbench[{role.extra}]')",
                                            add_help=False)
             # Whatever options follow are the real command's: accept them, and say what to install.
-            parser.set_defaults(handler=missing_extra_handler(role, error.name or "a dependency"),
-                                ignores_arguments=True)
+            parser.set_defaults(handler=missing_extra_handler(role, missing), ignores_arguments=True)
         return
     module.register(subparsers)
+
+
+CHECK_USES = (
+    "padbench check SPEC.yaml says what a job spec would build and run on this machine, without running it: the "
+    "model's config and shape, the tokenizer's fit to its vocabulary, and which attention kernel each row would "
+    "use here and why the others are refused. Exit status 0 when everything would run, 1 when something would "
+    "be refused, 2 when the spec itself is wrong. It needs the worker extra.",
+    "padbench check ID --against NAME is the regression gate, as `padbench baseline check`: it exits 1 when a "
+    "row of job ID is slower than baseline NAME's row of the same fingerprint beyond noise (and beyond "
+    "--tolerance), naming the row, and 0 otherwise.",
+)
+
+
+def add_check_command(subparsers: argparse._SubParsersAction) -> None:
+    """`padbench check`: a spec checked on this machine (worker), or a job gated against a baseline (client).
+    Defined here, above both roles, because it is one command of each; the positional tells which."""
+    parser = subparsers.add_parser(
+        "check", parents=[connection_options()], formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="say what a job spec would build and run here, without running it (`padbench check ID --against "
+             "NAME`: the regression gate, as `padbench baseline check`)",
+        usage="%(prog)s [-h] SPEC.yaml\n"
+              "       %(prog)s [-h] [--server URL] [--token TOKEN] [--token-file PATH]\n"
+              "                      --against NAME [--tolerance SHARE] [--format {table,json}] ID",
+        description="\n\n".join(textwrap.fill(use, 78) for use in CHECK_USES))
+    parser.add_argument("target", metavar="SPEC.yaml|ID",
+                        help="a job spec (YAML or JSON) to check; with --against, the job to gate")
+    add_gate_options(parser, against_required=False)
+    parser.set_defaults(**dict.fromkeys(GATE_DEFAULTS), handler=lambda args: check_command(parser, args))
+
+
+def check_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The spec checker without --against, the regression gate with it; a usage error where the positional
+    does not fit (`parser.error`: exit status 2, as for any other bad command line)."""
+    is_job_id = args.target.isdecimal()
+    given = [f"--{name}" for name in GATE_DEFAULTS if getattr(args, name) is not None]
+    if args.against is None:
+        if is_job_id:
+            parser.error(f"argument --against: {args.target} is a job ID, which is checked against a baseline: "
+                         f"add --against NAME (a spec file of that name: ./{args.target})")
+        if given:
+            parser.error(f"argument {given[0]}: goes with --against (the regression gate), not with a spec")
+        return check_a_spec(args)
+    if not is_job_id:
+        parser.error(f"argument --against: compares a job ID with a baseline, and {args.target!r} is not one "
+                     "(a spec is checked without --against)")
+    for name, default in GATE_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+    args.job_id = int(args.target)
+    return regression_gate(args)
+
+
+def check_a_spec(args: argparse.Namespace) -> int:
+    try:
+        from padbench.worker.cli.check import check_spec  # torch: imported only where the worker extra is
+    except ModuleNotFoundError as error:
+        return missing_extra_handler(WORKER, missing_dependency(WORKER, error))(args)
+    return check_spec(args.target)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,20 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for role in ROLES:
         register_role(role, subparsers)
+    add_check_command(subparsers)
     return parser
-
-
-def as_regression_gate(argv: Sequence[str]) -> list[str]:
-    """`padbench check ID --against NAME`: the regression gate, which `padbench baseline check` runs (a bare
-    `padbench check SPEC` checks a spec). Told apart by `--against`, which only the gate takes."""
-    arguments = list(argv)
-    gate = any(arg == "--against" or arg.startswith("--against=") for arg in arguments[1:])
-    return ["baseline", *arguments] if arguments[:1] == ["check"] and gate else arguments
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args, unknown = parser.parse_known_args(as_regression_gate(sys.argv[1:] if argv is None else argv))
+    args, unknown = parser.parse_known_args(argv)
     if unknown and not getattr(args, "ignores_arguments", False):
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     handler: Callable[[argparse.Namespace], int] = args.handler

@@ -1,12 +1,15 @@
-"""`padbench check SPEC`: the model, tokenizer and kernels a spec would use here, found without running it."""
+"""`padbench check SPEC`: the model, tokenizer and kernels a spec would use here, found without running it; and
+`padbench check ID --against NAME`, the regression gate, told apart from it by the positional and `--against`."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 import yaml
 
+from padbench import cli
 from padbench.cli import main
 
 GEMMA2_ON_SDPA = {"model": {"preset": "tiny-gemma2"}, "attention": "sdpa", "dtype": "fp32", "device": "cpu",
@@ -55,3 +58,53 @@ def test_a_tokenizer_beyond_the_vocabulary_is_a_finding(tmp_path: Path, tokenize
 def test_an_invalid_spec_exits_2_in_the_users_words(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = check(tmp_path, {"model": {"preset": "tiny-lama"}}, capsys)
     assert code == 2 and "model.preset: 'tiny-lama'" in err and "Error" not in err
+
+
+@pytest.mark.parametrize(("arguments", "complaint"), [
+    (["41"], "argument --against: 41 is a job ID, which is checked against a baseline: add --against NAME"),
+    (["spec.yaml", "--against", "main"], "argument --against: compares a job ID with a baseline, and 'spec.yaml' "
+                                         "is not one"),
+    (["spec.yaml", "--tolerance", "0.03"], "argument --tolerance: goes with --against (the regression gate)"),
+])
+def test_a_positional_that_does_not_fit_against_is_a_usage_error(arguments: list[str], complaint: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", *arguments])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and f"padbench check: error: {complaint}" in err
+
+
+def test_a_job_id_with_against_runs_the_baseline_gate(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    seen: list[dict[str, object]] = []
+
+    def gate(args: argparse.Namespace) -> int:
+        seen.append(vars(args))
+        return 1
+
+    monkeypatch.setattr(cli, "regression_gate", gate)
+    assert main(["check", "41", "--against", "main", "--format", "json", "--server", "http://gpu-box:8000"]) == 1
+    [args] = seen
+    assert (args["job_id"], args["against"], args["tolerance"], args["format"]) == (41, "main", 0.0, "json")
+    assert args["server"] == "http://gpu-box:8000"
+
+
+def test_the_gate_is_the_same_as_baseline_check_down_to_its_usage_errors(monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("PADBENCH_SERVER", "PADBENCH_TOKEN", "PADBENCH_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["check", "41", "--against", "main"]) == 2
+    assert main(["baseline", "check", "41", "--against", "main"]) == 2
+    gate, baseline = capsys.readouterr().err.splitlines()
+    assert gate.startswith("padbench check: --server and --token-file or --token")
+    assert gate.removeprefix("padbench check") == baseline.removeprefix("padbench baseline")
+
+
+def test_help_describes_both_uses(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", "--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    assert "padbench check [-h] SPEC.yaml" in out and "--against NAME [--tolerance SHARE]" in out
+    assert "padbench check SPEC.yaml says what a job spec would build" in out
+    assert "padbench check ID --against NAME is the regression gate" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import builtins
 import importlib
 import types
 from pathlib import Path
@@ -54,3 +55,18 @@ def test_a_broken_base_install_is_not_blamed_on_an_extra(tmp_path: Path, monkeyp
     monkeypatch.setattr(cli, "ROLES", (cli.Role(module, None, ("submit",)),))
     with pytest.raises(ModuleNotFoundError):
         cli.build_parser()
+
+
+def test_a_spec_check_without_the_worker_extra_names_it(monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # `padbench check` is the top's (the gate needs only the base install): its spec checker says what is missing.
+    real_import = builtins.__import__
+
+    def without_torch(name: str, *args: object, **kwargs: object) -> object:
+        if name == "padbench.worker.cli.check":
+            raise ModuleNotFoundError("No module named 'torch'", name="torch")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", without_torch)
+    assert cli.main(["check", "spec.yaml"]) == 2
+    assert "padbench check: needs the 'worker' extra (torch is not installed)" in capsys.readouterr().err

@@ -6,27 +6,21 @@ each row's attention kernel on this machine's device, saying which will run and 
 A Hub model or tokenizer is read from the Hugging Face cache alone, never the network: one not there is the
 worker's to fetch, and said so.
 Exit status 0 when everything would run, 1 when something would be refused, 2 when the spec itself is wrong.
+
+The command line is the top `padbench` command's: `padbench check ID --against NAME` is the regression gate,
+a client command, and only the top may reach both the client and the worker.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from padbench.specfile import SpecError, load_spec
 
 
-def add_check_command(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("check", help="say what a job spec would build and run here, without running it "
-                                   "(`padbench check ID --against NAME`: the regression gate, as `padbench baseline "
-                                   "check`)", description=__doc__)
-    parser.add_argument("spec", metavar="SPEC.yaml", help="a job spec (YAML or JSON)")
-    parser.set_defaults(handler=check_command)
-
-
-def check_command(args: argparse.Namespace) -> int:
+def check_spec(path: str) -> int:
     try:
-        spec = load_spec(args.spec)
+        spec = load_spec(path)
     except SpecError as error:
         print(f"padbench check: {error}", file=sys.stderr)
         return 2
