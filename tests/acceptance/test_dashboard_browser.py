@@ -19,14 +19,10 @@ from typing import Any
 
 import pytest
 
-from padbench.contract.api import Capabilities
-from padbench.contract.kinds import JOB_RESULT_ADAPTER
-from padbench.kinds.padding.contract import PaddingResult
 from padbench.kinds.padding.verdict import verdict_lines
-from padbench.worker.supervisor.api import WorkerApi
 from tests.acceptance.conftest import LiveServer, running_worker
 from tests.acceptance.specs import QUICK
-from tests.integration.test_server_web import noisy_result
+from tests.acceptance.stand_in import complete_by_hand, finish_by_hand, store_by_hand
 
 pytestmark = pytest.mark.slow
 CHROMIUM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
@@ -65,6 +61,13 @@ def browser_page(live_server: LiveServer) -> Iterator[Any]:
             browser.close()
 
 
+def sign_in(page: Any, server: LiveServer, path: str) -> None:
+    """Open `path` and give the viewer's token, which the pages keep for the tab."""
+    page.goto(server.url + path)
+    page.fill("#token-input", server.tokens.viewer)
+    page.click("#token-entry button")
+
+
 @pytest.fixture
 def screenshots(tmp_path: Path) -> Path:
     folder = Path(os.environ.get("PADBENCH_SCREENSHOTS") or tmp_path)
@@ -80,9 +83,7 @@ def test_jobs_run_and_their_pages_render_in_a_browser(live_server: LiveServer, b
     problems: list[str] = []  # script errors and console errors (a CSP violation is reported there)
     page.on("pageerror", lambda error: problems.append(str(error)))
     page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-    page.goto(live_server.url + "/")
-    page.fill("#token-input", live_server.tokens.viewer)
-    page.click("#token-entry button")
+    sign_in(page, live_server, "/")
     with live_server.client() as client:
         first, second = (client.submit(DASHBOARD_SPEC).id for _ in range(2))
         sweep = client.submit(ATTENTION_SPEC).id
@@ -128,23 +129,6 @@ def test_jobs_run_and_their_pages_render_in_a_browser(live_server: LiveServer, b
     assert problems == []
 
 
-def finish_by_hand(server: LiveServer, noisy_spec: dict[str, Any],
-                   failing_spec: dict[str, Any]) -> tuple[int, int, PaddingResult]:
-    """Two jobs ended by a stand-in worker: one with every row noisy (its result returned), one failed."""
-    with server.client() as client:
-        noisy, failing = client.submit(noisy_spec).id, client.submit(failing_spec).id
-    with WorkerApi(server.url, server.tokens.worker) as api:
-        worker = api.register("stand-in", Capabilities(device="cpu", kernels=["sdpa"]))
-        lease = api.claim(worker.id)  # jobs are claimed in submission order
-        assert lease is not None and lease.job.id == noisy
-        result = noisy_result(lease.job.spec)
-        api.complete(noisy, lease.lease_token, JOB_RESULT_ADAPTER.dump_python(result, mode="json"))
-        lease = api.claim(worker.id)
-        assert lease is not None and lease.job.id == failing
-        api.fail(failing, lease.lease_token, "CUDA out of memory", None)
-    return noisy, failing, result
-
-
 def page_width(page: Any) -> int:
     return page.evaluate("document.documentElement.scrollWidth")
 
@@ -154,9 +138,7 @@ def test_an_all_noisy_job_reads_within_noise_as_the_cli_says_and_pages_fit(live_
     page = browser_page
     long_name = "-".join(["a-job-name-longer-than-any-column"] * 5)
     noisy, failed, result = finish_by_hand(live_server, QUICK | {"name": long_name}, QUICK)
-    page.goto(f"{live_server.url}/jobs/{noisy}")
-    page.fill("#token-input", live_server.tokens.viewer)
-    page.click("#token-entry button")
+    sign_in(page, live_server, f"/jobs/{noisy}")
     page.wait_for_selector("#verdict", state="visible")
     printed = verdict_lines(result)  # what `padbench results` prints under the table
     assert page.inner_text("#verdict") == printed[0] and "within noise" in printed[0]
@@ -203,19 +185,10 @@ def test_a_tunes_page_shows_every_trial_the_winner_and_the_chart_of_tokens_again
     from padbench.kinds.tune.report import verdict_lines as tune_verdict_lines
     from tests.unit.test_tune_plan import finished, tune
 
-    spec = tune().model_dump(mode="json")
-    with live_server.client() as client:
-        job_id = client.submit(spec).id
-    with WorkerApi(live_server.url, live_server.tokens.worker) as api:
-        worker = api.register("stand-in", Capabilities(device="cpu", kernels=["sdpa"]))
-        lease = api.claim(worker.id)
-        assert lease is not None and lease.job.id == job_id
-        result = finished(parse_job_spec(lease.job.spec))  # type: ignore[arg-type]
-        api.complete(job_id, lease.lease_token, JOB_RESULT_ADAPTER.dump_python(result, mode="json"))
+    job_id, result = complete_by_hand(live_server, tune().model_dump(mode="json"),
+                                      lambda spec: finished(parse_job_spec(spec)))  # type: ignore[arg-type]
     page = browser_page
-    page.goto(f"{live_server.url}/jobs/{job_id}")
-    page.fill("#token-input", live_server.tokens.viewer)
-    page.click("#token-entry button")
+    sign_in(page, live_server, f"/jobs/{job_id}")
     page.wait_for_selector("table.results tbody tr")
     assert page.inner_text("#verdict") == tune_verdict_lines(result)[0]
     rows = page.locator("table.results tbody tr:not(.details)")
@@ -223,26 +196,6 @@ def test_a_tunes_page_shows_every_trial_the_winner_and_the_chart_of_tokens_again
     assert "settings to paste:" in page.inner_text("pre.after")
     page.wait_for_function("Chart.getChart(document.querySelector('#charts canvas')) !== undefined")
     page.screenshot(path=screenshots / "dashboard-tune.png", full_page=True)
-
-
-def store_by_hand(server: LiveServer, results: list[PaddingResult], baseline: str | None = None) -> list[int]:
-    """Jobs of the regression tests' spec, each completed by a stand-in worker with one of `results`; the first
-    named `baseline` when given, before the others are stored (so they are checked against it)."""
-    from tests.regression_results import SPEC
-
-    job_ids = []
-    with WorkerApi(server.url, server.tokens.worker) as api:
-        worker = api.register("stand-in", Capabilities(device="cpu", kernels=["sdpa"]))
-        for index, result in enumerate(results):
-            with server.client() as client:
-                job_ids.append(client.submit(SPEC).id)
-            lease = api.claim(worker.id)
-            assert lease is not None and lease.job.id == job_ids[-1]
-            api.complete(job_ids[-1], lease.lease_token, JOB_RESULT_ADAPTER.dump_python(result, mode="json"))
-            if index == 0 and baseline is not None:
-                with server.client() as client:
-                    client.set_baseline(baseline, job_ids[0])
-    return job_ids
 
 
 def test_a_rows_history_shows_its_points_intervals_version_change_and_regression(
@@ -259,9 +212,7 @@ def test_a_rows_history_shows_its_points_intervals_version_change_and_regression
     problems: list[str] = []
     page.on("pageerror", lambda error: problems.append(str(error)))
     page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-    page.goto(f"{live_server.url}/jobs/{slower}")
-    page.fill("#token-input", live_server.tokens.viewer)
-    page.click("#token-entry button")
+    sign_in(page, live_server, f"/jobs/{slower}")
     page.wait_for_selector("#history-link a")
     assert not page.is_visible("#ranking")  # its worker gave no price: nothing to rank by cost
     page.click("#history-link a")
@@ -301,9 +252,7 @@ def test_a_priced_jobs_verdict_ranks_by_cost_on_its_page(live_server: LiveServer
     result = with_price(3.6)
     [job_id] = store_by_hand(live_server, [result])
     page = browser_page
-    page.goto(f"{live_server.url}/jobs/{job_id}")
-    page.fill("#token-input", live_server.tokens.viewer)
-    page.click("#token-entry button")
+    sign_in(page, live_server, f"/jobs/{job_id}")
     page.wait_for_selector("#ranking", state="visible")
     assert page.inner_text("#verdict").startswith("verdict: winner dynamic")
     page.select_option("#rank-by", "cost")
@@ -321,20 +270,12 @@ def test_a_scaling_axis_page_plots_tokens_per_gpu_and_efficiency_against_gpu_cou
     from tests.unit.test_scaling_axis import padding_result
 
     spec = QUICK | {"name": "scaling-cpu", "gpus": [1, 4]}
-    with live_server.client() as client:
-        job_id = client.submit(spec).id
     result = merged(PaddingJobSpec.model_validate(spec), [
         CountRun(1, padding_result(1, {"static": 100.0, "packed": 200.0})),
         CountRun(4, padding_result(4, {"static": 360.0, "packed": 400.0}))], planned_counts=2)
-    with WorkerApi(live_server.url, live_server.tokens.worker) as api:
-        worker = api.register("stand-in", Capabilities(device="cpu", kernels=["sdpa"]))
-        lease = api.claim(worker.id)
-        assert lease is not None and lease.job.id == job_id
-        api.complete(job_id, lease.lease_token, JOB_RESULT_ADAPTER.dump_python(result, mode="json"))
+    job_id, _ = complete_by_hand(live_server, spec, lambda _: result)
     page = browser_page
-    page.goto(f"{live_server.url}/jobs/{job_id}")
-    page.fill("#token-input", live_server.tokens.viewer)
-    page.click("#token-entry button")
+    sign_in(page, live_server, f"/jobs/{job_id}")
     page.wait_for_selector("table.results tbody tr")
     assert "scaling eff." in page.inner_text("table.results thead")
     titled = ("(title) => [...document.querySelectorAll('#charts div.chart')]"
