@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import httpx
 import pytest
@@ -11,7 +13,8 @@ from padbench.http import ApiError
 from padbench.kinds.padding.contract import StrategyResult
 from padbench.worker.runtime.kernel_speeds import KernelSpeeds
 from padbench.worker.supervisor.api import WorkerApi
-from padbench.worker.supervisor.outbox import Outbox, PendingResult
+from padbench.worker.supervisor.gang import GangMember
+from padbench.worker.supervisor.outbox import Outbox, PendingResult, ReportRoute
 from padbench.worker.supervisor.reporting import (
     MAX_RETRY_AFTER_S,
     SAVED_RESULT_TRIES,
@@ -83,7 +86,7 @@ def test_a_stop_request_ends_the_retries_and_the_outbox_keeps_the_result(tmp_pat
     with pytest.raises(ApiError, match="HTTP 503"):
         sending.complete(5, "lease-abc", RESULT)
     assert clock.now >= 3600.0
-    assert sending.outbox is not None and [saved.lease_token for saved in sending.outbox.pending()] == ["lease-abc"]
+    assert sending.outbox is not None and [saved.token for saved in sending.outbox.pending()] == ["lease-abc"]
 
 
 def test_the_delay_grows_with_jitter_up_to_its_cap_and_follows_retry_after() -> None:
@@ -138,3 +141,55 @@ def test_a_finished_result_feeds_the_kernel_speeds_table_under_its_job(tmp_path:
     figures = KernelSpeeds(table).figures()
     assert sorted((figure.family, figure.rate, figure.source) for figure in figures) == [
         ("eager", 500.0, "job 42"), ("sdpa", 2000.0, "job 42")]
+
+
+def test_a_gangs_result_is_saved_then_reported_under_the_membership_and_forgotten(tmp_path: Path) -> None:
+    server = FakeServer(down_for_reports=3)
+    server.when_down = lambda: saved_while_down.append(Outbox(tmp_path).pending())
+    saved_while_down: list[list[PendingResult]] = []
+    reporter(server, FakeClock(), tmp_path).complete(5, "member-abc", RESULT, ReportRoute.GANG)
+    assert server.actions() == ["complete"] * 4 and "lease_token" not in server.last("complete")
+    assert server.last("complete")["member_token"] == "member-abc"
+    assert saved_while_down[0] == [PendingResult(5, "member-abc", RESULT, ReportRoute.GANG)]
+    assert Outbox(tmp_path).pending() == []
+
+
+def test_a_gangs_result_refused_for_good_fails_nothing_a_membership_cannot_fail(tmp_path: Path) -> None:
+    server = FakeServer(refuse={"complete": 422})
+    reporter(server, FakeClock(), tmp_path).complete(5, "member-abc", RESULT, ReportRoute.GANG)
+    assert server.actions() == ["complete"] and Outbox(tmp_path).pending() == []
+
+
+class PathsServer(FakeServer):
+    """Also records the path each call went to: the route a report took."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.paths: list[str] = []
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        self.paths.append(request.url.path)
+        return super().handle(request)
+
+
+def test_a_saved_gang_result_is_delivered_at_start_up_under_the_membership(tmp_path: Path) -> None:
+    saved = Outbox(tmp_path / "outbox")
+    saved.save(PendingResult(7, "member-old", RESULT, ReportRoute.GANG))
+    saved.save(PendingResult(8, "lease-old", RESULT))
+    server = PathsServer(down_for_reports=1)
+    reporter(server, FakeClock(), tmp_path / "outbox").deliver_saved()
+    assert [path.removeprefix("/v1") for path in server.paths] == ["/gangs/7/complete"] * 2 + ["/leases/8/complete"]
+    assert server.calls[1][1]["member_token"] == "member-old"
+    assert saved.pending() == []
+
+
+def test_a_gang_member_stopped_before_the_server_answers_keeps_the_result_for_the_next_start(tmp_path: Path) -> None:
+    """The member whose node ran global rank 0 reports through the reporter: a stop mid-outage loses nothing."""
+    server, clock = FakeServer(down_for_reports=1000), FakeClock(stop_after_s=600.0)
+    sup = SimpleNamespace(config=SimpleNamespace(price_per_gpu_hour=None), reporter=reporter(server, clock, tmp_path))
+    joined = SimpleNamespace(job=SimpleNamespace(id=5))
+    member = GangMember(sup, joined, None, (), 1, "127.0.0.1")  # type: ignore[arg-type]
+    member._report_result(RESULT, SimpleNamespace(token="member-abc"))  # type: ignore[arg-type]
+    assert Outbox(tmp_path).pending() == [PendingResult(5, "member-abc", RESULT, ReportRoute.GANG)]
+    reporter(FakeServer(), FakeClock(), tmp_path).deliver_saved()
+    assert Outbox(tmp_path).pending() == []

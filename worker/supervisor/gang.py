@@ -9,8 +9,12 @@ Once formed, every member starts its ranks through the launcher's c10d rendezvou
 rendezvous=...)`), so the job code runs exactly as on one node. Node 0 holds the job's lease: it heartbeats
 it, and reports a failure, a cancel or a release for the whole gang. torch numbers the nodes itself, so the
 result comes back on whichever node ran global rank 0, and that member reports it under its membership; the
-others report nothing. A member whose membership ends (409: the attempt was lost with another member, or
-ended) stops its ranks.
+others report nothing. The result goes through the worker's `Reporter` like a one-node job's: saved in the
+outbox first, retried until the server answers for good, and offered again at the next start if the worker
+stops first. The server keeps the memberships of an attempt that ended while the job awaits a result, so a
+result that arrives after the attempt was reaped (the server unreachable meanwhile) is still taken if none
+came first. A member whose membership ends (409: the attempt was lost with another member, or ended) stops
+its ranks.
 """
 
 from __future__ import annotations
@@ -20,8 +24,6 @@ import socket
 import threading
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
-
-from pydantic import ValidationError
 
 from padbench.contract.api import LeaseOut
 from padbench.contract.gangs import GangJoined, GangState
@@ -33,6 +35,7 @@ from padbench.worker.runtime.isolation import ChildReport
 from padbench.worker.supervisor.api import LeaseLost, WorkerApi
 from padbench.worker.supervisor.gpus import job_ranks, visible_devices
 from padbench.worker.supervisor.lease import LeaseKeeper, interval_until
+from padbench.worker.supervisor.outbox import ReportRoute
 from padbench.worker.supervisor.reporting import priced
 from padbench.worker.supervisor.specs import SpecRefused, job_spec
 
@@ -214,18 +217,13 @@ class GangMember:
             log.error("job %d: could not report the gang's end: %s", self.job_id, error)
 
     def _report_result(self, value: dict[str, Any], membership: MembershipKeeper) -> None:
-        """Report the gang's result as any report is retried (back-off, Retry-After, until a stop request). A
-        result refused for good is logged: with no result, node 0's lease lapses and the job is requeued."""
+        """Report the gang's result as any result is (`Reporter.complete`), under this membership. A result
+        refused for good is logged: with no result, node 0's lease lapses and the job is requeued."""
         result = priced(value, self.sup.config.price_per_gpu_hour)
         try:
-            self.sup.reporter.retrying.run(lambda: self.sup.api.complete_gang(self.job_id, membership.token, result),
-                                           what=f"job {self.job_id}'s result")
-        except LeaseLost as error:
-            log.warning("job %d: the server takes no result under this membership (%s)", self.job_id, error)
-        except (ApiError, ValidationError) as error:
-            log.error("job %d: the result was not reported: %s", self.job_id, error)
-        else:
-            log.info("job %d: result reported", self.job_id)
+            self.sup.reporter.complete(self.job_id, membership.token, result, ReportRoute.GANG)
+        except ApiError as error:  # stopping before the server answered
+            log.warning("job %d: the result is kept in the outbox for the next start (%s)", self.job_id, error)
 
 def _ignore_progress(_fraction: float, _message: str) -> None:
     """Progress reaches only the node that runs global rank 0; without the lease it has nowhere to go."""

@@ -7,6 +7,11 @@ cancelled: nothing more to do) or another 4xx (refused: the job is failed with t
 says) for as long as it takes: the server takes a result from any of the job's attempts, so neither the
 clock nor a lost heartbeat makes it worthless. Only a stop request ends the retries early; the result
 then stays in the outbox and is offered again, a bounded number of times, when the worker next starts.
+
+A job across several workers reports its result the same way, through the gang route: under the membership
+of the member whose node ran global rank 0, which the server takes as a report under that attempt's lease,
+even once the attempt ended. Only a refusal cannot fail the job there (a membership reports no failure):
+it is logged, and without a result the attempt's lease lapses and the job is requeued.
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from padbench.contract.api import LeaseComplete
+from padbench.contract.gangs import GangComplete
 from padbench.http import ApiError, stretched_retry_after
 from padbench.worker.runtime.kernel_evidence import record_result
 from padbench.worker.runtime.settings import WorkerSettings
 from padbench.worker.supervisor.api import LeaseLost, WorkerApi
-from padbench.worker.supervisor.outbox import Outbox, PendingResult
+from padbench.worker.supervisor.outbox import Outbox, PendingResult, ReportRoute
 
 log = logging.getLogger("padbench.worker")
 
@@ -98,33 +104,47 @@ class Reporter:
         self.outbox = outbox
         self.retrying = retrying
 
-    def complete(self, job_id: int, token: str, result: Any) -> None:
-        """Report the result; raises the last ApiError only when the worker stops before the server answered."""
+    def complete(self, job_id: int, token: str, result: Any, route: ReportRoute = ReportRoute.LEASE) -> None:
+        """Report the result under `token` (the lease, or on the gang route the member's token); raises the
+        last ApiError only when the worker stops before the server answered."""
         try:
             # Checked here, before anything is sent: a result that is not valid JSON for the contract (NaN,
             # a wrong type) fails the job with the reason instead of escaping the loop.
-            LeaseComplete.model_validate({"lease_token": token, "result": result}).model_dump_json()
+            _validated(route, token, result)
         except (ValidationError, ValueError, TypeError) as error:
-            self.fail(job_id, token, f"the job's result does not match the result contract: {error}", None)
+            self._refused(job_id, token, route, f"the job's result does not match the result contract: {error}")
             return
         # Its rows were measured on this machine whatever the server answers: `attention: auto` reads them.
         record_result(result, f"job {job_id}", WorkerSettings().kernel_speeds_path)
         if self.outbox is not None:
-            self.outbox.save(PendingResult(job_id, token, result))
+            self.outbox.save(PendingResult(job_id, token, result, route))
         try:
-            self.retrying.run(lambda: self.api.complete(job_id, token, result), what=f"job {job_id}'s result")
+            self.retrying.run(functools.partial(self._sender(route), job_id, token, result),
+                              what=f"job {job_id}'s result")
         except LeaseLost as error:
-            log.warning("job %d: the server keeps another attempt's result, or the job was cancelled (%s); "
+            log.warning("job %d: the server keeps another attempt's result, or the job ended otherwise (%s); "
                         "this one is dropped", job_id, error)
         except ApiError as error:
             if worth_retrying(error):
                 raise  # stopping: the outbox keeps the result for the next start
             self._forget(job_id)
-            self.fail(job_id, token, f"the server rejected the job's result: {error}", None)
+            self._refused(job_id, token, route, f"the server rejected the job's result: {error}")
             return
         else:
             log.info("job %d: result reported", job_id)
         self._forget(job_id)
+
+    def _sender(self, route: ReportRoute) -> Callable[[int, str, dict[str, Any]], None]:
+        """The API call that reports a result on `route`."""
+        return self.api.complete_gang if route is ReportRoute.GANG else self.api.complete
+
+    def _refused(self, job_id: int, token: str, route: ReportRoute, reason: str) -> None:
+        """A result that cannot be stored fails the job with the reason, where the token may fail it: a
+        membership may not, so on the gang route the reason is logged and the attempt's lease lapses."""
+        if route is ReportRoute.GANG:
+            log.error("job %d: the result was not reported: %s", job_id, reason)
+            return
+        self.fail(job_id, token, reason, None)
 
     def cancelled(self, job_id: int, token: str, partial: dict[str, Any] | None) -> None:
         """Stopped on a cancel: the rows the job finished go to the server, marked partial. Without rows, or
@@ -151,7 +171,7 @@ class Reporter:
         if self.outbox is None or not self.outbox.directory.is_dir():
             return
         for pending in self.outbox.pending():
-            send = functools.partial(self.api.complete, pending.job_id, pending.lease_token, pending.result)
+            send = functools.partial(self._sender(pending.route), pending.job_id, pending.token, pending.result)
             try:
                 self.retrying.run(send, what=f"job {pending.job_id}'s saved result", tries=SAVED_RESULT_TRIES)
             except ApiError as error:
@@ -168,3 +188,10 @@ class Reporter:
     def _forget(self, job_id: int) -> None:
         if self.outbox is not None:
             self.outbox.remove(job_id)
+
+
+def _validated(route: ReportRoute, token: str, result: Any) -> str:
+    """The report's body as JSON, checked against the contract of its route."""
+    if route is ReportRoute.GANG:
+        return GangComplete.model_validate({"member_token": token, "result": result}).model_dump_json()
+    return LeaseComplete.model_validate({"lease_token": token, "result": result}).model_dump_json()
