@@ -30,7 +30,7 @@ import pytest
 from tests.acceptance.conftest import LiveServer, running_server
 from tests.integration.conftest import empty_postgres, postgres_database  # noqa: F401  (a fixture)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 POLLERS = 100
 HEALTH_SAMPLES = 200  # of each of /healthz and /livez
 HEALTH_P99_S = 0.1

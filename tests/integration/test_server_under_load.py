@@ -85,6 +85,7 @@ async def hold_job_through_the_burst(server: LiveServer, observed: Observed) -> 
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_200_pollers_and_50_submits_while_a_worker_holds_a_job(any_live_server: LiveServer) -> None:
     server = any_live_server
     with server.client("submitter") as http:
