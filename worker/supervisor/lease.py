@@ -2,7 +2,8 @@
 
 The thread beats every ~lease/3 seconds so one lost request does not cost the lease, and sooner (at most
 once a second) when the child reports new progress, so people watching `padbench wait` see it promptly
-and a cancel is noticed within about a second of the next progress report. What the server answers is
+and a cancel is noticed within about a second of the next progress report (a gang member's beats carrying the
+job's progress are paced the same way: `LatestProgress`, `wait_for_beat`). What the server answers is
 kept in flags the run loop polls: `cancel_requested`, and `lost` (409: the job ended elsewhere, or the
 lease was missed past the server's grace and the job went to another worker), on which the child is
 stopped at once: a job never runs on two workers. A beat the server does not answer is no loss: the next
@@ -43,6 +44,39 @@ def interval_until(expires: datetime, now: datetime | None = None) -> float:
     return min(max(length / 3, MIN_BEAT_INTERVAL_S), MAX_BEAT_INTERVAL_S)
 
 
+class LatestProgress:
+    """The latest progress a job's child reported, for the next beat to carry. `wake` is set when it changes,
+    so the thread that beats (a lease's, or a gang membership's) beats soon: see `wait_for_beat`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._value: tuple[float | None, str | None] = (None, None)
+        self.wake = threading.Event()
+
+    def update(self, fraction: float, message: str) -> None:
+        """`on_progress` for run_in_child: remember the latest progress and nudge the beating thread."""
+        with self._lock:
+            self._value = (min(max(fraction, 0.0), 1.0), message[:2000] or None)
+        self.wake.set()
+
+    def latest(self) -> tuple[float | None, str | None]:
+        with self._lock:
+            return self._value
+
+
+def wait_for_beat(progress: LatestProgress, done: threading.Event, last_beat: float, interval_s: float) -> bool:
+    """Wait until the next beat is due: `interval_s` after the last one (`time.monotonic()`), or sooner when
+    progress arrived, but not sooner than MIN_PROGRESS_GAP_S after it. False when `done` was set meanwhile
+    (whoever sets it sets `progress.wake` too, so the wait ends at once)."""
+    woken = progress.wake.wait(timeout=max(0.0, last_beat + interval_s - time.monotonic()))
+    if done.is_set():
+        return False
+    if woken:  # progress arrived: beat now, but not more than once a second
+        progress.wake.clear()
+        done.wait(timeout=max(0.0, last_beat + MIN_PROGRESS_GAP_S - time.monotonic()))
+    return not done.is_set()
+
+
 class LeaseKeeper:
     def __init__(self, api: WorkerApi, lease: LeaseOut, interval_s: float | None = None) -> None:
         self._api = api
@@ -52,9 +86,7 @@ class LeaseKeeper:
         self.cancel_requested = threading.Event()
         self.lost = threading.Event()
         self.beats = 0
-        self._progress: tuple[float | None, str | None] = (None, None)
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
+        self._progress = LatestProgress()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"heartbeat-{self.job_id}", daemon=True)
 
@@ -64,34 +96,23 @@ class LeaseKeeper:
 
     def __exit__(self, *_: object) -> None:
         self._done.set()
-        self._wake.set()
+        self._progress.wake.set()
         self._thread.join(timeout=30)
 
     def update(self, fraction: float, message: str) -> None:
         """`on_progress` for run_in_child: remember the latest progress and nudge the heartbeat thread."""
-        with self._lock:
-            self._progress = (min(max(fraction, 0.0), 1.0), message[:2000] or None)
-        self._wake.set()
+        self._progress.update(fraction, message)
 
     def _run(self) -> None:
         last_beat = time.monotonic()
-        while not self._done.is_set() and not self.lost.is_set():
-            woken = self._wake.wait(timeout=max(0.0, last_beat + self.interval_s - time.monotonic()))
-            if self._done.is_set():
-                return
-            if woken:  # progress arrived: beat now, but not more than once a second
-                self._wake.clear()
-                self._done.wait(timeout=max(0.0, last_beat + MIN_PROGRESS_GAP_S - time.monotonic()))
-                if self._done.is_set():
-                    return
+        while not self.lost.is_set() and wait_for_beat(self._progress, self._done, last_beat, self.interval_s):
             self.beat()
             last_beat = time.monotonic()
 
     def beat(self) -> None:
         if self.lost.is_set():
             return  # the server said no already; beating on would only ask again
-        with self._lock:
-            progress, message = self._progress
+        progress, message = self._progress.latest()
         try:
             ack = self._api.heartbeat(self.job_id, self.token, progress, message)
         except LeaseLost as error:
