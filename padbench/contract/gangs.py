@@ -2,7 +2,8 @@
 
 A worker with room joins a queued job across several workers (`nodes` > 1) and gets a member token, then beats
 its membership until the gang is full (the answer then carries the rendezvous every node starts its ranks
-with, and node 0 the job's lease) or is dissolved (409: its GPUs go back to other work).
+with, and node 0 the job's lease) or is dissolved (409: its GPUs go back to other work). Once the job runs, the
+member whose node runs global rank 0 carries the job's progress on its beat, as a lease's heartbeat does.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Annotated
 from pydantic import Field, field_validator
 
 from padbench.contract.api import Body, JobOut, LeaseComplete, LeaseOut
-from padbench.contract.bounds import DbId, LeaseToken, Name, NoNul
+from padbench.contract.bounds import DbId, LeaseToken, Message, Name, NoNul
 from padbench.contract.kinds import JobResult
 from padbench.contract.parallel import MAX_GPUS, MAX_NODES
 from padbench.contract.results import JobResultBase
@@ -33,8 +34,18 @@ class GangJoin(Body):
     port: Port
 
 
-class GangBeat(Body):
+class GangLeave(Body):
     member_token: LeaseToken
+
+
+class GangBeat(Body):
+    """A membership's beat. torch numbers the nodes itself, so global rank 0, whose progress is the job's, may
+    run on any member: that member's beat carries the progress (bounded as a lease heartbeat's), which the
+    server shows on the job while the member belongs to its running attempt."""
+
+    member_token: LeaseToken
+    progress: Annotated[float, Field(ge=0, le=1)] | None = None
+    message: Message | None = None
 
 
 class GangRendezvous(Body):

@@ -42,12 +42,14 @@ Rules the statements keep (after procrastinate and Oban):
   admin's bound (PADBENCH_GANG_FORM_SECONDS), or one of whose forming members missed its beat past the grace,
   is dissolved whole, so no worker holds GPUs waiting forever. A member of a running gang that misses its beat
   past the grace takes the attempt with it (the reaper's rules: requeued, or failed with no attempt left), and
-  the other members learn it at their next beat (409). The members of an attempt that ended stay while the job
-  can still take a result (they record who ran it), and are removed once it cannot (succeeded, cancelled,
-  failed otherwise than by its last lease expiring) or with the job; the forming gang of a job that left the
-  queue is removed. The gang's result comes from the member whose node ran global rank 0, under its member
-  token, which stands for its attempt's lease: the result rule above applies to it unchanged, so a late result
-  of an ended attempt is taken while no result came first.
+  the other members learn it at their next beat (409). torch numbers the nodes itself, so global rank 0, whose
+  progress is the job's, may run on any member: that member's beat carries the progress, stored on the job by
+  one UPDATE fenced by the running attempt (the member's attempt token is the job's lease). The members of an
+  attempt that ended stay while the job can still take a result (they record who ran it), and are removed once
+  it cannot (succeeded, cancelled, failed otherwise than by its last lease expiring) or with the job; the
+  forming gang of a job that left the queue is removed. The gang's result comes from the member whose node ran
+  global rank 0, under its member token, which stands for its attempt's lease: the result rule above applies
+  to it unchanged, so a late result of an ended attempt is taken while no result came first.
 """
 
 from padbench.server.queue.fences import FINISHED, LEASE_EXPIRED_ERROR
@@ -56,6 +58,7 @@ from padbench.server.queue.gangs import (
     dissolve_unformed_gangs,
     join_gang,
     leave_gang,
+    record_member_progress,
     remove_stale_members,
     requeue_gangs_missing_a_member,
     start_full_gang,
@@ -94,6 +97,7 @@ __all__ = [
     "join_gang",
     "leave_gang",
     "queued_gpu_requirements",
+    "record_member_progress",
     "release_job",
     "remove_stale_members",
     "request_cancel",

@@ -23,6 +23,7 @@ from padbench.server.db.clock import db_now
 from padbench.server.db.models import FORMING_MEMBER, HELD_BY_GANG, GangMember, Job, JobAttempt, JobRequirement
 from padbench.server.queue.fences import AWAITS_RESULT, PLAIN_UPDATE, QUEUED, RUNNING, held_by_gang, rowcount
 from padbench.server.queue.jobs import fits_free_gpus, reaped_values
+from padbench.server.queue.leases import progress_values
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,21 @@ def beat_membership(session: Session, member_token: str, *, lease_seconds: float
     )
     row = session.execute(statement).one_or_none()
     return None if row is None else Membership(row.job_id, row.node_rank, row.attempt_token)
+
+
+def record_member_progress(session: Session, member_token: str, *, progress: float | None,
+                           message: str | None) -> bool:
+    """The job's progress, from the member whose node runs global rank 0 (torch numbers the nodes itself, so
+    that need not be node 0, which holds the lease): stored on the job only while the member belongs to its
+    running attempt. A beat without progress keeps the last progress shown, as a lease's heartbeat does, so
+    neither node 0's heartbeat nor this beat wipes what the other sent. False when nothing was stored."""
+    values = progress_values(progress, message)
+    if not values:
+        return False
+    of_running_attempt = exists().where(GangMember.member_token == member_token, GangMember.job_id == Job.id,
+                                        _running(GangMember, Job))
+    statement = update(Job).where(of_running_attempt).values(**values).execution_options(**PLAIN_UPDATE)
+    return rowcount(session, statement) == 1
 
 
 def leave_gang(session: Session, member_token: str) -> int:

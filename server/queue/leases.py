@@ -39,8 +39,9 @@ class LeaseExtension:
     lease_expires_at: datetime
 
 
-def _progress_values(progress: float | None, message: str | None) -> dict[str, Any]:
-    """Only what the heartbeat carries: a beat without progress keeps the last progress shown."""
+def progress_values(progress: float | None, message: str | None) -> dict[str, Any]:
+    """Only what the beat carries: a beat without progress keeps the last progress shown (a gang member's beat
+    carries the job's progress too, `gangs.record_member_progress`)."""
     given = {"progress": progress, "progress_message": message}
     return {column: value for column, value in given.items() if value is not None}
 
@@ -61,7 +62,7 @@ def extend_lease(
     A deadline that passed is extended too while the reaper has not acted: nobody else can hold the job then.
     """
     return _extension(session, update(Job).where(is_lease(job_id, lease_token))
-                      .values(lease_expires_at=db_now(lease_seconds), **_progress_values(progress, message)))
+                      .values(lease_expires_at=db_now(lease_seconds), **progress_values(progress, message)))
 
 
 def resume_lease(
@@ -85,7 +86,7 @@ def resume_lease(
         update(Job).where(Job.id == job_id, REAPED, is_latest_attempt)
         .values(status=RUNNING, worker_id=attempt_worker(lease_token), lease_token=lease_token,
                 lease_expires_at=db_now(lease_seconds), error=None, finished_at=None,
-                **_progress_values(progress, message))
+                **progress_values(progress, message))
     )
     return _extension(session, statement)
 

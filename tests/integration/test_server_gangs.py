@@ -3,7 +3,7 @@ the rendezvous (node 0's address and port) and only node 0 the lease; the result
 ran global rank 0 and is stored once; a worker that hands jobs to a scheduler with enough nodes claims the job
 whole instead; a submit of nodes on a kind that cannot spread is refused naming it; a gang attempt whose lease
 was reaped keeps its members, whose late result is stored once, as a late one-node result is (time faked in
-SQL)."""
+SQL); a member that is not node 0 carries the job's progress on its beat while its attempt runs."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def join(http: httpx.Client, worker_id: int, port: int) -> GangJoined | None:
     return None if response.status_code == 204 else GangJoined.model_validate(response.json())
 
 
-def beat(http: httpx.Client, joined: GangJoined) -> httpx.Response:
-    return http.post(f"/v1/gangs/{joined.job.id}/beat", json={"member_token": joined.member_token})
+def beat(http: httpx.Client, joined: GangJoined, **progress: Any) -> httpx.Response:
+    return http.post(f"/v1/gangs/{joined.job.id}/beat", json={"member_token": joined.member_token, **progress})
 
 
 def test_two_workers_form_a_gang_and_the_result_is_stored_once(any_live_server: LiveServer) -> None:
@@ -145,3 +145,43 @@ def test_a_scheduler_worker_with_enough_nodes_claims_the_job_whole_and_reports_i
         report = {"lease_token": lease.lease_token, "result": result_document(ACROSS_TWO)}
         assert box.post(f"/v1/leases/{job_id}/complete", json=report).status_code == 204
         assert user.get(f"/v1/jobs/{job_id}").json()["status"] == "succeeded"
+
+
+def test_a_member_that_is_not_node_zero_carries_the_progress(any_live_server: LiveServer) -> None:
+    with any_live_server.client("submitter") as user, any_live_server.client("worker") as box:
+        job_id = submit(user, ACROSS_TWO)
+        a, b = (register(box, name) for name in ("node-a", "node-b"))
+        zero, one = join(box, a, 29400), join(box, b, 29401)
+        assert zero is not None and one is not None
+        token = lease_token(box, zero)
+        # torch put global rank 0 on node 1: its beat carries the job's progress.
+        assert beat(box, one, progress=0.4, message="step 4 of 10").status_code == 200
+        job = user.get(f"/v1/jobs/{job_id}").json()
+        assert (job["progress"], job["progress_message"]) == (0.4, "step 4 of 10")
+        # Node 0's lease heartbeat and membership beat, without progress of their own, leave it as it is.
+        assert box.post(f"/v1/leases/{job_id}/heartbeat", json={"lease_token": token}).status_code == 200
+        assert beat(box, zero).status_code == 200
+        job = user.get(f"/v1/jobs/{job_id}").json()
+        assert (job["progress"], job["progress_message"], job["worker"]) == (0.4, "step 4 of 10", "node-a")
+        assert beat(box, one, progress=1.5).status_code == 422  # bounded as a lease heartbeat's progress
+
+
+def test_a_member_of_an_ended_attempt_sets_no_progress(any_live_server: LiveServer) -> None:
+    database = any_live_server.database
+    with any_live_server.client("submitter") as user, any_live_server.client("worker") as box:
+        job_id = submit(user, ACROSS_TWO)
+        a, b, c = (register(box, name) for name in ("node-a", "node-b", "node-c"))
+        first = [join(box, a, 29400), join(box, b, 29401)]
+        assert first[0] is not None and first[1] is not None
+        assert beat(box, first[1], progress=0.3, message="first attempt").status_code == 200
+        expire_lease(database, job_id)
+        assert reap(database) == 1  # the first attempt is requeued; its members stay, as its result may come
+        refused = beat(box, first[1], progress=0.9, message="too late")
+        assert refused.status_code == 409 and refused.json()["job_status"] == "queued"
+        assert user.get(f"/v1/jobs/{job_id}").json()["progress_message"] == "first attempt"
+        second = [join(box, c, 29402), join(box, a, 29403)]
+        assert second[0] is not None and second[1] is not None
+        job = user.get(f"/v1/jobs/{job_id}").json()  # a new attempt starts with no progress
+        assert (job["status"], job["progress"], job["progress_message"]) == ("running", None, None)
+        assert beat(box, first[1], progress=0.9, message="too late").status_code == 409
+        assert user.get(f"/v1/jobs/{job_id}").json()["progress"] is None

@@ -30,7 +30,7 @@ from padbench.contract.api import (
     WorkerRegister,
 )
 from padbench.contract.bounds import MAX_MESSAGE_LENGTH
-from padbench.contract.gangs import GangBeat, GangComplete, GangJoin, GangJoined, GangState
+from padbench.contract.gangs import GangBeat, GangComplete, GangJoin, GangJoined, GangLeave, GangState
 from padbench.http import ApiError, ApiSession, error_from_response, parse_body
 
 HTTP_CONFLICT = 409
@@ -133,9 +133,12 @@ class WorkerApi(ApiSession):
             return None
         return parse_body(GangJoined, response)
 
-    def beat_gang(self, job_id: int, member_token: str) -> GangState:
-        """Beat the membership; `LeaseLost` (409) when it ended."""
-        body = GangBeat(member_token=member_token).model_dump(mode="json")
+    def beat_gang(self, job_id: int, member_token: str, progress: float | None = None,
+                  message: str | None = None) -> GangState:
+        """Beat the membership, carrying the job's progress from the node that runs global rank 0; `LeaseLost`
+        (409) when it ended."""
+        shown = None if message is None else storable(message, MAX_MESSAGE_LENGTH)
+        body = GangBeat(member_token=member_token, progress=progress, message=shown).model_dump(mode="json")
         return parse_body(GangState, self.request("POST", f"/gangs/{job_id}/beat", json=body))
 
     def complete_gang(self, job_id: int, member_token: str, result: dict[str, Any]) -> None:
@@ -144,7 +147,8 @@ class WorkerApi(ApiSession):
         self.request("POST", f"/gangs/{job_id}/complete", json=body.model_dump(mode="json"))
 
     def leave_gang(self, job_id: int, member_token: str) -> None:
-        self.request("POST", f"/gangs/{job_id}/leave", json=GangBeat(member_token=member_token).model_dump(mode="json"))
+        body = GangLeave(member_token=member_token).model_dump(mode="json")
+        self.request("POST", f"/gangs/{job_id}/leave", json=body)
 
     def _lease_call(self, job_id: int, action: str, body: dict[str, Any]) -> Any:
         """POST a lease call; a 409 raises `LeaseLost` (see `raise_lease_lost`)."""

@@ -8,13 +8,14 @@ dissolved (the server's bound on forming, a member gone): then the GPUs go back 
 Once formed, every member starts its ranks through the launcher's c10d rendezvous (`launch_job(...,
 rendezvous=...)`), so the job code runs exactly as on one node. Node 0 holds the job's lease: it heartbeats
 it, and reports a failure, a cancel or a release for the whole gang. torch numbers the nodes itself, so the
-result comes back on whichever node ran global rank 0, and that member reports it under its membership; the
-others report nothing. The result goes through the worker's `Reporter` like a one-node job's: saved in the
-outbox first, retried until the server answers for good, and offered again at the next start if the worker
-stops first. The server keeps the memberships of an attempt that ended while the job awaits a result, so a
-result that arrives after the attempt was reaped (the server unreachable meanwhile) is still taken if none
-came first. A member whose membership ends (409: the attempt was lost with another member, or ended) stops
-its ranks.
+progress and the result come back on whichever node runs global rank 0: node 0's heartbeat carries the
+progress when it is that node, else that member's membership beat does, and that member reports the result
+under its membership; the others report nothing. The result goes through the worker's `Reporter` like a
+one-node job's: saved in the outbox first, retried until the server answers for good, and offered again at the
+next start if the worker stops first. The server keeps the memberships of an attempt that ended while the job
+awaits a result, so a result that arrives after the attempt was reaped (the server unreachable meanwhile) is
+still taken if none came first. A member whose membership ends (409: the attempt was lost with another member,
+or ended) stops its ranks.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +36,7 @@ from padbench.worker.runtime import launcher
 from padbench.worker.runtime.isolation import ChildReport
 from padbench.worker.supervisor.api import LeaseLost, WorkerApi
 from padbench.worker.supervisor.gpus import job_ranks, visible_devices
-from padbench.worker.supervisor.lease import LeaseKeeper, interval_until
+from padbench.worker.supervisor.lease import LatestProgress, LeaseKeeper, interval_until, wait_for_beat
 from padbench.worker.supervisor.outbox import ReportRoute
 from padbench.worker.supervisor.reporting import priced
 from padbench.worker.supervisor.specs import SpecRefused, job_spec
@@ -67,12 +69,15 @@ def free_port(address: str) -> int:
 
 class MembershipKeeper:
     """Beats a gang membership in a thread: the latest state, `formed` once it carries a rendezvous, `lost` on
-    a 409 (the gang was dissolved or its attempt ended)."""
+    a 409 (the gang was dissolved or its attempt ended). On the node that runs global rank 0 (torch numbers
+    the nodes itself, so any member may) `update` is the ranks' `on_progress`: the beats carry the job's
+    progress, and one comes soon after progress changes, paced as a lease's heartbeat (`wait_for_beat`)."""
 
     def __init__(self, api: WorkerApi, joined: GangJoined) -> None:
         self._api, self.job_id, self.token = api, joined.job.id, joined.member_token
         self.state: GangState = joined.state
         self.formed, self.lost, self._done = threading.Event(), threading.Event(), threading.Event()
+        self._progress = LatestProgress()
         self._thread = threading.Thread(target=self._run, name=f"gang-{self.job_id}", daemon=True)
         self._note(joined.state)
 
@@ -82,20 +87,26 @@ class MembershipKeeper:
 
     def __exit__(self, *_: object) -> None:
         self._done.set()
+        self._progress.wake.set()
         self._thread.join(timeout=30)
 
-    def _run(self) -> None:
-        while not self._done.is_set() and not self.lost.is_set():
-            self._done.wait(FORMING_BEAT_S if not self.formed.is_set() else self._running_interval())
-            if not self._done.is_set():
-                self.beat()
+    def update(self, fraction: float, message: str) -> None:
+        """`on_progress` for this node's ranks: remember the latest progress and nudge the beating thread."""
+        self._progress.update(fraction, message)
 
-    def _running_interval(self) -> float:
-        return interval_until(self.state.member_expires_at)
+    def _run(self) -> None:
+        last_beat = time.monotonic()
+        while not self.lost.is_set() and wait_for_beat(self._progress, self._done, last_beat, self._interval()):
+            self.beat()
+            last_beat = time.monotonic()
+
+    def _interval(self) -> float:
+        return interval_until(self.state.member_expires_at) if self.formed.is_set() else FORMING_BEAT_S
 
     def beat(self) -> None:
+        progress, message = self._progress.latest()
         try:
-            self._note(self._api.beat_gang(self.job_id, self.token))
+            self._note(self._api.beat_gang(self.job_id, self.token, progress, message))
         except LeaseLost as error:
             log.warning("job %d: gang membership ended (%s)", self.job_id, error)
             self.lost.set()
@@ -194,7 +205,7 @@ class GangMember:
         return launcher.launch_job(
             self.sup.config.job_target, spec_json(self.spec), ranks=self.ranks, rendezvous=rendezvous,
             timeout_s=self.sup.config.job_timeout_s, memory_cap_bytes=self.sup.config.job_memory_cap_bytes, env=env,
-            on_progress=keeper.update if keeper is not None else _ignore_progress, should_stop=should_stop)
+            on_progress=keeper.update if keeper is not None else membership.update, should_stop=should_stop)
 
     def _settle(self, report: ChildReport, membership: MembershipKeeper, keeper: LeaseKeeper | None,
                 lease: LeaseOut | None) -> None:
@@ -224,6 +235,3 @@ class GangMember:
             self.sup.reporter.complete(self.job_id, membership.token, result, ReportRoute.GANG)
         except ApiError as error:  # stopping before the server answered
             log.warning("job %d: the result is kept in the outbox for the next start (%s)", self.job_id, error)
-
-def _ignore_progress(_fraction: float, _message: str) -> None:
-    """Progress reaches only the node that runs global rank 0; without the lease it has nowhere to go."""

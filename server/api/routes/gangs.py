@@ -2,7 +2,8 @@
 start the ranks at the rendezvous it names) or dissolved, or leave it.
 
 A full gang's job runs under one lease, node 0's: node 0 heartbeats and reports the job through `/leases`
-like any job, with the lease its beat hands it. Every other member only beats its membership; a 409 to a
+like any job, with the lease its beat hands it. Every other member only beats its membership, and the member
+whose node runs global rank 0 (torch numbers the nodes itself) carries the job's progress on its beat; a 409 to a
 beat (`job_status` says what the job is now) means the membership ended (the gang was dissolved, or its
 attempt ended or was lost with a member) and the member stops its ranks. The member whose node ran global
 rank 0 reports the result under its membership, even once its attempt ended: the result is taken as a late
@@ -23,6 +24,7 @@ from padbench.contract.gangs import (
     GangComplete,
     GangJoin,
     GangJoined,
+    GangLeave,
     GangNode,
     GangRendezvous,
     GangState,
@@ -78,6 +80,7 @@ def beat(job_id: JobIdPath, body: GangBeat, session: SessionDep, settings: Setti
     membership = queue.beat_membership(session, body.member_token, lease_seconds=settings.lease_seconds)
     if membership is None or membership.job_id != job_id:
         raise lease_conflict(session, job_id)
+    queue.record_member_progress(session, body.member_token, progress=body.progress, message=body.message)
     job = session.get_one(Job, job_id, populate_existing=True)
     return gang_state(session, job, membership, reads.member_expiry(session, body.member_token))
 
@@ -97,7 +100,7 @@ def complete(job_id: JobIdPath, body: GangComplete, session: SessionDep, setting
 
 
 @router.post("/{job_id}/leave", status_code=status.HTTP_204_NO_CONTENT, responses=LEASE_RESPONSES)
-def leave(job_id: JobIdPath, body: GangBeat, session: SessionDep, principal: WorkerAuth) -> None:
+def leave(job_id: JobIdPath, body: GangLeave, session: SessionDep, principal: WorkerAuth) -> None:
     """The worker stops before its gang is full: the forming gang is dissolved, its job stays queued."""
     require_member(session, body.member_token, principal)
     if queue.leave_gang(session, body.member_token) == 0:
