@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import CompoundSelect, Select, and_, func, select, union
 from sqlalchemy.orm import Session, defer
 
 from padbench.contract.api import Capabilities, JobStatus
@@ -118,15 +118,26 @@ class WorkerRow:
 
 
 def list_workers(session: Session) -> list[WorkerRow]:
-    """Every registered worker, oldest first, with the jobs it runs now."""
+    """Every registered worker, oldest first, with the jobs it runs now: those whose lease it holds, and those
+    whose running attempt it is a gang member of (node 0, the lease's holder, counted once)."""
     running: dict[int, list[RunningJob]] = {}
-    jobs = session.execute(select(Job.worker_id, Job.id, Job.gpus)
-                           .where(Job.status == JobStatus.running.value, Job.worker_id.is_not(None)).order_by(Job.id))
-    for worker_id, job_id, gpus in jobs:
-        if worker_id is not None:  # always, by the filter; the column itself may hold NULL
+    for worker_id, job_id, gpus in session.execute(_running_jobs_by_worker()):
+        if worker_id is not None:  # always, by the filters; the columns themselves may hold NULL
             running.setdefault(worker_id, []).append(RunningJob(job_id, gpus))
     workers = session.scalars(select(Worker).order_by(Worker.id))
     return [WorkerRow(worker, tuple(running.get(worker.id, ()))) for worker in workers]
+
+
+def _running_jobs_by_worker() -> CompoundSelect[int | None, int, int]:
+    """(worker, job, the job's GPUs per node) for each running job and each worker that runs it: the lease's
+    holder, and every member of a gang running the job's current attempt (one per node, each holding `gpus`
+    GPUs of its own). UNION, not UNION ALL: node 0 is both the lease's holder and a member."""
+    running = Job.status == JobStatus.running.value
+    held = select(Job.worker_id, Job.id.label("job_id"), Job.gpus).where(running, Job.worker_id.is_not(None))
+    member_of_running_attempt = and_(GangMember.job_id == Job.id, GangMember.attempt_token == Job.lease_token)
+    membered = (select(GangMember.worker_id, Job.id.label("job_id"), Job.gpus).join(Job, member_of_running_attempt)
+                .where(running, GangMember.worker_id.is_not(None)))
+    return union(held, membered).order_by("job_id")
 
 
 def live_workers(session: Session, *, within_seconds: float) -> list[Capabilities]:

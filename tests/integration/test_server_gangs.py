@@ -3,7 +3,8 @@ the rendezvous (node 0's address and port) and only node 0 the lease; the result
 ran global rank 0 and is stored once; a worker that hands jobs to a scheduler with enough nodes claims the job
 whole instead; a submit of nodes on a kind that cannot spread is refused naming it; a gang attempt whose lease
 was reaped keeps its members, whose late result is stored once, as a late one-node result is (time faked in
-SQL); a member that is not node 0 carries the job's progress on its beat while its attempt runs."""
+SQL); a member that is not node 0 carries the job's progress on its beat while its attempt runs, and every
+member of a running gang shows busy with the job in the workers listing."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
+from padbench.contract.api import WorkerOut
 from padbench.contract.gangs import GangJoined, GangState
 from padbench.server.db.models import GangMember, JobResult
 from tests.integration.conftest import LiveServer, expire_lease, reap, result_document
@@ -28,6 +30,14 @@ def join(http: httpx.Client, worker_id: int, port: int) -> GangJoined | None:
 
 def beat(http: httpx.Client, joined: GangJoined, **progress: Any) -> httpx.Response:
     return http.post(f"/v1/gangs/{joined.job.id}/beat", json={"member_token": joined.member_token, **progress})
+
+
+def busy_with(http: httpx.Client) -> dict[str, list[int]]:
+    """Each worker's running jobs, as `GET /v1/workers` lists them."""
+    response = http.get("/v1/workers")
+    assert response.status_code == 200, response.text
+    workers = [WorkerOut.model_validate(item) for item in response.json()]
+    return {worker.name: worker.running_job_ids for worker in workers}
 
 
 def test_two_workers_form_a_gang_and_the_result_is_stored_once(any_live_server: LiveServer) -> None:
@@ -147,10 +157,12 @@ def test_a_scheduler_worker_with_enough_nodes_claims_the_job_whole_and_reports_i
         assert user.get(f"/v1/jobs/{job_id}").json()["status"] == "succeeded"
 
 
-def test_a_member_that_is_not_node_zero_carries_the_progress(any_live_server: LiveServer) -> None:
-    with any_live_server.client("submitter") as user, any_live_server.client("worker") as box:
+def test_a_member_that_is_not_node_zero_carries_the_progress_and_every_member_shows_busy(
+        any_live_server: LiveServer) -> None:
+    with (any_live_server.client("submitter") as user, any_live_server.client("worker") as box,
+          any_live_server.client("viewer") as viewer):
         job_id = submit(user, ACROSS_TWO)
-        a, b = (register(box, name) for name in ("node-a", "node-b"))
+        a, b, _idle = (register(box, name) for name in ("node-a", "node-b", "node-c"))
         zero, one = join(box, a, 29400), join(box, b, 29401)
         assert zero is not None and one is not None
         token = lease_token(box, zero)
@@ -164,11 +176,14 @@ def test_a_member_that_is_not_node_zero_carries_the_progress(any_live_server: Li
         job = user.get(f"/v1/jobs/{job_id}").json()
         assert (job["progress"], job["progress_message"], job["worker"]) == (0.4, "step 4 of 10", "node-a")
         assert beat(box, one, progress=1.5).status_code == 422  # bounded as a lease heartbeat's progress
+        # Both members run the job (node 0 counted once, as the lease's holder and a member); node-c is idle.
+        assert busy_with(viewer) == {"node-a": [job_id], "node-b": [job_id], "node-c": []}
 
 
-def test_a_member_of_an_ended_attempt_sets_no_progress(any_live_server: LiveServer) -> None:
+def test_a_member_of_an_ended_attempt_sets_no_progress_and_is_not_busy(any_live_server: LiveServer) -> None:
     database = any_live_server.database
-    with any_live_server.client("submitter") as user, any_live_server.client("worker") as box:
+    with (any_live_server.client("submitter") as user, any_live_server.client("worker") as box,
+          any_live_server.client("viewer") as viewer):
         job_id = submit(user, ACROSS_TWO)
         a, b, c = (register(box, name) for name in ("node-a", "node-b", "node-c"))
         first = [join(box, a, 29400), join(box, b, 29401)]
@@ -185,3 +200,4 @@ def test_a_member_of_an_ended_attempt_sets_no_progress(any_live_server: LiveServ
         assert (job["status"], job["progress"], job["progress_message"]) == ("running", None, None)
         assert beat(box, first[1], progress=0.9, message="too late").status_code == 409
         assert user.get(f"/v1/jobs/{job_id}").json()["progress"] is None
+        assert busy_with(viewer) == {"node-a": [job_id], "node-b": [], "node-c": [job_id]}
