@@ -16,6 +16,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppres
 
 from anyio import to_thread
 from fastapi import APIRouter, FastAPI
+from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 
 import padbench
@@ -33,6 +34,7 @@ from padbench.server.core.security import TokenFileError, TokenStore, read_token
 from padbench.server.db import auth_failures
 from padbench.server.db.auth_failures import FailureLimits
 from padbench.server.db.engine import Database
+from padbench.server.db.failures import DatabaseCondition, describe
 from padbench.server.db.health import HealthMonitor
 from padbench.server.db.integrity import IntegrityWatch
 from padbench.server.db.migrate import upgrade_to_head
@@ -68,6 +70,9 @@ async def reap_periodically(database: Database, settings: Settings, retention: R
         await run_in_threadpool(retention.prune_if_due, database)  # at most once a minute; logs its own failures
         try:
             moved = await run_in_threadpool(reap_once, database, settings)
+        except (DatabaseCondition, DBAPIError) as error:  # a database out of service: one line, as /healthz says
+            log.warning("reaper: could not requeue expired leases: %s", describe(error))
+            continue
         except Exception:  # a locked or briefly unreachable database must not kill the reaper
             log.exception("reaper: could not requeue expired leases")
             continue

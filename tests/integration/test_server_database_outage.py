@@ -10,6 +10,7 @@ import secrets
 import socket
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
@@ -67,8 +68,13 @@ def checkpointed(database_file: Path) -> None:
     """Move the WAL into the main file, as SQLite does on its own every 1,000 pages, so damage to the file
     reaches what the server reads."""
     connection = sqlite3.connect(database_file)
+    deadline = time.monotonic() + 60
     try:
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        # A checkpoint that meets the server's transaction is busy and moves only part of the WAL: page 1
+        # may stay there, and the server would go on reading its intact copy. Tried until it moved it all.
+        while (busy := connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]) != 0:
+            assert time.monotonic() < deadline, f"the checkpoint stayed busy ({busy})"
+            time.sleep(0.05)
     finally:
         connection.close()
 
