@@ -16,6 +16,7 @@ from padbench.worker.engine.attention import resolve_kernel
 from padbench.worker.engine.data.batches import Batch, PaddedBatch
 from padbench.worker.engine.model.build import build_model
 from padbench.worker.engine.model.lm_head import AlignedLMHead, align_lm_head
+from padbench.worker.engine.training import loss as loss_module
 from padbench.worker.engine.training.chunked_loss import (
     IGNORE_INDEX,
     LossShape,
@@ -142,6 +143,31 @@ def test_the_fused_loss_through_a_model_is_the_full_loss(preset: str) -> None:
     assert getattr(model.config, "final_logit_softcapping", None) == (30.0 if preset == "tiny-gemma2" else None)
     check = check_fused_loss(ChunkedLoss(), model, eager_forward, batch, labels, torch.float32)
     assert check.passed and check.loss_error < 1e-5 and check.gradient_error < 1e-4, check
+
+
+def test_amp_on_one_device_computes_the_head_in_the_autocast_dtype_after_the_forward(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """amp on one GPU wraps only the forward in autocast; the fused loss runs after it, on hidden states the final
+    norm's fp32 weight left in fp32, and must still compute the head's GEMM in autocast's dtype."""
+    model = tiny("tiny-llama")
+    batch = padded_batch(model.config.vocab_size)
+    seen: list[torch.dtype] = []
+    real = loss_module.chunked_linear_cross_entropy
+
+    def spy(hidden: torch.Tensor, weight: torch.Tensor, *rest: object) -> torch.Tensor:
+        seen.extend([hidden.dtype, weight.dtype])
+        return real(hidden, weight, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loss_module, "chunked_linear_cross_entropy", spy)
+
+    def amp_forward(model: nn.Module, batch: Batch) -> torch.Tensor:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return eager_forward(model, batch)
+
+    loss = ChunkedLoss()(model, amp_forward, batch, next_token_labels(batch))
+    assert seen == [torch.bfloat16, torch.bfloat16]
+    loss.backward()
+    assert all(p.grad is None or p.grad.dtype == torch.float32 for p in model.parameters())
 
 
 def test_the_passthrough_sees_the_real_vocabulary_of_an_aligned_head() -> None:

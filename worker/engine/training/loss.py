@@ -52,6 +52,10 @@ class HeadWeights:
     bias: torch.Tensor | None
     padding_rows: int  # rows an aligned head pads its GEMM with (never predicted)
     softcap: float | None
+    # What the head's GEMM computes in, as the forward saw it: autocast's dtype where the forward ran under it
+    # (amp on one GPU), read during the forward because the loss runs after autocast has ended. None: the
+    # hidden states' own dtype.
+    compute_dtype: torch.dtype | None = None
 
     @property
     def vocab(self) -> int:
@@ -69,10 +73,12 @@ class HeadPassthrough(nn.Module):
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         head = self._head[0]
+        dtype = compute_dtype(hidden_states)
         if isinstance(head, AlignedLMHead):
-            self.seen = HeadWeights(head.weight, getattr(head, "head_bias", None), head.padding_rows, self._softcap)
+            self.seen = HeadWeights(head.weight, getattr(head, "head_bias", None), head.padding_rows, self._softcap,
+                                    dtype)
         else:
-            self.seen = HeadWeights(head.weight, head.bias, 0, self._softcap)  # type: ignore[arg-type]
+            self.seen = HeadWeights(head.weight, head.bias, 0, self._softcap, dtype)  # type: ignore[arg-type]
         return hidden_states
 
 
@@ -137,8 +143,10 @@ class FusedLoss(TrainingLoss):
 
     def of_hidden(self, hidden: torch.Tensor, head: HeadWeights, labels: torch.Tensor) -> torch.Tensor:
         """The loss of flat hidden states (tokens × hidden size) through `head`, in the dtype autocast would
-        give the head's GEMM; the kernel itself runs outside autocast, on operands of one dtype."""
-        dtype = compute_dtype(hidden)
+        give the head's GEMM; the kernel itself runs outside autocast, on operands of one dtype. Under amp on one
+        GPU the final norm's fp32 weight leaves the hidden states in fp32, so the dtype is the one the forward
+        recorded, not theirs: an fp32 GEMM over a 128k vocabulary took half of a 1B model's step on an H100."""
+        dtype = head.compute_dtype or compute_dtype(hidden)
         bias = None if head.bias is None else head.bias.to(dtype)
         with torch.autocast(hidden.device.type, enabled=False):
             return self.fused(hidden.to(dtype), head.weight.to(dtype), bias, labels, head)

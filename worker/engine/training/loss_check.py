@@ -74,7 +74,7 @@ def check_fused_loss(fused: FusedLoss, model: torch.nn.Module, forward: ForwardF
         hidden = hidden.reshape(-1, hidden.shape[-1]).detach().requires_grad_()
         weight = seen.weight.detach().requires_grad_()
         head = HeadWeights(weight, None if seen.bias is None else seen.bias.detach(), seen.padding_rows,
-                           seen.softcap)
+                           seen.softcap, seen.compute_dtype)
         full = _loss_and_gradients(full_path_loss(hidden, head, flat_labels), hidden, weight)
         ours = _loss_and_gradients(fused.of_hidden(hidden, head, flat_labels), hidden, weight)
     finally:
