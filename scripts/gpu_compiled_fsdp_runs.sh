@@ -6,9 +6,10 @@
 #   ops:  padbench with op-level recompute and compiled layers, then the scaling axis;
 #   none: padbench with no recompute and compiled layers, the allocator's expandable segments on (PyTorch's
 #         answer to a reserved pool that outgrows what is allocated, as the eager step did here: 66 of 76.5 GiB);
+#   selective: padbench with selective recompute (every other layer) and compiled layers;
 #   scaling: the scaling axis alone, on Llama-3.2-1B's shape (gpus: [1, 2, GPUS], packed training, eager, one
 #         precision for every count).
-# Usage: scripts/gpu_compiled_fsdp_runs.sh full|ops|none|scaling GPUS OUTDIR
+# Usage: scripts/gpu_compiled_fsdp_runs.sh full|ops|none|selective|scaling GPUS OUTDIR
 # Output: PART.log, plain-fsdp-packed-8.json, padbench-8b-compiled-LEVEL.json/.txt, scaling-1b.json/.txt. Expects
 # padbench importable and .data/ (bert-base-uncased, wikitext/all.raw); writes .data/code.jsonl from this
 # machine's Python standard library. Compiles land in inductor's cache, so a later part on the same machine
@@ -44,6 +45,9 @@ case $part in
   none)
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True compiled_8b none 330
     ;;
+  selective)
+    compiled_8b selective 300
+    ;;
   ops|scaling)
     [[ $part == ops ]] && compiled_8b ops 360
     python3 -P -m padbench.cli run examples/gpu-llm-llama-3.2-1b-training.yaml --timeout 170 --set "gpus=[1,2,$gpus]" \
@@ -51,5 +55,5 @@ case $part in
       --json "$out/scaling-1b.json" > "$out/scaling-1b.txt" 2>&1
     echo "== padbench 1B scaling exit $? $(date -u +%T)" >> "$log"
     ;;
-  *) echo "usage: $0 full|ops|none|scaling GPUS OUTDIR" >&2; exit 2 ;;
+  *) echo "usage: $0 full|ops|none|selective|scaling GPUS OUTDIR" >&2; exit 2 ;;
 esac
