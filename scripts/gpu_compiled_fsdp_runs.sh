@@ -17,13 +17,8 @@
 set -uo pipefail
 part=$1 gpus=$2 out=$(realpath -m "$3")
 spec=examples/gpu-fsdp-llama-3.1-8b.yaml
-# NVLink multicast stays off on shared hosts (it can take the host's GPUs out of service); every rank inherits it.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-mkdir -p "$out" .data
 log="$out/$part.log"
-nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader > "$log" 2>&1
-python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__)' >> "$log"
-[[ -f .data/code.jsonl ]] || python3 scripts/code_corpus.py "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')" .data/code.jsonl
+source scripts/gpu_host_setup.sh "$log"
 
 compiled_8b() {  # LEVEL TIMEOUT_S
   echo "== padbench 8B, compiled layers, $1 recompute $(date -u +%T)" >> "$log"

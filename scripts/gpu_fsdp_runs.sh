@@ -16,14 +16,8 @@
 set -uo pipefail
 part=$1 out=$(realpath -m "$2")
 spec=examples/gpu-fsdp-llama-3.1-8b.yaml
-# NVLink multicast stays off on shared hosts (it can take the host's GPUs out of service); every rank inherits it.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-mkdir -p "$out" .data
 log="$out/fsdp-$part.log"
-nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader > "$log" 2>&1
-nvidia-smi topo -m >> "$log" 2>&1
-python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), "transformers", transformers.__version__)' >> "$log"
-[[ -f .data/code.jsonl ]] || python3 scripts/code_corpus.py "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')" .data/code.jsonl
+source scripts/gpu_host_setup.sh "$log"
 # A step's activations (8 × 1024 tokens a rank) do not fit beside the model's 62.6 GiB of state per rank on an
 # 80 GB card: there both loops recompute each decoder layer in the backward, and drop to 4 rows a rank if the
 # plain loop's full logits still do not fit.

@@ -8,13 +8,8 @@
 # machine's Python standard library.
 set -uo pipefail
 gpus=$1 out=$(realpath -m "$2")
-# NVLink multicast stays off on shared hosts (it can take the host's GPUs out of service); every rank inherits it.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-mkdir -p "$out" .data
 log="$out/scaling.log"
-nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader > "$log" 2>&1
-python3 -c 'import torch, transformers; print("torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__)' >> "$log"
-[[ -f .data/code.jsonl ]] || python3 scripts/code_corpus.py "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')" .data/code.jsonl
+source scripts/gpu_host_setup.sh "$log"
 echo "== plain FSDP2 loop, packed, batch 8, full recompute $(date -u +%T)" >> "$log"
 timeout 150 torchrun --standalone --nproc_per_node "$gpus" scripts/plain_fsdp_training_baseline.py \
   --preset llama-3.1-8b --source .data/code.jsonl --tokenizer .data/bert-base-uncased --max-length 1024 \
