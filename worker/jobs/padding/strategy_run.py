@@ -117,7 +117,7 @@ class StrategyRun:
         # reset at the block's start to what is allocated then, still count them.
         step = self._step(kernel, host_batches, device_batches, warmup)
         if self.compilation is not None and self.compilation.compiled:
-            warmup = with_every_shape(warmup, host_batches, self.job.ranks)
+            warmup = with_every_shape(warmup, host_batches, settings, self.job.ranks)
         with track_peak_memory(self.job.device) as memory:
             self.say(0.2, f"warm-up ({len(warmup)} batches)")
             with sample_gpu_activity(self.job.device, allow_contention=settings.allow_contention) as activity, \
