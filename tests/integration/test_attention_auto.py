@@ -13,6 +13,7 @@ import yaml
 from padbench.cli import main
 from padbench.contract.kinds import JOB_RESULT_ADAPTER
 from padbench.kinds.padding.contract import PaddingResult
+from padbench.worker.runtime.kernel_speeds import TIE_SHARE
 
 SPEC = {
     "model": {"config": {"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 512, "n_positions": 64}},
@@ -49,14 +50,22 @@ def test_a_job_naming_no_attention_runs_the_kernel_an_earlier_job_measured_faste
     measured = {row.attention: row.tokens_per_s for row in first.strategies[:2]}
     assert all(measured.values())
     faster, slower = sorted(measured, key=lambda family: -(measured[family] or 0.0))
+    # Two figures within 2% are a tie, which goes to the default's preference rather than the faster one: on a
+    # CPU these two kernels can land that close.
+    tied = (measured[slower] or 0.0) >= (measured[faster] or 0.0) * (1 - TIE_SHARE)
 
     second = run_job(tmp_path, "second", strategies=["static"])
     assert second.spec.attention == "auto"  # the spec as written
     assert second.attention_auto is not None and len(second.attention_auto) == 1
     pick = second.attention_auto[0]
-    assert (pick.entry, pick.chosen, pick.measured, pick.device) == ("padded", faster, True, "cpu")
-    assert pick.reason.startswith(f"fastest measured: {faster} ") and f" vs {slower} " in pick.reason
+    assert (pick.entry, pick.measured, pick.device) == ("padded", True, "cpu")
+    assert pick.chosen == faster or (tied and pick.chosen == slower)
+    other = slower if pick.chosen == faster else faster
+    # The reason names the chosen family's figure first (the faster one, unless a tie went the other way).
+    assert pick.reason.startswith(f"fastest measured: {pick.chosen} ") and f" vs {other} " in pick.reason
+    assert ("(a tie within 2%: the default's preference)" in pick.reason) == tied
     assert "(static · batch 4 · compile False) on cpu in padbench run on " in pick.reason
-    assert pick.fastest is not None and pick.fastest.rate == pytest.approx(measured[faster])
-    assert [row.attention for row in second.strategies] == [faster]
-    assert f"attention auto chose {faster} for padded rows: fastest measured: {faster}" in capsys.readouterr().out
+    assert pick.fastest is not None and pick.fastest.rate == pytest.approx(measured[pick.chosen])
+    assert [row.attention for row in second.strategies] == [pick.chosen]
+    assert f"attention auto chose {pick.chosen} for padded rows: fastest measured: {pick.chosen}" in \
+        capsys.readouterr().out
