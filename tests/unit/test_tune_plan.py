@@ -169,6 +169,43 @@ def test_compiled_configurations_join_as_twins_of_the_fastest_eager_ones(monkeyp
     assert [repeats for _, repeats in runner.calls][-1] == spec.tune.repeats  # the finalists, with repeats
 
 
+class SlowRunner(CannedRunner):
+    """A canned runner whose every trial job takes `seconds` of a fake clock: a large model's trial, mostly its
+    child's start and model build."""
+
+    def __init__(self, rate: Any, clock: list[float], seconds: float) -> None:
+        super().__init__(rate)
+        self.clock, self.seconds = clock, seconds
+
+    def measure(self, configs: Any, batches: int, repeats: int, timeout_s: float, should_stop: Any) -> list[Any]:
+        self.clock[0] += self.seconds
+        return super().measure(configs, batches, repeats, timeout_s, should_stop)
+
+
+def test_compiled_twins_are_measured_in_the_first_round_when_it_takes_most_of_the_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two eager trial jobs take half the budget: no second round fits, yet the compiled twins are tried, and the
+    faster of them wins, instead of an eager answer only because compiling was never measured."""
+    from types import SimpleNamespace
+
+    from padbench.worker.jobs.tune import job
+
+    clock = [0.0]
+    monkeypatch.setattr(job, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    space = {**SPACE, "layouts": ["packed"], "kernels": ["sdpa"], "compile": [False, True]}
+    spec = tune(tune={"budget": 600, "finalists": 2, "space": space})
+    runner = SlowRunner(lambda config: config.batch_size * (3.0 if config.compile else 1.0), clock, seconds=150.0)
+    monkeypatch.setattr(job, "TrialRunner", lambda spec, on_message: runner)
+    monkeypatch.setattr(job.Tune, "fallback_environment", lambda self: Environment(
+        hostname="box", device="cpu", python="3.11", torch="2.13", started_at="2026-11-27"))
+    result = job.Tune(spec, lambda fraction, message: None, lambda partial: None, ["sdpa"]).run()
+    assert [repeats for _, repeats in runner.calls] == [1, 1, 1, 1, spec.tune.repeats, spec.tune.repeats]
+    twins = [trial for trial in result.trials if trial.config.compile and trial.rounds == 1]
+    assert len(twins) == 2 and all(trial.tokens_per_s for trial in twins)
+    winner = result.trials[result.winner or 0]
+    assert winner.config.compile and winner.config.batch_size == 8
+
+
 def test_training_on_several_gpus_searches_reshard_after_forward() -> None:
     """Each reshard setting is a trial job of its own, whose padding spec carries it, and the answer pastes it."""
     spec = tune(mode="training", gpus=2, device="cpu")

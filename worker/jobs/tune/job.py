@@ -5,9 +5,12 @@ in full with repeats.
 Round r measures every surviving configuration for `first_round_batches · 2^r` batches and keeps the faster half
 (never fewer than the finalists); it stops when the finalists remain or the next round would not fit in what
 the budget leaves after the finalists' measurement. Compiling a configuration costs tens of seconds before its
-first step, so where the space holds both, the first round measures eager configurations only, and the
-compiled twins of its fastest (as many as the finalists) join the second: compiling makes each step faster by
-a similar factor across layouts and batch sizes, so the eager ranking picks which are worth compiling.
+first step, so where the space holds both, the first round measures eager configurations first, then the
+compiled twins of the fastest of them (as many as the finalists), at the same batch count: compiling makes each
+step faster by a similar factor across layouts and batch sizes, so the eager ranking picks which are worth
+compiling. The twins are part of the first round, not of a later one the budget may leave no room for: a large
+model's trial is mostly its child's start and model build, so one round can take most of the budget, and a
+tune must not answer eager only because compiling was never tried.
 
 Every configuration stays in the result with its fate: pruned by the plan (and why), stopped in a round (and its
 figure there), failed (and the error), or not reached when the budget ran out.
@@ -92,10 +95,10 @@ class Tune:
             return set()
         return {index for index in alive if self.trials[index].config.compile}
 
-    def admit_compiles(self, alive: list[int], deferred: set[int]) -> list[int]:
-        """The compiled twins of the fastest eager configurations kept after the first round."""
+    def admit_compiles(self, eager: list[int], deferred: set[int]) -> list[int]:
+        """The compiled twins of the fastest eager configurations measured in the first round."""
         leaders = {self.trials[index].config.model_copy(update={"compile": True}).label for index in
-                   self.rank(alive)[:self.spec.tune.finalists]}
+                   self.rank(eager)[:self.spec.tune.finalists]}
         admitted = sorted(index for index in deferred if self.trials[index].config.label in leaders)
         for index in deferred - set(admitted):
             self.trials[index] = self.trials[index].model_copy(update={
@@ -107,19 +110,20 @@ class Tune:
     # --- rounds ---------------------------------------------------------------------------------------------
     def halve(self, alive: list[int], deferred: set[int]) -> list[int]:
         finalists = self.spec.tune.finalists
-        batches, last_round_s = self.spec.tune.first_round_batches, 0.0
-        for number in range(1, 64):
-            if number == 2 and deferred:
-                alive = alive + self.admit_compiles(alive, deferred)
-            if len(alive) <= finalists and not (number == 1 and deferred):
+        batches = self.spec.tune.first_round_batches
+        started = time.monotonic()
+        alive = self.first_round(alive, deferred, batches)
+        last_round_s = time.monotonic() - started
+        for number in range(2, 64):
+            if len(alive) <= finalists:
                 return alive
             reserve = self.spec.tune.budget * FINALS_SHARE
-            if number > 1 and 2 * last_round_s > self.clock.left - reserve:  # the next round measures twice as long
+            if 2 * last_round_s > self.clock.left - reserve:  # the next round measures twice as long
                 break
-            started = time.monotonic()
-            alive = self.round(number, alive, batches, keep_all=number == 1 and len(alive) <= finalists)
+            started, batches = time.monotonic(), batches * 2
+            alive = self.keep_faster(number, self.round(number, alive, batches))
             self.report_partial()
-            last_round_s, batches = time.monotonic() - started, batches * 2
+            last_round_s = time.monotonic() - started
         ranked = self.rank(alive)
         for index in ranked[finalists:]:
             self.trials[index] = self.trials[index].model_copy(update={
@@ -127,20 +131,35 @@ class Tune:
                                             "fastest"})
         return ranked[:finalists]
 
-    def round(self, number: int, alive: list[int], batches: int, keep_all: bool = False) -> list[int]:
+    def first_round(self, alive: list[int], deferred: set[int], batches: int) -> list[int]:
+        """Every configuration the plan let through, eager ones first and then the compiled twins of the fastest,
+        all for `batches` batches; the faster half of them (never fewer than the finalists) goes on."""
+        measured = self.round(1, alive, batches)
+        self.report_partial()
+        if deferred:
+            measured += self.round(1, self.admit_compiles(measured, deferred), batches, "compiled twins: ")
+            self.report_partial()
+        return self.keep_faster(1, self.rank(measured))
+
+    def round(self, number: int, alive: list[int], batches: int, what: str = "") -> list[int]:
+        """Measures `alive` for `batches` batches each: the configurations that came back with a figure, fastest
+        first."""
         measured: dict[int, Measured] = {}
         for members in grouped(alive, [trial.config for trial in self.trials], self.spec.mode).values():
             if self.clock.left <= 0:
                 break
-            self.progress(self.clock.fraction(), f"round {number}: {len(members)} configurations, {batches} batches "
-                                                 f"each ({self.trials[members[0]].config.label})")
+            self.progress(self.clock.fraction(), f"round {number}: {what}{len(members)} configurations, {batches} "
+                                                 f"batches each ({self.trials[members[0]].config.label})")
             rows = self.runner.measure([self.trials[index].config for index in members], batches, 1,
                                        self.clock.left, lambda: self.clock.left <= 0)
             measured.update(zip(members, rows, strict=True))
         for index, outcome in measured.items():
             self.record(index, outcome, number)
-        ranked = self.rank([index for index in measured if measured[index].tokens_per_s is not None])
-        kept = ranked if keep_all else ranked[:max(self.spec.tune.finalists, math.ceil(len(ranked) / 2))]
+        return self.rank([index for index in measured if measured[index].tokens_per_s is not None])
+
+    def keep_faster(self, number: int, ranked: list[int]) -> list[int]:
+        """The faster half of a round's configurations (never fewer than the finalists); the rest stop there."""
+        kept = ranked[:max(self.spec.tune.finalists, math.ceil(len(ranked) / 2))]
         for index in ranked[len(kept):]:
             best = self.trials[kept[-1]].tokens_per_s
             self.trials[index] = self.trials[index].model_copy(update={
