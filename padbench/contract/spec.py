@@ -178,6 +178,10 @@ class MeasurementSpec(StrictModel):
     allow_contention: bool = False
     # Sequences checked against the one-at-a-time reference before timing.
     correctness_samples: Annotated[int, Field(ge=1, le=1024)] = 8
+    # After the measured steps: a training row's step timed phase by phase (forward, backward, optimizer) and,
+    # on several GPUs, its collectives profiled. false leaves both out of the result, for runs that need only
+    # the figures (a tune's trials: on a large model the two take several steps and a profiler trace each).
+    diagnostics: bool = True
 
 
 # How the OOM probe searches: `predict` fits memory against size through measured peaks (padbench's own, fewest

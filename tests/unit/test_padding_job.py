@@ -222,6 +222,13 @@ def test_training_rows_run_the_loss_asked_for_and_split_their_step(monkeypatch: 
         assert split.forward_s > 0 and split.backward_s > 0 and split.optimizer_s > 0
 
 
+def test_a_training_row_without_diagnostics_keeps_its_figures_and_leaves_the_split_out() -> None:
+    spec = tiny_spec(mode="training", model={"preset": "tiny-llama"}, strategies=["packed"])
+    result = run(spec.model_copy(update={"measurement": spec.measurement.model_copy(update={"diagnostics": False})}))
+    row = result.strategies[0]
+    assert row.status == "ok" and row.tokens_per_s and row.step_split is None
+
+
 class ScaledHeadLoss(ChunkedLoss):
     """A fused loss that gets the head wrong: what the loss gate is there to catch."""
 

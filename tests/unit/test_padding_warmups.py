@@ -42,6 +42,13 @@ def test_the_steps_after_the_measurement_are_warmed_up_too() -> None:
     assert with_every_shape([0], BATCHES, settings, ONE_RANK) == [0, 2]
 
 
+def test_a_row_without_diagnostics_steps_only_its_measured_batches() -> None:
+    """A tune's trial skips the step split and the collectives profile, so their batches need no warm-up."""
+    settings = MeasurementSpec(warmup_batches=1, min_seconds=0.0, min_batches=1, max_batches=1, diagnostics=False)
+    assert len(stepped_batches(BATCHES, settings)) == 1
+    assert with_every_shape([0], BATCHES, settings, ONE_RANK) == [0]
+
+
 def test_a_kernel_compiling_per_shape_warms_up_on_the_stepped_shapes_and_their_extremes() -> None:
     flex = resolve_kernel("flex", PaddedBatch, torch.device("cpu"), torch.float32)
     assert flex.compiles_per_shape

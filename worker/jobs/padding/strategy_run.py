@@ -133,8 +133,10 @@ class StrategyRun:
                            activity[0] if activity else None)
         if self.on_measured is not None:
             self.on_measured(measured(None, None))
-        collectives = collective_time(self.job.ranks, step, len(device_batches), self.job.device)
-        split = step_split(self.job, step, len(device_batches))
+        collectives, split = None, None
+        if settings.diagnostics:
+            collectives = collective_time(self.job.ranks, step, len(device_batches), self.job.device)
+            split = step_split(self.job, step, len(device_batches))
         del device_batches, step
         self.job.model.eval()
         return measured(collectives, split)

@@ -47,8 +47,9 @@ def with_every_shape(warmup: list[int], batches: Sequence[Batch], settings: Meas
 
 def stepped_batches(batches: Sequence[Batch], settings: MeasurementSpec) -> Sequence[Batch]:
     """The batches a row ever steps, a prefix of them: the repeats' passes start at the first batch and
-    `max_batches` caps them; the step split and the collectives profile after the measurement step the first
-    few too."""
+    `max_batches` caps them; the step split and the collectives profile after the measurement (its
+    diagnostics) step the first few too."""
     if settings.max_batches is None:
         return batches
-    return batches[:max(settings.max_batches, SPLIT_STEPS, PROFILED_STEPS)]
+    diagnosed = (SPLIT_STEPS, PROFILED_STEPS) if settings.diagnostics else ()
+    return batches[:max((settings.max_batches, *diagnosed))]

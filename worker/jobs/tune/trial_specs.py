@@ -51,8 +51,9 @@ def padding_spec(spec: TuneJobSpec, configs: Sequence[TuneConfig], batches: int,
                   for (layout, kernel), batch_sizes in sizes.items()]
     training = TrainingSpec.model_validate({"precision": first.precision or "auto",
                                             "activation_checkpointing": first.checkpointing or "none"})
+    # A trial keeps only its figures, so it skips the diagnostics after them (a step split, a profiler trace).
     measurement = MeasurementSpec(warmup_batches=2, min_seconds=0.0, min_batches=batches, max_batches=batches,
-                                  repeats=repeats, correctness_samples=TRIAL_CORRECTNESS_SAMPLES)
+                                  repeats=repeats, correctness_samples=TRIAL_CORRECTNESS_SAMPLES, diagnostics=False)
     mode: Literal["inference", "training"] = "training" if spec.mode == "training" else "inference"
     distributed = DistributedSpec(reshard_after_forward=first.reshard_after_forward is not False)
     return PaddingJobSpec(model=spec.model, data=spec.data, dtype=spec.dtype, device=spec.device, gpus=spec.gpus,
