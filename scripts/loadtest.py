@@ -5,6 +5,7 @@ Not a test: it prints figures. From the repository root:
     .venv/bin/python scripts/loadtest.py --clients 10 50 200 500 --seconds 20
     .venv/bin/python scripts/loadtest.py --database-url postgresql://postgres@127.0.0.1:5432/loadtest
     .venv/bin/python scripts/loadtest.py --clients 200 --think-s 0 --server-processes 2 --cpu-jobs 1
+    .venv/bin/python scripts/loadtest.py --clients 50 200 --think-s 0 --cpu-jobs 1 --health-process
 
 It starts a real `padbench server` subprocess on loopback (a fresh SQLite file in a temporary directory unless
 `--database-url` names a database, which it empties first) and, for each client count, runs for `--seconds`:
@@ -15,7 +16,9 @@ It starts a real `padbench server` subprocess on loopback (a fresh SQLite file i
 - one worker holding a job: it claims, heartbeats every second, and completes the job when the period ends.
 `--server-processes N` runs `padbench server --workers N`; `--cpu-jobs K` keeps K processes spinning on the CPU
 beside the server for the whole run, as a worker's job does on a GPU box; `/healthz` is probed every 0.25 s on
-a connection of its own, as a load balancer does, and its p99 and worst latency reported.
+a connection of its own, as a load balancer does (from a process of its own, so the load generator's busy event
+loop does not add its own delays), and its p99 and worst latency reported; `--health-process`
+starts the server with `--health-port` and probes the health process's `/healthz` the same way, beside the API's.
 Latency is client-side wall time per request. Errors are any 5xx, 429, timeout or refused connection; a 503
 with Retry-After (the server saying it is saturated) is counted apart, since clients retry it.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import random
 import ssl
@@ -33,6 +37,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +109,7 @@ async def one_client(http: httpx.AsyncClient, headers: dict[str, str], job_ids: 
 class WorkerRun:
     heartbeats_s: list[float] = field(default_factory=list)
     health_probes_s: list[float] = field(default_factory=list)
+    health_process_probes_s: list[float] = field(default_factory=list)  # with --health-process
     heartbeat_failures: Counter[str] = field(default_factory=Counter)
     claimed_job: int | None = None
     completed: str = "not reported"
@@ -144,6 +150,19 @@ async def worker_traffic(url: str, token: str, stop_at: float, run: WorkerRun) -
         run.completed = "kept" if fail.status_code == 204 else f"refused with {fail.status_code}"
 
 
+def probe_all(urls: list[str], seconds: float) -> list[list[float]]:
+    """The probes of each of `urls` for `seconds`: run in a process of its own by `measure`, so that a probe's
+    time is the server's and not the wait for this process's own event loop, busy with hundreds of clients."""
+
+    async def probe_each() -> list[list[float]]:
+        stop_at = time.perf_counter() + seconds
+        latencies: list[list[float]] = [[] for _ in urls]
+        await asyncio.gather(*(probe_health(url, stop_at, taken) for url, taken in zip(urls, latencies, strict=True)))
+        return latencies
+
+    return asyncio.run(probe_each())
+
+
 async def probe_health(url: str, stop_at: float, latencies_s: list[float]) -> None:
     """A load balancer's probe: `/healthz` every HEALTH_PROBE_EVERY_S on its own connection."""
     async with httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S) as http:
@@ -162,8 +181,8 @@ async def seed_jobs(url: str, token: str) -> list[int]:
         return [(await http.post("/v1/jobs", json={"spec": SPEC})).json()["id"] for _ in range(SEED_JOBS)]
 
 
-async def measure(url: str, tokens: Tokens, clients: int, seconds: float,
-                  think_s: float) -> tuple[Tally, WorkerRun, float]:
+async def measure(url: str, tokens: Tokens, clients: int, seconds: float, think_s: float,
+                  health_url: str | None) -> tuple[Tally, WorkerRun, float]:
     job_ids = await seed_jobs(url, tokens.submitter)
     tally, worker_run = Tally(), WorkerRun()
     headers = {"Authorization": f"Bearer {tokens.submitter}"}
@@ -174,14 +193,18 @@ async def measure(url: str, tokens: Tokens, clients: int, seconds: float,
     people = [httpx.AsyncClient(base_url=url, timeout=REQUEST_TIMEOUT_S, verify=tls) for _ in range(clients)]
     started = time.perf_counter()
     stop_at = started + seconds
-    try:
-        await asyncio.gather(
-            hold_a_job(url, tokens.worker, stop_at, worker_run),
-            probe_health(url, stop_at, worker_run.health_probes_s),
-            *(one_client(http, headers, job_ids, stop_at, tally, think_s) for http in people),
-        )
-    finally:
-        await asyncio.gather(*(http.aclose() for http in people))
+    probe_urls = [url, *([health_url] if health_url else [])]
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as prober:
+        probed = asyncio.wrap_future(prober.submit(probe_all, probe_urls, seconds))
+        try:
+            await asyncio.gather(
+                hold_a_job(url, tokens.worker, stop_at, worker_run),
+                *(one_client(http, headers, job_ids, stop_at, tally, think_s) for http in people),
+            )
+        finally:
+            await asyncio.gather(*(http.aclose() for http in people))
+        worker_run.health_probes_s, *process_probes = await probed
+    worker_run.health_process_probes_s = process_probes[0] if process_probes else []
     return tally, worker_run, time.perf_counter() - started
 
 
@@ -200,11 +223,16 @@ def summary_line(backend: str, clients: int, tally: Tally, worker: WorkerRun, el
     beats = (f"heartbeat p99 {percentile_ms(worker.heartbeats_s, 0.99):.0f} ms, "
              f"max {1000 * max(worker.heartbeats_s, default=0):.0f} ms")
     p50, p99 = percentile_ms(tally.latencies_s, 0.5), percentile_ms(tally.latencies_s, 0.99)
-    health = (f"{percentile_ms(worker.health_probes_s, 0.99):.0f} ms / "
-              f"{1000 * max(worker.health_probes_s, default=0):.0f} ms")
+    health = probe_figures(worker.health_probes_s)
+    health_process = probe_figures(worker.health_process_probes_s) if worker.health_process_probes_s else "–"
     return (f"| {backend} | {clients} | {total / elapsed:.0f} | {p50:.0f} ms "
-            f"| {p99:.0f} ms | {p99 / p50:.1f}× | {health} | {errors} | {shed} | {beats}; result {worker.completed}"
+            f"| {p99:.0f} ms | {p99 / p50:.1f}× | {health} | {health_process} | {errors} | {shed} "
+            f"| {beats}; result {worker.completed}"
             f" | {error_kinds} |")
+
+
+def probe_figures(latencies_s: list[float]) -> str:
+    return f"{percentile_ms(latencies_s, 0.99):.0f} ms / {1000 * max(latencies_s, default=0):.0f} ms"
 
 
 def empty_database(database_url: str) -> None:
@@ -236,6 +264,8 @@ def main() -> int:
     parser.add_argument("--server-processes", type=int, default=1, help="padbench server --workers N (default 1)")
     parser.add_argument("--cpu-jobs", type=int, default=0,
                         help="processes spinning on the CPU beside the server for the whole run (default 0)")
+    parser.add_argument("--health-process", action="store_true",
+                        help="padbench server --health-port: probe the health process's /healthz too")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="padbench-load-") as scratch:
         directory = Path(scratch)
@@ -252,16 +282,22 @@ def main() -> int:
         log_path = directory / "server.log"
         print(f"server processes: {args.server_processes}, CPU-bound jobs beside it: {args.cpu_jobs}, "
               f"load average before: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
-        print("| backend | clients | req/s | p50 | p99 | p99/p50 | /healthz p99 / worst | errors | 503 shed | worker "
-              "| outcomes |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+        print("| backend | clients | req/s | p50 | p99 | p99/p50 | /healthz p99 / worst | health process /healthz "
+              "p99 / worst | errors | 503 shed | worker | outcomes |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
         server_command = padbench_command("server", "--port", str(port), "--log-level", "warning",
                                           "--workers", str(args.server_processes))
+        health_url = None
+        if args.health_process:
+            health_port = free_loopback_port()
+            server_command += ["--health-port", str(health_port)]
+            health_url = f"http://127.0.0.1:{health_port}"
         with background(server_command, log_path, env) as server, cpu_jobs(args.cpu_jobs, directory):
             wait_until_healthy(url, server, log_path)
             time.sleep(2 * args.server_processes)  # the first process answers before the others are up
             for clients in args.clients:
-                tally, worker, elapsed = asyncio.run(measure(url, tokens, clients, args.seconds, args.think_s))
+                tally, worker, elapsed = asyncio.run(measure(url, tokens, clients, args.seconds, args.think_s,
+                                                             health_url))
                 print(summary_line(backend, clients, tally, worker, elapsed), flush=True)
             print(f"load average after: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
         print(f"server log tail:\n{log_path.read_text(errors='replace')[-2000:]}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Server subcommands: `padbench server [--host H] [--port P] [--workers N] [--dev]`,
+"""Server subcommands: `padbench server [--host H] [--port P] [--workers N] [--health-port P] [--dev]`,
 `padbench db upgrade|backup|restore` and `padbench token new ROLE NAME`."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,18 +97,28 @@ def forwarded_options(settings: Settings) -> dict[str, Any]:
 
 
 def run_server(args: argparse.Namespace) -> int:
+    settings = load_settings(host=args.host, port=args.port, dev=args.dev or None, server_processes=args.workers,
+                             health_port=args.health_port)
+    if settings is None:
+        return 2
+    if settings.dev and server_processes(settings) > 1:
+        print("padbench server: --dev generates its tokens in one process: run it with --workers 1 "
+              "(the default with --dev), or give the processes a tokens file (PADBENCH_TOKENS_FILE)", file=sys.stderr)
+        return 2
+    if settings.health_port is None:
+        return serve_api(settings, args.log_level)
+    from padbench.server.health_process import beats_directory
+
+    with beats_directory(settings) as beating:
+        return serve_api(beating, args.log_level)
+
+
+def serve_api(settings: Settings, log_level: str) -> int:
+    """The API's processes (and the health process beside them, with a health port) until a signal stops them."""
     import uvicorn
 
     from padbench.server.main import create_app
 
-    settings = load_settings(host=args.host, port=args.port, dev=args.dev or None, server_processes=args.workers)
-    if settings is None:
-        return 2
-    processes = server_processes(settings)
-    if settings.dev and processes > 1:
-        print("padbench server: --dev generates its tokens in one process: run it with --workers 1 "
-              "(the default with --dev), or give the processes a tokens file (PADBENCH_TOKENS_FILE)", file=sys.stderr)
-        return 2
     try:
         # Built here even for several processes: a bad tokens file is refused once, in one line.
         app = create_app(settings, tokens=announce_dev_tokens(settings) if settings.dev else None)
@@ -118,13 +129,23 @@ def run_server(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"padbench server: cannot start: {problem}", file=sys.stderr)
         return 1
-    if processes == 1:
-        uvicorn.run(app, **uvicorn_options(settings, args.log_level))
-    else:
-        # uvicorn's process manager starts each process on the shared socket, restarts one that dies and
-        # stops them all on SIGINT/SIGTERM. The command line's settings reach them through the environment.
-        os.environ.update(settings_environment(settings))
-        uvicorn.run(WORKER_PROCESS_APP, factory=True, workers=processes, **uvicorn_options(settings, args.log_level))
+    with ExitStack() as stack:
+        if settings.health_port is not None:
+            from padbench.server.health_process import HealthProcessFailed, health_process
+
+            try:
+                stack.enter_context(health_process(settings, log_level))
+            except HealthProcessFailed as error:
+                print(f"padbench server: cannot start: {error}", file=sys.stderr)
+                return 1
+        processes = server_processes(settings)
+        if processes == 1:
+            uvicorn.run(app, **uvicorn_options(settings, log_level))
+        else:
+            # uvicorn's process manager starts each process on the shared socket, restarts one that dies and
+            # stops them all on SIGINT/SIGTERM. The command line's settings reach them through the environment.
+            os.environ.update(settings_environment(settings))
+            uvicorn.run(WORKER_PROCESS_APP, factory=True, workers=processes, **uvicorn_options(settings, log_level))
     return 0
 
 
@@ -147,7 +168,10 @@ def server_processes(settings: Settings) -> int:
 def settings_environment(settings: Settings) -> dict[str, str]:
     """The PADBENCH_* variables that give a server process started by uvicorn the settings the command line
     gave this one (the rest it reads from the same environment)."""
-    return {"PADBENCH_HOST": settings.host, "PADBENCH_PORT": str(settings.port)}
+    moved = {"PADBENCH_HOST": settings.host, "PADBENCH_PORT": str(settings.port)}
+    if settings.health_beats_dir is not None:
+        moved["PADBENCH_HEALTH_BEATS_DIR"] = str(settings.health_beats_dir)
+    return moved
 
 
 def database_problem_at_start(settings: Settings) -> str | None:
@@ -262,6 +286,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     server.add_argument("--workers", type=int, metavar="N",
                         help="server processes serving the port (default: the cores the host can spare, at most "
                              f"{DEFAULT_MAX_PROCESSES}; 1 with --dev; PADBENCH_SERVER_PROCESSES)")
+    server.add_argument("--health-port", type=int, metavar="PORT",
+                        help="answer /healthz and /livez on PORT too, from a process of their own that a busy API "
+                             "never delays: point load balancers and orchestrators there (PADBENCH_HEALTH_PORT)")
     server.add_argument("--dev", action="store_true", help="generate tokens for each role and print them once")
     server.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     server.set_defaults(handler=run_server)

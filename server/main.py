@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from anyio import to_thread
 from fastapi import APIRouter, FastAPI
@@ -29,6 +29,7 @@ from padbench.server.api.body_limit import BodySizeLimitMiddleware
 from padbench.server.api.errors import install_error_handlers
 from padbench.server.api.responses import EVERY_V1_ROUTE, error_responses
 from padbench.server.api.routes import baselines, compare, gangs, health, history, jobs, leases, workers
+from padbench.server.background import running
 from padbench.server.core.config import Settings
 from padbench.server.core.security import TokenFileError, TokenStore, read_token_file
 from padbench.server.db import auth_failures
@@ -39,6 +40,7 @@ from padbench.server.db.health import HealthMonitor
 from padbench.server.db.integrity import IntegrityWatch
 from padbench.server.db.migrate import upgrade_to_head
 from padbench.server.db.recent_failures import RecentFailures
+from padbench.server.health_beats import beat_periodically
 from padbench.server.metrics import install_metrics
 from padbench.server.retention import Retention
 from padbench.server.web.pages import install_web
@@ -90,15 +92,14 @@ def build_lifespan(settings: Settings, migrate: bool) -> Callable[[FastAPI], Abs
         app.state.database = database
         integrity = IntegrityWatch(database, settings.integrity_check_interval_seconds)
         app.state.health = HealthMonitor(database, settings.min_free_disk_bytes, integrity, app.state.recent_failures)
-        tasks = [asyncio.create_task(reap_periodically(database, settings, Retention(settings.retention_days))),
-            asyncio.create_task(integrity.run_periodically())]
+        tasks = [reap_periodically(database, settings, Retention(settings.retention_days)),
+                 integrity.run_periodically()]
+        if settings.health_beats_dir is not None:  # a health process of its own answers the probes
+            tasks.append(beat_periodically(settings.health_beats_dir, app.state.recent_failures))
         try:
-            yield
+            async with running(*tasks):
+                yield
         finally:
-            for task in tasks:
-                task.cancel()
-                with suppress(asyncio.CancelledError):
-                    await task
             app.state.health.close()
             database.dispose()
 

@@ -101,6 +101,17 @@ class Settings(BaseSettings):
     lane_read: int = Field(default=4, ge=1, le=1024)
     # /healthz and /livez: their own places, so a load balancer's probe never waits behind pollers.
     lane_health: int = Field(default=4, ge=1, le=64)
+    # A port on which a process of its own answers /healthz and /livez (`padbench server --health-port`). The
+    # API's processes answer them too, in their health lane, but a busy process's requests hold its one
+    # interpreter lock, and there a probe waits its turn at it (p99 0.2-0.4 s at 200 clients on 16 cores); the
+    # health process holds no request, so its answer waits for nothing. Unset: no health process.
+    health_port: int | None = Field(default=None, ge=1, le=65535)
+    # The health process's /livez and /healthz answer 503 for an API process whose event loop has not run for
+    # this long (a hung process, which an orchestrator should restart).
+    health_stall_seconds: float = Field(default=10.0, ge=1, le=600, allow_inf_nan=False)
+    # Where the API processes leave their beats for the health process: a private directory `padbench server`
+    # makes when health_port is set and hands to its processes. Not a setting to give by hand.
+    health_beats_dir: Path | None = None
     # A request that waits this long for a place in its lane gets 503 with Retry-After; so does one that
     # finds this many already waiting. Both mean the server is saturated, not that the request failed.
     lane_max_wait_seconds: float = Field(default=5.0, gt=0, le=300, allow_inf_nan=False)
@@ -138,7 +149,8 @@ class Settings(BaseSettings):
     # (`padbench baseline check --tolerance`): 0.03 flags only those of 3% or more.
     regression_tolerance: float = Field(default=0.0, ge=0, lt=1, allow_inf_nan=False)
 
-    @field_validator("tokens_file", "retention_days", "server_processes", mode="before")
+    @field_validator("tokens_file", "retention_days", "server_processes", "health_port", "health_beats_dir",
+                     mode="before")
     @classmethod
     def _empty_means_unset(cls, value: object) -> object:
         return None if value == "" else value
@@ -163,6 +175,9 @@ class Settings(BaseSettings):
             )
         if not self.database_url.strip():
             raise ValueError("PADBENCH_DATABASE_URL is empty")
+        if self.health_port is not None and self.health_port == self.port:
+            raise ValueError(f"PADBENCH_HEALTH_PORT={self.health_port}: the health process needs a port of its "
+                             "own, not the API's (PADBENCH_PORT)")
         return self
 
     @property

@@ -35,7 +35,7 @@ from padbench.server.db.engine import Database
 from padbench.server.db.failures import describe
 from padbench.server.db.integrity import IntegrityWatch
 from padbench.server.db.models import HealthProbe
-from padbench.server.db.recent_failures import RecentFailures
+from padbench.server.db.recent_failures import FailureSource
 
 OK = "ok"
 PROBE_ROW_ID = 1
@@ -103,7 +103,7 @@ class HealthMonitor:
     the failures requests met lately. Used from the event loop only, so its state needs no lock."""
 
     def __init__(self, database: Database, min_free_bytes: int, integrity: IntegrityWatch,
-                 recent_failures: RecentFailures, clock: Callable[[], float] = time.monotonic) -> None:
+                 recent_failures: FailureSource, clock: Callable[[], float] = time.monotonic) -> None:
         self.database = database
         self.min_free_bytes = min_free_bytes
         self.integrity = integrity

@@ -12,10 +12,18 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from padbench.server.db.failures import DatabaseFailure
 
 MOMENTARY = frozenset({DatabaseFailure.busy, DatabaseFailure.no_connection_free, DatabaseFailure.connection_lost})
+
+
+class FailureSource(Protocol):
+    """What `/healthz` asks for the failures requests met lately: this process's own record, or in the health
+    process, those every API process reported (padbench.server.health_beats)."""
+
+    def recent(self) -> list[str]: ...
 
 
 class RecentFailures:

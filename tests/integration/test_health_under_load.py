@@ -27,6 +27,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from padbench.client.demo import free_loopback_port
 from tests.acceptance.conftest import LiveServer, running_server
 from tests.integration.conftest import empty_postgres, postgres_database  # noqa: F401  (a fixture)
 
@@ -73,9 +74,9 @@ def poll_until(url: str, token: str, stop: Event, answered: Synchronized, median
     median.value = statistics.median(waits)
 
 
-def sample_health(server: LiveServer) -> dict[str, list[float]]:
+def sample_health(url: str) -> dict[str, list[float]]:
     seconds: dict[str, list[float]] = {"/healthz": [], "/livez": []}
-    with httpx.Client(base_url=server.url, timeout=30) as http:
+    with httpx.Client(base_url=url, timeout=30) as http:
         for _ in range(HEALTH_SAMPLES):
             for path, taken in seconds.items():
                 started = time.perf_counter()
@@ -91,6 +92,17 @@ def p99(values: list[float]) -> float:
 
 
 def test_health_checks_stay_fast_while_pollers_saturate_the_read_lane(server: LiveServer) -> None:
+    check_health_under_pollers(server, server.url)
+
+
+def test_the_health_process_answers_fast_while_pollers_saturate_the_api(tmp_path: Path) -> None:
+    """`--health-port`: the probes go to a process of their own, which no poller's thread delays."""
+    health_port = free_loopback_port()
+    with running_server(tmp_path, SMALL_LANES | {"PADBENCH_HEALTH_PORT": str(health_port)}) as server:
+        check_health_under_pollers(server, f"http://127.0.0.1:{health_port}")
+
+
+def check_health_under_pollers(server: LiveServer, health_url: str) -> None:
     spawn = multiprocessing.get_context("spawn")
     stop, answered, median = spawn.Event(), spawn.Value("i", 0), spawn.Value("d", 0.0)
     pollers = spawn.Process(target=poll_until, args=(server.url, server.tokens.admin, stop, answered, median))
@@ -99,7 +111,7 @@ def test_health_checks_stay_fast_while_pollers_saturate_the_read_lane(server: Li
         while answered.value < POLLERS:  # every poller has been answered once: the line is formed
             assert pollers.is_alive(), "the pollers stopped"
             time.sleep(0.1)
-        health = sample_health(server)
+        health = sample_health(health_url)
     finally:
         stop.set()
         pollers.join(timeout=180)

@@ -57,3 +57,13 @@ def test_the_proxy_replaces_x_forwarded_for_and_reaches_the_servers_port(compose
     assert re.search(r"server server:8000;", nginx)
     assert compose["services"]["server"]["expose"] == ["8000"]
     assert compose["services"]["proxy"]["depends_on"]["server"] == {"condition": "service_healthy"}
+
+
+def test_the_image_runs_a_health_process_and_its_health_check_asks_it() -> None:
+    """A busy API delays its own /healthz (its requests hold the interpreter): the container's check goes to the
+    health process's port, which the image's settings open."""
+    dockerfile = (DOCKER / "server.Dockerfile").read_text(encoding="utf-8")
+    assert "PADBENCH_HEALTH_PORT=8001" in dockerfile and "EXPOSE 8000 8001" in dockerfile
+    check = next(line for line in dockerfile.splitlines() if line.startswith("HEALTHCHECK"))
+    assert "http://127.0.0.1:8001/healthz" in check
+    assert Settings(port=8000, health_port=8001).health_port == 8001

@@ -4,6 +4,7 @@ can spare (one left to the rest of the host, at most four), one with --dev; --de
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -39,7 +40,22 @@ def test_a_workers_count_out_of_bounds_is_refused_naming_it(
 
 
 def test_dev_with_several_processes_is_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    args = argparse.Namespace(host=None, port=None, dev=True, workers=2, log_level="warning")
+    args = argparse.Namespace(host=None, port=None, dev=True, workers=2, health_port=None, log_level="warning")
     assert cli.run_server(args) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "--dev" in error and "--workers 1" in error
+
+
+def test_a_health_port_must_differ_from_the_apis(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("PADBENCH_PORT", "8000")
+    monkeypatch.setenv("PADBENCH_HEALTH_PORT", "8000")
+    assert cli.load_settings() is None
+    assert "PADBENCH_HEALTH_PORT=8000" in capsys.readouterr().err
+
+
+def test_several_processes_get_the_health_process_beats_directory(tmp_path: Path) -> None:
+    """uvicorn's process manager starts each API process from the environment: the beats' directory goes there."""
+    settings = Settings(health_port=8001, health_beats_dir=tmp_path)
+    assert cli.settings_environment(settings)["PADBENCH_HEALTH_BEATS_DIR"] == str(tmp_path)
+    assert "PADBENCH_HEALTH_BEATS_DIR" not in cli.settings_environment(Settings())

@@ -8,11 +8,16 @@ Its database probe runs at most once a second, shared by every caller (padbench.
 
 `/livez` proves only that the process answers: it touches nothing, so an orchestrator restarts the server
 when it hangs, never because its database is down (a restart would not mend that).
+
+The same routes serve the health process of `padbench server --health-port` (padbench.server.health_process),
+whose answers never wait for a busy API process's interpreter lock. There `/livez` also answers 503 when an API
+process's event loop has stopped running, and `/healthz` names it among its problems (`app.state.liveness`).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from fastapi import APIRouter, Request, status
 from fastapi.responses import JSONResponse
@@ -28,17 +33,32 @@ log = logging.getLogger("padbench.server")
 async def healthz(request: Request) -> JSONResponse:
     monitor: HealthMonitor = request.app.state.health
     report = await monitor.report()
-    body: dict[str, object] = {"status": "unavailable" if report.problems else "ok", "database": report.database,
+    problems = [*report.problems, *liveness_problems(request)]
+    body: dict[str, object] = {"status": "unavailable" if problems else "ok", "database": report.database,
                                "database_write": report.database_write, "disk_free_bytes": report.disk_free_bytes,
                                "integrity": report.integrity, "recent_failures": report.recent_failures}
-    if not report.problems:
+    if not problems:
         return JSONResponse(body)
-    body["detail"] = "; ".join(report.problems)
+    body["detail"] = "; ".join(problems)
     log.warning("health check failed: %s", body["detail"])
+    return unavailable(body)
+
+
+@router.get("/livez", responses={status.HTTP_503_SERVICE_UNAVAILABLE: {"description": "an API process hangs"}})
+async def livez(request: Request) -> JSONResponse:
+    problems = liveness_problems(request)
+    if not problems:
+        return JSONResponse({"status": "ok"})
+    return unavailable({"status": "unavailable", "detail": "; ".join(problems)})
+
+
+def liveness_problems(request: Request) -> list[str]:
+    """The API's processes that stopped answering, as the health process sees them; none in an API process,
+    which answers for itself by answering at all."""
+    liveness: Callable[[], list[str]] | None = getattr(request.app.state, "liveness", None)
+    return [] if liveness is None else liveness()
+
+
+def unavailable(body: dict[str, object]) -> JSONResponse:
     return JSONResponse(body, status.HTTP_503_SERVICE_UNAVAILABLE,
                         headers={"Retry-After": str(OUTAGE_RETRY_AFTER_SECONDS)})
-
-
-@router.get("/livez")
-async def livez() -> dict[str, str]:
-    return {"status": "ok"}
