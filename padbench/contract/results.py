@@ -182,14 +182,16 @@ RowCount = Annotated[int, Field(ge=1, le=MAX_RESULT_ROWS)]
 
 class PartialResult(ResultModel):
     """Set only on the result of a job stopped while it ran (a cancel; on `padbench run`, its `--timeout` or a
-    child that died): what it finished before it was stopped.
+    child that died), or on the file `padbench run --json` keeps while it runs: what it finished so far.
 
     Each row listed is a whole measurement, exactly as it would stand in a finished result (the last one may
     lack the figures of the phases timed after its measurement: see `last_row_measured_only`); the rows not
     listed were never measured. A finished result never carries this.
     """
 
-    reason: Literal["cancelled", "timed_out", "failed"] = "cancelled"
+    # "running": written while the job still ran (`padbench run --json` keeps its file current as rows finish),
+    # so a file that still says so is from a run stopped outright before it could finish the file.
+    reason: Literal["cancelled", "timed_out", "failed", "running"] = "cancelled"
     rows_finished: RowCount  # the strategy rows (padding) or cells (attention) listed
     rows_planned: RowCount  # how many the whole job would have listed
     # The last row listed was handed over as soon as its measurement ended, and the job stopped in the phases

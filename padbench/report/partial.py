@@ -6,7 +6,8 @@ from __future__ import annotations
 from padbench.contract.results import PartialResult
 
 # How the line says the job stopped, for each `PartialResult.reason`.
-STOPPED = {"cancelled": "was cancelled", "timed_out": "ran out of its time limit", "failed": "failed"}
+STOPPED = {"cancelled": "was cancelled", "timed_out": "ran out of its time limit", "failed": "failed",
+           "running": "had not finished when this was written (a run stopped outright leaves it so)"}
 
 
 def partial_lines(kept: PartialResult | None, rows: str) -> list[str]:

@@ -198,8 +198,13 @@ def test_compiled_twins_are_measured_in_the_first_round_when_it_takes_most_of_th
     monkeypatch.setattr(job, "TrialRunner", lambda spec, on_message: runner)
     monkeypatch.setattr(job.Tune, "fallback_environment", lambda self: Environment(
         hostname="box", device="cpu", python="3.11", torch="2.13", started_at="2026-11-27"))
-    result = job.Tune(spec, lambda fraction, message: None, lambda partial: None, ["sdpa"]).run()
+    messages: list[str] = []
+    partials: list[Any] = []
+    result = job.Tune(spec, lambda fraction, message: messages.append(message), partials.append, ["sdpa"]).run()
     assert [repeats for _, repeats in runner.calls] == [1, 1, 1, 1, spec.tune.repeats, spec.tune.repeats]
+    # every trial's figure is said as it comes, and handed over, so a tune stopped outright keeps it
+    assert "round 1: packed · sdpa · batch 8 · ckpt none · auto · compiled: 24 tokens/s" in messages
+    assert len(partials) == 4 and sum(trial.rounds > 0 for trial in partials[0].trials) == 2
     twins = [trial for trial in result.trials if trial.config.compile and trial.rounds == 1]
     assert len(twins) == 2 and all(trial.tokens_per_s for trial in twins)
     winner = result.trials[result.winner or 0]

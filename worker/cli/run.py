@@ -10,6 +10,8 @@ Progress goes to stderr while it runs; the table goes to stdout. A sweep runs it
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -144,10 +146,16 @@ def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None
             return 2
     printer = ProgressPrinter(sys.stderr)
     kept = LatestPartial()
+
+    def keep(document: Any) -> None:
+        kept.keep(document)
+        if json_file is not None:  # what is finished survives a run stopped outright (a lost machine, SIGKILL)
+            write_running(json_file, document)
+
     try:
         ranks = GpuRequest.of(spec).ranks(visible_gpu_count())
         report = launch_job(JOB_ENTRY_POINT, spec_json(spec), ranks=ranks, timeout_s=args.timeout,
-                            on_progress=printer, on_finished=kept.keep)
+                            on_progress=printer, on_finished=keep)
     finally:
         printer.finish()
     if report.outcome == "ok":
@@ -173,6 +181,18 @@ def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None
         print(f"\n{spec.name}", flush=True)
     write_table(result, sys.stdout)
     return 0 if result.partial is None else EXIT_FAILED
+
+
+def write_running(json_file: Path, document: dict[str, Any]) -> None:
+    """The --json file while the job runs: the rows it finished so far, marked partial and still running, written
+    whole (beside it, then renamed over it). A file that cannot be written now is said at the end."""
+    running = {**document, "partial": {**document["partial"], "reason": "running"}}
+    written = json_file.with_name(f".{json_file.name}.part")
+    try:
+        written.write_text(json.dumps(running, indent=2) + "\n", encoding="utf-8")
+        os.replace(written, json_file)
+    except OSError:
+        written.unlink(missing_ok=True)
 
 
 def marked_stopped(document: dict[str, Any], reason: Literal["timed_out", "failed"]) -> JobResult:

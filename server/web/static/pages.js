@@ -102,7 +102,7 @@ async function startJobs() {
 function showVerdict(result, verdict) {
   const kept = result.partial;
   const partial = document.getElementById("partial");
-  const stopped = {timed_out: "out of time", failed: "failed"}[kept && kept.reason] || "cancelled";
+  const stopped = {timed_out: "out of time", failed: "failed", running: "not finished"}[kept && kept.reason] || "cancelled";
   partial.textContent = kept ? `Partial result: ${stopped} after ${kept.rows_finished} of ${kept.rows_planned} rows.` : "";
   partial.hidden = !kept;
   const [headline, ...details] = verdict.lines;

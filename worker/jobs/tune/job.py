@@ -122,7 +122,6 @@ class Tune:
                 break
             started, batches = time.monotonic(), batches * 2
             alive = self.keep_faster(number, self.round(number, alive, batches))
-            self.report_partial()
             last_round_s = time.monotonic() - started
         ranked = self.rank(alive)
         for index in ranked[finalists:]:
@@ -135,10 +134,8 @@ class Tune:
         """Every configuration the plan let through, eager ones first and then the compiled twins of the fastest,
         all for `batches` batches; the faster half of them (never fewer than the finalists) goes on."""
         measured = self.round(1, alive, batches)
-        self.report_partial()
         if deferred:
             measured += self.round(1, self.admit_compiles(measured, deferred), batches, "compiled twins: ")
-            self.report_partial()
         return self.keep_faster(1, self.rank(measured))
 
     def round(self, number: int, alive: list[int], batches: int, what: str = "") -> list[int]:
@@ -152,9 +149,10 @@ class Tune:
                                                  f"batches each ({self.trials[members[0]].config.label})")
             rows = self.runner.measure([self.trials[index].config for index in members], batches, 1,
                                        self.clock.left, lambda: self.clock.left <= 0)
-            measured.update(zip(members, rows, strict=True))
-        for index, outcome in measured.items():
-            self.record(index, outcome, number)
+            for index, outcome in zip(members, rows, strict=True):
+                measured[index] = outcome
+                self.record(index, outcome, number)
+            self.report_partial()  # a tune stopped outright keeps every trial measured so far
         return self.rank([index for index in measured if measured[index].tokens_per_s is not None])
 
     def keep_faster(self, number: int, ranked: list[int]) -> list[int]:
@@ -176,6 +174,7 @@ class Tune:
         if outcome.tokens_per_s is None:
             update |= {"fate": "failed", "reason": _short(outcome.reason)}
         self.trials[index] = trial.model_copy(update=update)
+        self.progress(self.clock.fraction(), f"round {number}: {trial.config.label}: {_figures(outcome)}")
 
     def rank(self, indices: list[int]) -> list[int]:
         return sorted(indices, key=lambda index: -(self.trials[index].tokens_per_s or 0.0))
@@ -226,6 +225,14 @@ class Tune:
 def run_tune_job(spec: TuneJobSpec, progress: ProgressFn, on_partial: PartialFn,
                  kernel_names: Callable[[], list[str]]) -> TuneResult:
     return Tune(spec, progress, on_partial, kernel_names()).run()
+
+
+def _figures(outcome: Measured) -> str:
+    """A trial's outcome in a progress line: its rate and peak, or why it has none."""
+    if outcome.tokens_per_s is None:
+        return f"no figure ({_short(outcome.reason)})"
+    peak = "" if outcome.peak_memory_bytes is None else f", peak {outcome.peak_memory_bytes / 2**30:.1f} GiB"
+    return f"{outcome.tokens_per_s:,.0f} tokens/s{peak}"
 
 
 def _short(reason: str | None) -> str | None:
