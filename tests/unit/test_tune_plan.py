@@ -176,8 +176,10 @@ class SlowRunner(CannedRunner):
     def __init__(self, rate: Any, clock: list[float], seconds: float) -> None:
         super().__init__(rate)
         self.clock, self.seconds = clock, seconds
+        self.limits: list[float] = []
 
     def measure(self, configs: Any, batches: int, repeats: int, timeout_s: float, should_stop: Any) -> list[Any]:
+        self.limits.append(timeout_s)
         self.clock[0] += self.seconds
         return super().measure(configs, batches, repeats, timeout_s, should_stop)
 
@@ -205,6 +207,8 @@ def test_compiled_twins_are_measured_in_the_first_round_when_it_takes_most_of_th
     # every trial's figure is said as it comes, and handed over, so a tune stopped outright keeps it
     assert "round 1: packed · sdpa · batch 8 · ckpt none · auto · compiled: 24 tokens/s" in messages
     assert len(partials) == 4 and sum(trial.rounds > 0 for trial in partials[0].trials) == 2
+    # the budget is spent, yet each finalist gets the time its trial took, for each of its repeats
+    assert runner.limits[-2:] == [spec.tune.repeats * 150.0] * 2
     twins = [trial for trial in result.trials if trial.config.compile and trial.rounds == 1]
     assert len(twins) == 2 and all(trial.tokens_per_s for trial in twins)
     winner = result.trials[result.winner or 0]

@@ -28,7 +28,7 @@ from padbench.worker.jobs import PartialFn
 from padbench.worker.jobs.tune.equivalents import equivalents
 from padbench.worker.jobs.tune.memory import available_bytes, planner
 from padbench.worker.jobs.tune.space import configurations, worker_families
-from padbench.worker.jobs.tune.trial_specs import grouped
+from padbench.worker.jobs.tune.trial_specs import JobSettings, grouped, job_settings
 from padbench.worker.jobs.tune.trials import Measured, TrialRunner
 from padbench.worker.runtime.progress import ProgressFn
 
@@ -37,6 +37,10 @@ FINALS_SHARE = 0.3
 # A finalists' group may run past the budget by this much at least: a finalist cut off mid-measurement would
 # leave the tune without the figure it exists for (the result states the tune's own wall time).
 FINAL_MIN_S = 120.0
+# Nor less than this many times its group's last trial per repeat: a trial of a large model is mostly its build
+# and its compile, which its finals' child pays again (an 8B model's compiled finalist on two GPUs ran past a
+# limit of 144 s after a trial of 108 s).
+FINAL_TRIAL_MULTIPLE = 1.0
 
 
 class Clock:
@@ -64,6 +68,7 @@ class Tune:
         self.trials = [TuneTrial(config=config, fate="not reached", reason="the budget ran out first")
                        for config in configs]
         self.memory: int | None = None
+        self.trial_seconds: dict[JobSettings, float] = {}  # each group's last trial job, start to end
 
     def run(self) -> TuneResult:
         alive = self.prune()
@@ -147,8 +152,10 @@ class Tune:
                 break
             self.progress(self.clock.fraction(), f"round {number}: {what}{len(members)} configurations, {batches} "
                                                  f"batches each ({self.trials[members[0]].config.label})")
+            started = time.monotonic()
             rows = self.runner.measure([self.trials[index].config for index in members], batches, 1,
                                        self.clock.left, lambda: self.clock.left <= 0)
+            self.trial_seconds[self.settings_of(members[0])] = time.monotonic() - started
             for index, outcome in zip(members, rows, strict=True):
                 measured[index] = outcome
                 self.record(index, outcome, number)
@@ -187,11 +194,19 @@ class Tune:
             self.progress(self.clock.fraction(), f"finalists: {self.trials[members[0]].config.label}, "
                                                  f"{self.spec.tune.repeats} repeats")
             rows = self.runner.measure([self.trials[index].config for index in members], batches,
-                                       self.spec.tune.repeats, max(self.clock.left, FINAL_MIN_S), lambda: False)
+                                       self.spec.tune.repeats, self.final_limit(members[0]), lambda: False)
             for index, outcome in zip(members, rows, strict=True):
                 self.trials[index] = self.trials[index].model_copy(update={"fate": "finalist"})
                 finalists.append(self.finalist(index, outcome))
         return sorted(finalists, key=lambda finalist: -(finalist.tokens_per_s or 0.0))
+
+    def final_limit(self, index: int) -> float:
+        """A finalists' group's time limit: what the budget has left, and never less than its trials suggest."""
+        trial_s = self.trial_seconds.get(self.settings_of(index), 0.0)
+        return max(self.clock.left, FINAL_MIN_S, FINAL_TRIAL_MULTIPLE * self.spec.tune.repeats * trial_s)
+
+    def settings_of(self, index: int) -> JobSettings:
+        return job_settings(self.trials[index].config, self.spec.mode)
 
     @staticmethod
     def finalist(index: int, outcome: Measured) -> Finalist:
