@@ -10,8 +10,7 @@ Progress goes to stderr while it runs; the table goes to stdout. A sweep runs it
 from __future__ import annotations
 
 import argparse
-import json
-import os
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -31,6 +30,7 @@ from padbench.worker.runtime.isolation import ChildReport, LatestPartial
 from padbench.worker.runtime.kernel_evidence import record_result
 from padbench.worker.runtime.launcher import launch_job
 from padbench.worker.runtime.settings import WorkerSettings
+from padbench.worker.runtime.state_files import replace_json
 
 EXIT_FAILED, EXIT_BAD_SPEC = 1, 2
 FLAGS_SOURCE = "the command line"  # what messages about a spec built from flags name as its source
@@ -185,14 +185,10 @@ def run_point(point: SpecPoint, args: argparse.Namespace, json_file: Path | None
 
 def write_running(json_file: Path, document: dict[str, Any]) -> None:
     """The --json file while the job runs: the rows it finished so far, marked partial and still running, written
-    whole (beside it, then renamed over it). A file that cannot be written now is said at the end."""
+    whole. A file that cannot be written now is said at the end, when the result is written."""
     running = {**document, "partial": {**document["partial"], "reason": "running"}}
-    written = json_file.with_name(f".{json_file.name}.part")
-    try:
-        written.write_text(json.dumps(running, indent=2) + "\n", encoding="utf-8")
-        os.replace(written, json_file)
-    except OSError:
-        written.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        replace_json(json_file, running, indent=2)
 
 
 def marked_stopped(document: dict[str, Any], reason: Literal["timed_out", "failed"]) -> JobResult:

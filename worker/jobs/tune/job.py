@@ -34,13 +34,11 @@ from padbench.worker.runtime.progress import ProgressFn
 
 # The finalists' full measurement is reserved this share of the budget before rounds are planned.
 FINALS_SHARE = 0.3
-# A finalists' group may run past the budget by this much at least: a finalist cut off mid-measurement would
-# leave the tune without the figure it exists for (the result states the tune's own wall time).
+# A finalists' group may run past the budget by this much at least, and by its last trial's time for each repeat:
+# a finalist cut off mid-measurement would leave the tune without the figure it exists for (the result states the
+# tune's own wall time). A trial of a large model is mostly its build and compile, which the finals' child pays
+# again: an 8B model's compiled finalist on two GPUs ran past a limit of 144 s after a trial of 162 s.
 FINAL_MIN_S = 120.0
-# Nor less than this many times its group's last trial per repeat: a trial of a large model is mostly its build
-# and its compile, which its finals' child pays again (an 8B model's compiled finalist on two GPUs ran past a
-# limit of 144 s after a trial of 108 s).
-FINAL_TRIAL_MULTIPLE = 1.0
 
 
 class Clock:
@@ -203,7 +201,7 @@ class Tune:
     def final_limit(self, index: int) -> float:
         """A finalists' group's time limit: what the budget has left, and never less than its trials suggest."""
         trial_s = self.trial_seconds.get(self.settings_of(index), 0.0)
-        return max(self.clock.left, FINAL_MIN_S, FINAL_TRIAL_MULTIPLE * self.spec.tune.repeats * trial_s)
+        return max(self.clock.left, FINAL_MIN_S, self.spec.tune.repeats * trial_s)
 
     def settings_of(self, index: int) -> JobSettings:
         return job_settings(self.trials[index].config, self.spec.mode)
