@@ -184,10 +184,10 @@ class SlowRunner(CannedRunner):
         return super().measure(configs, batches, repeats, timeout_s, should_stop)
 
 
-def test_compiled_twins_are_measured_in_the_first_round_when_it_takes_most_of_the_budget(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two eager trial jobs take half the budget: no second round fits, yet the compiled twins are tried, and the
-    faster of them wins, instead of an eager answer only because compiling was never measured."""
+def slow_tune(monkeypatch: pytest.MonkeyPatch, budget: float, messages: list[str], partials: list[Any],
+              ) -> tuple[TuneResult, SlowRunner, float]:
+    """A tune whose every trial job takes 150 s of a fake clock (two eager groups, two compiled twins and two
+    finalists' jobs fill 900 s): its result, its runner and the clock when it ended."""
     from types import SimpleNamespace
 
     from padbench.worker.jobs.tune import job
@@ -195,24 +195,64 @@ def test_compiled_twins_are_measured_in_the_first_round_when_it_takes_most_of_th
     clock = [0.0]
     monkeypatch.setattr(job, "time", SimpleNamespace(monotonic=lambda: clock[0]))
     space = {**SPACE, "layouts": ["packed"], "kernels": ["sdpa"], "compile": [False, True]}
-    spec = tune(tune={"budget": 600, "finalists": 2, "space": space})
+    spec = tune(tune={"budget": budget, "finalists": 2, "space": space})
     runner = SlowRunner(lambda config: config.batch_size * (3.0 if config.compile else 1.0), clock, seconds=150.0)
     monkeypatch.setattr(job, "TrialRunner", lambda spec, on_message: runner)
     monkeypatch.setattr(job.Tune, "fallback_environment", lambda self: Environment(
         hostname="box", device="cpu", python="3.11", torch="2.13", started_at="2026-11-27"))
+    result = job.Tune(spec, lambda fraction, message: messages.append(message), partials.append, ["sdpa"]).run()
+    return result, runner, clock[0]
+
+
+def test_compiled_twins_are_measured_in_the_first_round_when_it_takes_most_of_the_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two eager trial jobs take a third of the budget: no second round fits, yet the compiled twins are tried,
+    and the faster of them wins, instead of an eager answer only because compiling was never measured."""
     messages: list[str] = []
     partials: list[Any] = []
-    result = job.Tune(spec, lambda fraction, message: messages.append(message), partials.append, ["sdpa"]).run()
-    assert [repeats for _, repeats in runner.calls] == [1, 1, 1, 1, spec.tune.repeats, spec.tune.repeats]
+    result, runner, ended = slow_tune(monkeypatch, 900, messages, partials)
+    repeats = result.spec.tune.repeats
+    assert [repeats for _, repeats in runner.calls] == [1, 1, 1, 1, repeats, repeats]
+    assert ended <= 900  # the finalists' time was kept back
     # every trial's figure is said as it comes, and handed over, so a tune stopped outright keeps it
     assert "round 1: packed · sdpa · batch 8 · ckpt none · auto · compiled: 24 tokens/s" in messages
     assert len(partials) == 4 and sum(trial.rounds > 0 for trial in partials[0].trials) == 2
     # the budget is spent, yet each finalist gets the time its trial took, for each of its repeats
-    assert runner.limits[-2:] == [spec.tune.repeats * 150.0] * 2
+    assert runner.limits[-2:] == [repeats * 150.0] * 2
     twins = [trial for trial in result.trials if trial.config.compile and trial.rounds == 1]
     assert len(twins) == 2 and all(trial.tokens_per_s for trial in twins)
     winner = result.trials[result.winner or 0]
     assert winner.config.compile and winner.config.batch_size == 8
+
+
+def test_a_tune_starts_nothing_that_would_leave_the_finalists_no_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With 600 s, two eager trials and the two finalists' jobs fill the budget: the compiled twins are left out,
+    saying why, and the tune ends within it."""
+    result, runner, ended = slow_tune(monkeypatch, 600, [], [])
+    assert len(runner.calls) == 4 and ended <= 600
+    left_out = [trial for trial in result.trials if trial.config.compile and trial.fate == "not reached"]
+    assert len(left_out) == 2
+    assert all("could not hold its trial (about 150 s) and the finalists' measurement (about 300 s)"
+               in (trial.reason or "") for trial in left_out)
+
+
+def test_a_finalists_time_is_predicted_from_its_trial() -> None:
+    """A trial job's time less its rows' warm-ups and measured batches is what any job of its settings pays again;
+    a finalist measures its rows for `final_batches`; a compiled group before any compiled trial is estimated
+    from the eager ones, which it can only exceed."""
+    from padbench.worker.jobs.tune.schedule import Durations
+    from padbench.worker.jobs.tune.trials import Measured
+
+    durations = Durations(final_batches=24)
+    eager, compiled = (False, "none", "auto", None), (True, "none", "auto", None)
+    rows = {0: Measured(tokens_per_s=1.0, warmup_seconds=5.0, measured_seconds=8.0),
+            1: Measured(tokens_per_s=2.0, warmup_seconds=3.0, measured_seconds=4.0), 2: Measured()}
+    durations.record(eager, 100.0, rows, batches=4)  # fixed: 100 - (5 + 8) - (3 + 4) = 80
+    assert durations.group(eager, [0], 8) == pytest.approx(80 + 5 + 2 * 8)
+    assert durations.finals({eager: [0, 1]}) == pytest.approx(80 + (5 + 2 * 24) + (3 + 1 * 24))
+    assert durations.group(compiled, [3], 4) == pytest.approx(80 + 5 + 2 * 4)  # the slowest eager row
+    durations.record(compiled, 200.0, {3: Measured(tokens_per_s=3.0, warmup_seconds=60.0, measured_seconds=4.0)}, 4)
+    assert durations.group(compiled, [4], 4) == pytest.approx(136 + 60 + 4)
 
 
 def test_training_on_several_gpus_searches_reshard_after_forward() -> None:

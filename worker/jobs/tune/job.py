@@ -12,6 +12,9 @@ compiling. The twins are part of the first round, not of a later one the budget 
 model's trial is mostly its child's start and model build, so one round can take most of the budget, and a
 tune must not answer eager only because compiling was never tried.
 
+Nothing starts that would not fit in what the budget leaves with the finalists' measurement kept back, by the
+times of the trials already run (`schedule.py`): a tune answers within its budget, and what it left out says so.
+
 Every configuration stays in the result with its fate: pruned by the plan (and why), stopped in a round (and its
 figure there), failed (and the error), or not reached when the budget ran out.
 """
@@ -20,24 +23,22 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from padbench.contract.results import Environment, PartialResult
 from padbench.kinds.tune.contract import Finalist, TuneJobSpec, TuneResult, TuneTrial
 from padbench.worker.jobs import PartialFn
 from padbench.worker.jobs.tune.equivalents import equivalents
 from padbench.worker.jobs.tune.memory import available_bytes, planner
+from padbench.worker.jobs.tune.schedule import Durations
 from padbench.worker.jobs.tune.space import configurations, worker_families
 from padbench.worker.jobs.tune.trial_specs import JobSettings, grouped, job_settings
 from padbench.worker.jobs.tune.trials import Measured, TrialRunner
 from padbench.worker.runtime.progress import ProgressFn
 
-# The finalists' full measurement is reserved this share of the budget before rounds are planned.
-FINALS_SHARE = 0.3
 # A finalists' group may run past the budget by this much at least, and by its last trial's time for each repeat:
-# a finalist cut off mid-measurement would leave the tune without the figure it exists for (the result states the
-# tune's own wall time). A trial of a large model is mostly its build and compile, which the finals' child pays
-# again: an 8B model's compiled finalist on two GPUs ran past a limit of 144 s after a trial of 162 s.
+# the schedule keeps their time back, but an estimate can fall short, and a finalist cut off mid-measurement would
+# leave the tune without the figure it exists for (the result states the tune's own wall time).
 FINAL_MIN_S = 120.0
 
 
@@ -67,6 +68,7 @@ class Tune:
                        for config in configs]
         self.memory: int | None = None
         self.trial_seconds: dict[JobSettings, float] = {}  # each group's last trial job, start to end
+        self.durations = Durations(final_batches=2 * spec.tune.first_round_batches * spec.tune.repeats)
 
     def run(self) -> TuneResult:
         alive = self.prune()
@@ -100,9 +102,11 @@ class Tune:
 
     def admit_compiles(self, eager: list[int], deferred: set[int]) -> list[int]:
         """The compiled twins of the fastest eager configurations measured in the first round."""
-        leaders = {self.trials[index].config.model_copy(update={"compile": True}).label for index in
+        leaders = {self.trials[index].config.model_copy(update={"compile": True}).label: index for index in
                    self.rank(eager)[:self.spec.tune.finalists]}
-        admitted = sorted(index for index in deferred if self.trials[index].config.label in leaders)
+        # in the order of their eager twins, fastest first: the budget may leave room for the first only
+        admitted = sorted((index for index in deferred if self.trials[index].config.label in leaders),
+                          key=lambda index: list(leaders).index(self.trials[index].config.label))
         for index in deferred - set(admitted):
             self.trials[index] = self.trials[index].model_copy(update={
                 "fate": "stopped", "reason": f"round 1: its eager twin was not among the {self.spec.tune.finalists} "
@@ -114,18 +118,14 @@ class Tune:
     def halve(self, alive: list[int], deferred: set[int]) -> list[int]:
         finalists = self.spec.tune.finalists
         batches = self.spec.tune.first_round_batches
-        started = time.monotonic()
         alive = self.first_round(alive, deferred, batches)
-        last_round_s = time.monotonic() - started
         for number in range(2, 64):
             if len(alive) <= finalists:
                 return alive
-            reserve = self.spec.tune.budget * FINALS_SHARE
-            if 2 * last_round_s > self.clock.left - reserve:  # the next round measures twice as long
+            if self.next_round_s(alive, batches * 2) + self.finals_s(self.rank(alive)) > self.clock.left:
                 break
-            started, batches = time.monotonic(), batches * 2
+            batches *= 2
             alive = self.keep_faster(number, self.round(number, alive, batches))
-            last_round_s = time.monotonic() - started
         ranked = self.rank(alive)
         for index in ranked[finalists:]:
             self.trials[index] = self.trials[index].model_copy(update={
@@ -145,20 +145,60 @@ class Tune:
         """Measures `alive` for `batches` batches each: the configurations that came back with a figure, fastest
         first."""
         measured: dict[int, Measured] = {}
-        for members in grouped(alive, [trial.config for trial in self.trials], self.spec.mode).values():
-            if self.clock.left <= 0:
-                break
+        for settings, members in grouped(alive, [trial.config for trial in self.trials], self.spec.mode).items():
+            if not self.fits(settings, members, batches):
+                continue
             self.progress(self.clock.fraction(), f"round {number}: {what}{len(members)} configurations, {batches} "
                                                  f"batches each ({self.trials[members[0]].config.label})")
             started = time.monotonic()
             rows = self.runner.measure([self.trials[index].config for index in members], batches, 1,
                                        self.clock.left, lambda: self.clock.left <= 0)
-            self.trial_seconds[self.settings_of(members[0])] = time.monotonic() - started
+            self.trial_seconds[settings] = time.monotonic() - started
+            self.durations.record(settings, self.trial_seconds[settings], dict(zip(members, rows, strict=True)),
+                                  batches)
             for index, outcome in zip(members, rows, strict=True):
                 measured[index] = outcome
                 self.record(index, outcome, number)
             self.report_partial()  # a tune stopped outright keeps every trial measured so far
         return self.rank([index for index in measured if measured[index].tokens_per_s is not None])
+
+    # --- what fits in the budget ----------------------------------------------------------------------------
+    def fits(self, settings: JobSettings, members: list[int], batches: int) -> bool:
+        """Whether a trial job fits in what the budget leaves with the finalists' measurement kept back (the
+        finalists it might join included); the tune's first job runs whatever its time, as nothing is known
+        before it. One that does not fit is left out, saying so."""
+        if not self.durations.known:
+            return self.clock.left > 0
+        trial_s = self.durations.group(settings, members, batches)
+        finals_s = self.finals_s(self.rank(self.measured()), members)
+        if trial_s + finals_s <= self.clock.left:
+            return True
+        for index in members:
+            self.trials[index] = self.trials[index].model_copy(update={
+                "fate": "not reached", "reason": f"the {self.clock.left:.0f} s the budget left could not hold its "
+                                                 f"trial (about {trial_s:.0f} s) and the finalists' measurement "
+                                                 f"(about {finals_s:.0f} s)"})
+        return False
+
+    def next_round_s(self, alive: list[int], batches: int) -> float:
+        configs = [trial.config for trial in self.trials]
+        return sum(self.durations.group(settings, members, batches)
+                   for settings, members in grouped(alive, configs, self.spec.mode).items())
+
+    def finals_s(self, ranked: list[int], candidates: Sequence[int] = ()) -> float:
+        """The finalists' measurement as it stands (the fastest measured), or, where a candidate may displace one,
+        whichever of them would take longest."""
+        pool = ranked[:self.spec.tune.finalists] + list(candidates)
+        configs = [trial.config for trial in self.trials]
+
+        def alone(index: int) -> float:
+            return self.durations.finals({self.settings_of(index): [index]})
+
+        chosen = sorted(pool, key=alone, reverse=True)[:self.spec.tune.finalists]
+        return self.durations.finals(grouped(chosen, configs, self.spec.mode))
+
+    def measured(self) -> list[int]:
+        return [index for index, trial in enumerate(self.trials) if trial.tokens_per_s is not None]
 
     def keep_faster(self, number: int, ranked: list[int]) -> list[int]:
         """The faster half of a round's configurations (never fewer than the finalists); the rest stop there."""

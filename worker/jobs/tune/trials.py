@@ -36,6 +36,8 @@ class Measured:
     spread: Spread | None = None
     gpu_activity: GpuActivity | None = None
     reason: str | None = "the trial reported no row for it"
+    warmup_seconds: float | None = None  # a compiled row's compile included
+    measured_seconds: float | None = None
 
     @classmethod
     def failed(cls, reason: str) -> Measured:
@@ -50,7 +52,8 @@ class Measured:
         return cls(tokens_per_s=row.tokens_per_s if row.status == "ok" else None, status=row.status,
                    kernel=row.kernel, compile_seconds=None if compiled is None else compiled.compile_seconds,
                    peak_memory_bytes=_peak(row.memory), spread=row.spread, gpu_activity=row.gpu_activity,
-                   reason=None if row.status == "ok" else row.invalid_reason or row.error)
+                   reason=None if row.status == "ok" else row.invalid_reason or row.error,
+                   warmup_seconds=row.warmup_seconds, measured_seconds=row.measured_seconds)
 
     @classmethod
     def of_generate(cls, row: GenerateRow | None) -> Measured:
@@ -59,7 +62,8 @@ class Measured:
         rate = row.output_tokens_per_s if row.status == "ok" else None
         return cls(tokens_per_s=None if rate is None else float(rate), status=row.status, kernel=row.kernel,
                    compile_seconds=row.compile_seconds, spread=row.spread, peak_memory_bytes=_peak(row.memory),
-                   reason=None if row.status == "ok" else row.invalid_reason or row.error)
+                   reason=None if row.status == "ok" else row.invalid_reason or row.error,
+                   warmup_seconds=row.warmup_seconds, measured_seconds=row.measured_seconds)
 
 
 @dataclass
