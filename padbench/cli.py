@@ -34,7 +34,8 @@ class Role:
 WORKER = Role("padbench.worker.cli", "worker", ("run", "tune", "plan", "worker"))
 ROLES: tuple[Role, ...] = (
     WORKER,
-    Role("padbench.server.cli", "server", ("server", "db", "token")),
+    Role("padbench.server.cli", "server", ("server", "token")),
+    Role("padbench.server.db_cli", "server", ("db",)),
     Role("padbench.client.cli", None, ("submit", "status", "wait", "results", "list", "cancel", "workers", "prune",
                                        "compare", "plot", "schema", "init", "demo", "history", "baseline")),
 )
