@@ -180,7 +180,7 @@ def test_flash_with_nothing_available_lists_every_candidate(monkeypatch: pytest.
 
 
 def test_missing_package_is_unavailable_naming_the_kernel() -> None:
-    if attention.ops.optional_module("flash_attn") is not None:
+    if attention.libraries.optional_module("flash_attn") is not None:
         pytest.skip("flash_attn is installed here")
     with pytest.raises(KernelUnavailable, match=r"'flash-attn-varlen'.*not importable"):
         resolve_kernel("flash-attn", PackedBatch, CPU, torch.bfloat16)
@@ -196,7 +196,7 @@ def test_transformers_flash_names_run_their_own_kernel_or_name_the_missing_packa
     family = parse_job_spec({"attention": asked}).attention  # type: ignore[attr-defined]
     assert family == kernel
     for layout, name in ((PaddedBatch, kernel), (PackedBatch, f"{kernel}-varlen")):
-        if attention.ops.optional_module(package) is not None:
+        if attention.libraries.optional_module(package) is not None:
             assert resolve_kernel(family, layout, CPU, torch.bfloat16).name == name
             continue
         with pytest.raises(KernelUnavailable, match=rf"'{name}'.*{re.escape(package)} .*is not importable"):
@@ -206,4 +206,4 @@ def test_transformers_flash_names_run_their_own_kernel_or_name_the_missing_packa
 def test_available_kernels_lists_what_runs_on_cpu() -> None:
     names = available_kernels("cpu")
     assert {"sdpa", "eager", "eager-block-mask", "sdpa-block-mask"} <= set(names)
-    assert "flash-attn-varlen" not in names or attention.ops.optional_module("flash_attn") is not None
+    assert "flash-attn-varlen" not in names or attention.libraries.optional_module("flash_attn") is not None

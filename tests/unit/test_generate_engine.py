@@ -15,7 +15,7 @@ from padbench.contract.model_spec import ModelSpec
 from padbench.contract.presets import MODEL_PRESETS
 from padbench.worker.engine.attention import flex
 from padbench.worker.engine.attention.features import AttentionFeatures
-from padbench.worker.engine.attention.ops import KernelUnavailable
+from padbench.worker.engine.attention.libraries import KernelUnavailable
 from padbench.worker.engine.decoding import flex_decode
 from padbench.worker.engine.decoding.cache import CacheShape, HostPlan, KvCache, TokenBuckets
 from padbench.worker.engine.decoding.decoder import Decoder

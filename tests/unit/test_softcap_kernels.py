@@ -16,7 +16,7 @@ import torch
 from torch.nn.attention.flex_attention import create_block_mask
 
 from padbench.contract.spec import StrategySpec
-from padbench.worker.engine.attention import ATTENTION_KERNELS, KernelUnavailable, flex, ops
+from padbench.worker.engine.attention import ATTENTION_KERNELS, KernelUnavailable, flex, libraries, ops
 from padbench.worker.engine.attention.features import AttentionFeatures
 from padbench.worker.engine.data.batches import STRATEGIES
 from padbench.worker.engine.measure.correctness import reference_logits
@@ -86,11 +86,10 @@ def test_flash_kernels_detect_softcap_and_sinks_by_signature_and_pass_them(monke
     calls: list[dict[str, Any]] = []
     old = fake_flash_library((), calls)
     new = fake_flash_library(("softcap", "learnable_sink"), calls)
-    monkeypatch.setitem(ops.FLASH_MODULES, "flash-attn", lambda: old)
-    monkeypatch.setitem(ops.FLASH_MODULES, "flash-attn-cute", lambda: new)
+    monkeypatch.setitem(libraries.FLASH_MODULES, "flash-attn", lambda: old)
+    monkeypatch.setitem(libraries.FLASH_MODULES, "flash-attn-cute", lambda: new)
     monkeypatch.setattr(ops, "flash_attn_module", lambda: old)
-    monkeypatch.setattr(ops, "flash_attn_cute_module", lambda: new)
-    ops.flash_library_reason.cache_clear()
+    libraries.flash_library_reason.cache_clear()
     try:
         features = AttentionFeatures(query_heads=4, kv_heads=2, softcap=50.0, sliding_window=None, sinks=True)
         reason = ATTENTION_KERNELS.get("flash-attn").unsupported_reason(features, 64)
@@ -98,7 +97,7 @@ def test_flash_kernels_detect_softcap_and_sinks_by_signature_and_pass_them(monke
         assert "flash_attn_func takes no softcap" in reason
         assert ATTENTION_KERNELS.get("flash-attn-cute-varlen").unsupported_reason(features, 64) is None
     finally:
-        ops.flash_library_reason.cache_clear()
+        libraries.flash_library_reason.cache_clear()
     query, sinks = torch.zeros(1, 4, 4, 16), torch.ones(4, requires_grad=True)
     with torch.no_grad():
         ops.flash_attn_cute_dense(query, query, query, causal=True, softcap=50.0, sinks=sinks)
@@ -176,7 +175,7 @@ def test_flash_attention_3_calls_flash_attn_interface(monkeypatch: pytest.Monkey
     """FlashAttention-3's calls carry the window and soft-capping as flash_attn_interface names them; a model with
     attention sinks is refused, as FlashAttention-3 has none."""
     calls: list[dict[str, Any]] = []
-    monkeypatch.setitem(ops.FLASH_MODULES, "flash-attn-3", lambda: fake_flash_library(("softcap",), calls))
+    monkeypatch.setitem(libraries.FLASH_MODULES, "flash-attn-3", lambda: fake_flash_library(("softcap",), calls))
     dense = torch.zeros(1, 4, 4, 16)
     ops.flash_attn_3_dense(dense, dense, dense, causal=True, scale=0.25, window=3, softcap=30.0)
     assert calls[-1] == {"softmax_scale": 0.25, "causal": True, "window_size": (2, 0), "softcap": 30.0}

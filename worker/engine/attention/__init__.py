@@ -14,7 +14,7 @@ import torch
 from padbench.contract.kernel_families import BEST_FLASH, KERNEL_FAMILIES, AttentionName, families, flash_families
 from padbench.contract.kernel_family import KernelFamily, ModelEntryPoint
 from padbench.worker.engine.attention.base import AttentionKernel
-from padbench.worker.engine.attention.ops import KernelUnavailable
+from padbench.worker.engine.attention.libraries import KernelUnavailable
 from padbench.worker.engine.data.batches import PackedBatch, PaddedBatch
 from padbench.worker.engine.families import FamilyKernels, bound_class
 

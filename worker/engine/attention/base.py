@@ -28,7 +28,7 @@ from padbench.worker.engine.attention.features import (
     window_bites,
     window_reason,
 )
-from padbench.worker.engine.attention.ops import KernelUnavailable
+from padbench.worker.engine.attention.libraries import KernelUnavailable
 from padbench.worker.engine.data.batches import Batch, PackedBatch, PaddedBatch
 from padbench.worker.engine.model.build import config_of
 from padbench.worker.engine.training.checkpointing import replayed_in_recompute

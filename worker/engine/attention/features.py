@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from padbench.worker.engine.attention.ops import KernelUnavailable
+from padbench.worker.engine.attention.libraries import KernelUnavailable
 
 GqaHandling = Literal["native", "expanded"]
 

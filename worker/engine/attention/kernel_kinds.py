@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import torch
 from torch.nn.attention.flex_attention import BlockMask
 
-from padbench.worker.engine.attention import flex, masks, ops
+from padbench.worker.engine.attention import flex, libraries, masks
 from padbench.worker.engine.attention.base import AttentionKernel, feature_inputs, longest_sequence
 from padbench.worker.engine.attention.features import batch_windows, mask_for
 from padbench.worker.engine.data.batches import Batch
@@ -26,7 +26,7 @@ class FlashLibraryKernel(AttentionKernel):
     library_function: ClassVar[str]  # the function of that module the kernel calls
 
     def library_reason(self, parameter: str) -> str | None:
-        return ops.flash_library_reason(self.library, self.library_function, parameter)
+        return libraries.flash_library_reason(self.library, self.library_function, parameter)
 
 
 class MaskedKernel(AttentionKernel):

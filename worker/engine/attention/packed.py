@@ -20,6 +20,7 @@ from padbench.worker.engine.attention import masks, ops
 from padbench.worker.engine.attention.base import AttentionKernel, feature_inputs
 from padbench.worker.engine.attention.features import AttentionFeatures, GqaHandling, window_bites
 from padbench.worker.engine.attention.kernel_kinds import FlashLibraryKernel, FlexKernel, MaskedKernel
+from padbench.worker.engine.attention.libraries import KernelUnavailable
 from padbench.worker.engine.data.batches import Batch, PackedBatch
 
 
@@ -61,7 +62,7 @@ class TorchFlashVarlen(VarlenKernel):
     def gqa_handling(self, device: torch.device, dtype: torch.dtype) -> GqaHandling:
         try:
             return "native" if ops.torch_varlen_takes_gqa() else "expanded"
-        except ops.KernelUnavailable:  # no varlen_attn at all: the kernel never runs, nothing to record
+        except KernelUnavailable:  # no varlen_attn at all: the kernel never runs, nothing to record
             return "native"
 
     def unsupported_reason(self, features: AttentionFeatures, longest: int) -> str | None:
@@ -75,7 +76,7 @@ class TorchFlashVarlen(VarlenKernel):
 def _varlen_takes_window() -> bool:
     try:
         return ops.torch_varlen_takes_window()
-    except ops.KernelUnavailable:  # no varlen_attn at all: availability refuses the kernel with its own reason
+    except KernelUnavailable:  # no varlen_attn at all: availability refuses the kernel with its own reason
         return True
 
 

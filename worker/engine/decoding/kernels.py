@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from transformers import AttentionInterface
 
 from padbench.worker.engine.attention.base import HALF_PRECISION
-from padbench.worker.engine.attention.ops import KernelUnavailable
+from padbench.worker.engine.attention.libraries import KernelUnavailable
 from padbench.worker.engine.decoding.cache import StepInputs
 
 HF_NAME_PREFIX = "padbench-decode-"

@@ -7,7 +7,7 @@ import torch
 
 from padbench.contract.kernel_families import AttentionName, attention_candidates, families, missing_entry_point
 from padbench.contract.kernel_family import KernelFamily
-from padbench.worker.engine.attention.ops import KernelUnavailable
+from padbench.worker.engine.attention.libraries import KernelUnavailable
 from padbench.worker.engine.decoding.kernels import DecodeKernel
 from padbench.worker.engine.families import FamilyKernels, bound_class
 

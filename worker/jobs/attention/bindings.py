@@ -22,7 +22,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
-from padbench.worker.engine.attention import ops
+from padbench.worker.engine.attention import libraries, ops
 from padbench.worker.jobs.attention import fp8
 from padbench.worker.jobs.attention.inputs import InputSet, Problem
 
@@ -42,7 +42,7 @@ def _package(load: Callable[[], object]) -> AvailabilityCheck:
     def check(device: torch.device, dtype: torch.dtype) -> str | None:
         try:
             load()
-        except ops.KernelUnavailable as error:
+        except libraries.KernelUnavailable as error:
             return error.reason
         return None
 
@@ -52,7 +52,7 @@ def _package(load: Callable[[], object]) -> AvailabilityCheck:
 def _flex_prerequisites(device: torch.device, dtype: torch.dtype) -> str | None:
     # Compiled FlexAttention generates Triton kernels on CUDA and C++ on the CPU.
     if device.type == "cuda":
-        return None if ops.optional_module("triton") is not None else "needs triton to compile on CUDA"
+        return None if libraries.optional_module("triton") is not None else "needs triton to compile on CUDA"
     compiler = os.environ.get("CXX", "g++")
     return None if shutil.which(compiler) or shutil.which("c++") else f"needs a C++ compiler ({compiler}) on CPU"
 
@@ -181,9 +181,9 @@ SDPA_FLASH = SweepBinding(_sdpa_binder(SDPBackend.FLASH_ATTENTION))
 VARLEN = SweepBinding(_varlen_binder(ops.torch_varlen), _varlen_binder(ops.torch_varlen))
 FLEX = SweepBinding(_bind_flex, _bind_flex, _flex_prerequisites, probed=False)
 FLASH_ATTN = SweepBinding(_flash_dense_binder(ops.flash_attn_dense), _varlen_binder(ops.flash_attn_varlen),
-                          _package(ops.flash_attn_module))
+                          _package(libraries.flash_attn_module))
 FLASH_ATTN_CUTE = SweepBinding(_flash_dense_binder(ops.flash_attn_cute_dense),
-                               _varlen_binder(ops.flash_attn_cute_varlen), _package(ops.flash_attn_cute_module))
+                               _varlen_binder(ops.flash_attn_cute_varlen), _package(libraries.flash_attn_cute_module))
 FLASH_ATTN_3 = SweepBinding(_flash_dense_binder(ops.flash_attn_3_dense), _varlen_binder(ops.flash_attn_3_varlen),
-                            _package(ops.flash_attn_3_module))
+                            _package(libraries.flash_attn_3_module))
 FLASH_ATTN_FP8 = SweepBinding(fp8.bind_fp8, prerequisites=_package(fp8.fa3_module))

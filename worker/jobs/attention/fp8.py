@@ -18,17 +18,17 @@ from types import ModuleType
 
 import torch
 
-from padbench.worker.engine.attention import ops
+from padbench.worker.engine.attention import libraries
 from padbench.worker.jobs.attention.inputs import InputSet, Problem
 
 FP8 = torch.float8_e4m3fn
 
 
 def fa3_module() -> ModuleType:
-    module = ops.optional_module("flash_attn_interface")
+    module = libraries.optional_module("flash_attn_interface")
     function = getattr(module, "flash_attn_func", None)
     if module is None or function is None or "q_descale" not in inspect.signature(function).parameters:
-        raise ops.KernelUnavailable("flash-attn-fp8", "FlashAttention-3 (the flash_attn_interface module of "
+        raise libraries.KernelUnavailable("flash-attn-fp8", "FlashAttention-3 (the flash_attn_interface module of "
                                                       "flash-attn's hopper build, with its float8 forward) is not "
                                                       "importable")
     return module
