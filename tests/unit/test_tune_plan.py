@@ -236,6 +236,41 @@ def test_a_tune_starts_nothing_that_would_leave_the_finalists_no_time(monkeypatc
                in (trial.reason or "") for trial in left_out)
 
 
+class UnforeseenRunner(SlowRunner):
+    """A runner whose trial jobs take the given seconds in turn: one far slower than the trials before it."""
+
+    def __init__(self, rate: Any, clock: list[float], seconds: list[float]) -> None:
+        super().__init__(rate, clock, 0.0)
+        self.durations = seconds
+
+    def measure(self, configs: Any, batches: int, repeats: int, timeout_s: float, should_stop: Any) -> list[Any]:
+        self.seconds = self.durations[min(len(self.calls), len(self.durations) - 1)]
+        return super().measure(configs, batches, repeats, timeout_s, should_stop)
+
+
+def test_a_group_a_round_has_no_time_for_keeps_its_figure_from_the_round_before(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round 2's first trial job takes far longer than round 1's foretold: the second group no longer fits, and
+    its configurations stay in the ranking by their round-1 figures, one of them a finalist."""
+    from types import SimpleNamespace
+
+    from padbench.worker.jobs.tune import job
+
+    clock = [0.0]
+    monkeypatch.setattr(job, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(job.Tune, "fallback_environment", lambda self: Environment(
+        hostname="box", device="cpu", python="3.11", torch="2.13", started_at="2026-11-27"))
+    spec = tune(tune={"budget": 3000, "finalists": 3, "space": {**SPACE, "kernels": ["sdpa"]}})
+    runner = UnforeseenRunner(lambda config: config.batch_size * (1.5 if config.checkpointing == "none" else 1.0),
+                              clock, seconds=[150.0, 150.0, 2550.0, 150.0])
+    monkeypatch.setattr(job, "TrialRunner", lambda spec, on_message: runner)
+    result = job.Tune(spec, lambda fraction, message: None, lambda partial: None, ["sdpa"]).run()
+    assert len(runner.calls) == 5  # two groups in round 1, one in round 2, then the finalists' two jobs
+    finalists = [result.trials[finalist.trial] for finalist in result.finalists]
+    assert sorted((trial.config.checkpointing, trial.rounds) for trial in finalists) == [
+        ("full", 1), ("none", 2), ("none", 2)]
+
+
 def test_a_finalists_time_is_predicted_from_its_trial() -> None:
     """A trial job's time less its rows' warm-ups and measured batches is what any job of its settings pays again;
     a finalist measures its rows for `final_batches`; a compiled group before any compiled trial is estimated

@@ -142,11 +142,13 @@ class Tune:
         return self.keep_faster(1, self.rank(measured))
 
     def round(self, number: int, alive: list[int], batches: int, what: str = "") -> list[int]:
-        """Measures `alive` for `batches` batches each: the configurations that came back with a figure, fastest
-        first."""
+        """Measures `alive` for `batches` batches each: the configurations with a figure, fastest first (a group
+        the budget left out keeps its figure from the round before)."""
         measured: dict[int, Measured] = {}
+        carried: list[int] = []  # left out for the budget, but with a figure from an earlier round to rank by
         for settings, members in grouped(alive, [trial.config for trial in self.trials], self.spec.mode).items():
             if not self.fits(settings, members, batches):
+                carried += [index for index in members if self.trials[index].tokens_per_s is not None]
                 continue
             self.progress(self.clock.fraction(), f"round {number}: {what}{len(members)} configurations, {batches} "
                                                  f"batches each ({self.trials[members[0]].config.label})")
@@ -160,7 +162,7 @@ class Tune:
                 measured[index] = outcome
                 self.record(index, outcome, number)
             self.report_partial()  # a tune stopped outright keeps every trial measured so far
-        return self.rank([index for index in measured if measured[index].tokens_per_s is not None])
+        return self.rank([index for index in measured if measured[index].tokens_per_s is not None] + carried)
 
     # --- what fits in the budget ----------------------------------------------------------------------------
     def fits(self, settings: JobSettings, members: list[int], batches: int) -> bool:
