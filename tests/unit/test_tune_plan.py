@@ -214,6 +214,8 @@ def test_compiled_twins_are_measured_in_the_first_round_when_it_takes_most_of_th
     repeats = result.spec.tune.repeats
     assert [repeats for _, repeats in runner.calls] == [1, 1, 1, 1, repeats, repeats]
     assert ended <= 900  # the finalists' time was kept back
+    header = render_table(result).splitlines()[1]
+    assert header.endswith("the tune took 900 s (4 trial jobs 600 s, the finalists' 2 jobs 300 s)")
     # every trial's figure is said as it comes, and handed over, so a tune stopped outright keeps it
     assert "round 1: packed · sdpa · batch 8 · ckpt none · auto · compiled: 24 tokens/s" in messages
     assert len(partials) == 4 and sum(trial.rounds > 0 for trial in partials[0].trials) == 2

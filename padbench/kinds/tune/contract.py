@@ -175,6 +175,24 @@ class Equivalent(ResultModel):
     missing: Annotated[list[Message], Field(max_length=32)] = []  # noqa: RUF012  (settings it has no equivalent of)
 
 
+class TimeSpent(ResultModel):
+    """Where the tune's time went: its trial jobs (every round's) and the finalists' jobs, each a child process
+    that builds the model before its first step."""
+
+    trial_jobs: Annotated[int, Field(ge=0, le=10_000)] = 0
+    trial_seconds: Annotated[float, Field(ge=0, le=1e7)] = 0.0
+    finals_jobs: Annotated[int, Field(ge=0, le=10_000)] = 0
+    finals_seconds: Annotated[float, Field(ge=0, le=1e7)] = 0.0
+
+    def with_trial_job(self, seconds: float) -> TimeSpent:
+        return self.model_copy(update={"trial_jobs": self.trial_jobs + 1,
+                                       "trial_seconds": self.trial_seconds + seconds})
+
+    def with_finals_job(self, seconds: float) -> TimeSpent:
+        return self.model_copy(update={"finals_jobs": self.finals_jobs + 1,
+                                       "finals_seconds": self.finals_seconds + seconds})
+
+
 class TuneResult(JobResultBase):
     kind: Literal["tune"] = "tune"
     spec: TuneJobSpec
@@ -183,6 +201,7 @@ class TuneResult(JobResultBase):
     winner: Annotated[int, Field(ge=0)] | None = None  # index into the trials
     memory_bytes: int | None = None  # what configurations had to fit in, per GPU
     wall_seconds: float  # the tune's own time, start to verdict
+    spent: TimeSpent | None = None  # None in results recorded before it was
     equivalents: Annotated[list[Equivalent], Field(max_length=8)] = []  # noqa: RUF012
     partial: PartialResult | None = None
 

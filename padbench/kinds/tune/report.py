@@ -69,8 +69,22 @@ def header_lines(result: TuneResult) -> list[str]:
             f"tune · {spec.model.label} · {spec.mode} · {spec.dtype} · {spec.gpus} GPU(s) · "
             f"{env.gpu_name or env.device} on {env.hostname} · {env.started_at}",
             f"{len(result.trials)} configurations: " + ", ".join(f"{count} {fate}" for fate, count in fates.items())
-            + f"; {memory}; budget {spec.tune.budget:,.0f} s, the tune took {result.wall_seconds:,.0f} s",
+            + f"; {memory}; budget {spec.tune.budget:,.0f} s, the tune took {result.wall_seconds:,.0f} s"
+            + _time_spent(result),
             library_line(env)]
+
+
+def _time_spent(result: TuneResult) -> str:
+    spent = result.spent
+    if spent is None or not spent.trial_jobs:
+        return ""
+    finals = f", the finalists' {spent.finals_jobs} {_jobs(spent.finals_jobs)} {spent.finals_seconds:,.0f} s"
+    return (f" ({spent.trial_jobs} trial {_jobs(spent.trial_jobs)} {spent.trial_seconds:,.0f} s"
+            f"{finals if spent.finals_jobs else ''})")
+
+
+def _jobs(count: int) -> str:
+    return "job" if count == 1 else "jobs"
 
 
 def verdict_lines(result: TuneResult) -> list[str]:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from padbench.contract.results import Environment, PartialResult
-from padbench.kinds.tune.contract import Finalist, TuneJobSpec, TuneResult, TuneTrial
+from padbench.kinds.tune.contract import Finalist, TimeSpent, TuneJobSpec, TuneResult, TuneTrial
 from padbench.worker.jobs import PartialFn
 from padbench.worker.jobs.tune.equivalents import equivalents
 from padbench.worker.jobs.tune.memory import available_bytes, planner
@@ -69,6 +69,7 @@ class Tune:
         self.memory: int | None = None
         self.trial_seconds: dict[JobSettings, float] = {}  # each group's last trial job, start to end
         self.durations = Durations(final_batches=2 * spec.tune.first_round_batches * spec.tune.repeats)
+        self.spent = TimeSpent()
 
     def run(self) -> TuneResult:
         alive = self.prune()
@@ -156,6 +157,7 @@ class Tune:
             rows = self.runner.measure([self.trials[index].config for index in members], batches, 1,
                                        self.clock.left, lambda: self.clock.left <= 0)
             self.trial_seconds[settings] = time.monotonic() - started
+            self.spent = self.spent.with_trial_job(self.trial_seconds[settings])
             self.durations.record(settings, self.trial_seconds[settings], dict(zip(members, rows, strict=True)),
                                   batches)
             for index, outcome in zip(members, rows, strict=True):
@@ -219,9 +221,9 @@ class Tune:
             update |= {"kernel_ran": outcome.kernel, "peak_memory_bytes": outcome.peak_memory_bytes,
                        "compile_seconds": outcome.compile_seconds}
         if outcome.tokens_per_s is None:
-            update |= {"fate": "failed", "reason": _short(outcome.reason)}
+            update |= {"fate": "failed", "reason": outcome.short_reason()}
         self.trials[index] = trial.model_copy(update=update)
-        self.progress(self.clock.fraction(), f"round {number}: {trial.config.label}: {_figures(outcome)}")
+        self.progress(self.clock.fraction(), f"round {number}: {trial.config.label}: {outcome.figures()}")
 
     def rank(self, indices: list[int]) -> list[int]:
         return sorted(indices, key=lambda index: -(self.trials[index].tokens_per_s or 0.0))
@@ -233,8 +235,10 @@ class Tune:
         for members in grouped(alive, [trial.config for trial in self.trials], self.spec.mode).values():
             self.progress(self.clock.fraction(), f"finalists: {self.trials[members[0]].config.label}, "
                                                  f"{self.spec.tune.repeats} repeats")
+            started = time.monotonic()
             rows = self.runner.measure([self.trials[index].config for index in members], batches,
                                        self.spec.tune.repeats, self.final_limit(members[0]), lambda: False)
+            self.spent = self.spent.with_finals_job(time.monotonic() - started)
             for index, outcome in zip(members, rows, strict=True):
                 self.trials[index] = self.trials[index].model_copy(update={"fate": "finalist"})
                 finalists.append(self.finalist(index, outcome))
@@ -259,7 +263,7 @@ class Tune:
         environment = self.runner.environment or self.fallback_environment()
         chosen = None if winner is None else self.trials[winner].config
         return TuneResult(spec=self.spec, environment=environment, trials=list(self.trials), finalists=finalists,
-                          winner=winner, memory_bytes=self.memory, wall_seconds=self.clock.elapsed,
+                          winner=winner, memory_bytes=self.memory, wall_seconds=self.clock.elapsed, spent=self.spent,
                           equivalents=[] if chosen is None else equivalents(
                               self.spec, chosen, self.trials[winner].kernel_ran if winner is not None else None),
                           partial=partial)
@@ -281,18 +285,3 @@ def run_tune_job(spec: TuneJobSpec, progress: ProgressFn, on_partial: PartialFn,
                  kernel_names: Callable[[], list[str]]) -> TuneResult:
     return Tune(spec, progress, on_partial, kernel_names()).run()
 
-
-def _figures(outcome: Measured) -> str:
-    """A trial's outcome in a progress line: its rate and peak, or why it has none."""
-    if outcome.tokens_per_s is None:
-        return f"no figure ({_short(outcome.reason)})"
-    peak = "" if outcome.peak_memory_bytes is None else f", peak {outcome.peak_memory_bytes / 2**30:.1f} GiB"
-    return f"{outcome.tokens_per_s:,.0f} tokens/s{peak}"
-
-
-def _short(reason: str | None) -> str | None:
-    """An allocator's out-of-memory message is a paragraph; what matters is that the plan's estimate let it through."""
-    if reason is not None and "out of memory" in reason.lower():
-        return ("ran out of memory in its trial, though the memory plan's estimate let it through: "
-                + reason.split(". ")[0][:300])
-    return reason

@@ -39,6 +39,21 @@ class Measured:
     warmup_seconds: float | None = None  # a compiled row's compile included
     measured_seconds: float | None = None
 
+    def figures(self) -> str:
+        """The outcome in a progress line: its rate and peak, or why it has none."""
+        if self.tokens_per_s is None:
+            return f"no figure ({self.short_reason()})"
+        peak = "" if self.peak_memory_bytes is None else f", peak {self.peak_memory_bytes / 2**30:.1f} GiB"
+        return f"{self.tokens_per_s:,.0f} tokens/s{peak}"
+
+    def short_reason(self) -> str | None:
+        """An allocator's out-of-memory message is a paragraph; what matters is that the plan's estimate let the
+        configuration through."""
+        if self.reason is not None and "out of memory" in self.reason.lower():
+            return ("ran out of memory in its trial, though the memory plan's estimate let it through: "
+                    + self.reason.split(". ")[0][:300])
+        return self.reason
+
     @classmethod
     def failed(cls, reason: str) -> Measured:
         """The whole group's child failed: every configuration in it shares the reason."""
