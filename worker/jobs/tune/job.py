@@ -67,7 +67,6 @@ class Tune:
         self.trials = [TuneTrial(config=config, fate="not reached", reason="the budget ran out first")
                        for config in configs]
         self.memory: int | None = None
-        self.trial_seconds: dict[JobSettings, float] = {}  # each group's last trial job, start to end
         self.durations = Durations(final_batches=2 * spec.tune.first_round_batches * spec.tune.repeats)
         self.spent = TimeSpent()
 
@@ -103,11 +102,11 @@ class Tune:
 
     def admit_compiles(self, eager: list[int], deferred: set[int]) -> list[int]:
         """The compiled twins of the fastest eager configurations measured in the first round."""
-        leaders = {self.trials[index].config.model_copy(update={"compile": True}).label: index for index in
-                   self.rank(eager)[:self.spec.tune.finalists]}
+        leaders = [self.trials[index].config.model_copy(update={"compile": True}).label for index in
+                   self.rank(eager)[:self.spec.tune.finalists]]
+        by_label = {self.trials[index].config.label: index for index in deferred}
         # in the order of their eager twins, fastest first: the budget may leave room for the first only
-        admitted = sorted((index for index in deferred if self.trials[index].config.label in leaders),
-                          key=lambda index: list(leaders).index(self.trials[index].config.label))
+        admitted = [by_label[label] for label in leaders if label in by_label]
         for index in deferred - set(admitted):
             self.trials[index] = self.trials[index].model_copy(update={
                 "fate": "stopped", "reason": f"round 1: its eager twin was not among the {self.spec.tune.finalists} "
@@ -156,10 +155,9 @@ class Tune:
             started = time.monotonic()
             rows = self.runner.measure([self.trials[index].config for index in members], batches, 1,
                                        self.clock.left, lambda: self.clock.left <= 0)
-            self.trial_seconds[settings] = time.monotonic() - started
-            self.spent = self.spent.with_trial_job(self.trial_seconds[settings])
-            self.durations.record(settings, self.trial_seconds[settings], dict(zip(members, rows, strict=True)),
-                                  batches)
+            seconds = time.monotonic() - started
+            self.spent = self.spent.with_trial_job(seconds)
+            self.durations.record(settings, seconds, dict(zip(members, rows, strict=True)), batches)
             for index, outcome in zip(members, rows, strict=True):
                 measured[index] = outcome
                 self.record(index, outcome, number)
@@ -246,7 +244,7 @@ class Tune:
 
     def final_limit(self, index: int) -> float:
         """A finalists' group's time limit: what the budget has left, and never less than its trials suggest."""
-        trial_s = self.trial_seconds.get(self.settings_of(index), 0.0)
+        trial_s = self.durations.jobs.get(self.settings_of(index), 0.0)
         return max(self.clock.left, FINAL_MIN_S, self.spec.tune.repeats * trial_s)
 
     def settings_of(self, index: int) -> JobSettings:

@@ -32,6 +32,7 @@ class Durations:
     """What each trial job and each configuration's row took, by the job settings it ran with."""
 
     final_batches: int  # the batches a finalist measures: 2 × first_round_batches, for each repeat
+    jobs: dict[JobSettings, float] = field(default_factory=dict)  # each group's last trial job, start to end
     fixed: dict[JobSettings, float] = field(default_factory=dict)  # a group's child, less its rows
     rows: dict[int, RowTime] = field(default_factory=dict)  # by configuration index
     kinds: dict[int, bool] = field(default_factory=dict)  # each timed configuration: compiled or not
@@ -44,6 +45,7 @@ class Durations:
         """A trial job of `settings` took `seconds`, start to end, measuring `rows` for `batches` batches each."""
         times = {index: RowTime(outcome.warmup_seconds or 0.0, (outcome.measured_seconds or 0.0) / batches)
                  for index, outcome in rows.items() if outcome.tokens_per_s is not None}
+        self.jobs[settings] = seconds
         self.fixed[settings] = max(seconds - sum(time.at(batches) for time in times.values()), 0.0)
         self.rows |= times
         self.kinds |= dict.fromkeys(times, _compiled(settings))
