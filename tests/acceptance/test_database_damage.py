@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.acceptance.conftest import LiveServer, running_server, running_worker
-from tests.integration.test_server_database_outage import checkpointed, overwrite_header, overwrite_pages
+from tests.integration.test_server_database_outage import damaged_after_a_checkpoint, overwrite_header, overwrite_pages
 
 pytestmark = pytest.mark.slow
 SPEC = {"device": "cpu", "dtype": "fp32", "attention": "sdpa", "name": "stored-before-the-damage"}
@@ -40,9 +40,8 @@ def test_a_damaged_sqlite_file_is_named_on_every_route_while_the_worker_waits(tm
             for index in range(20):
                 client.submit(SPEC | {"name": f"stored-{index}", "device": "cuda"})  # no CPU worker takes them
         wait_for_line(worker.log, "registered as worker")
-        checkpointed(database_file)
         do_damage, reason = DAMAGE[damage]
-        do_damage(database_file)
+        damaged_after_a_checkpoint(database_file, do_damage)
         for method, path, token in routes(server):
             headers = {"Authorization": f"Bearer {token}"} if token else {}
             body = {"spec": SPEC} if path == "/v1/jobs" and method == "POST" else {"worker_id": 1}

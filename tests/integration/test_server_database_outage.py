@@ -79,6 +79,26 @@ def checkpointed(database_file: Path) -> None:
         connection.close()
 
 
+def damaged_after_a_checkpoint(database_file: Path, damage: Callable[[Path], None]) -> None:
+    """`damage` the file just after a checkpoint, holding SQLite's write lock: a write between the two (a live
+    worker's poll) would put page 1 back in the WAL, where the server would go on reading its intact copy."""
+    wal = database_file.with_name(database_file.name + "-wal")
+    connection = sqlite3.connect(database_file, isolation_level=None)
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            checkpointed(database_file)
+            connection.execute("BEGIN IMMEDIATE")  # writers wait until the damage is done
+            if not wal.exists() or wal.stat().st_size == 0:
+                break
+            connection.execute("ROLLBACK")  # a write came between the checkpoint and the lock: again
+            assert time.monotonic() < deadline, "the WAL never stayed empty after a checkpoint"
+        damage(database_file)
+        connection.execute("ROLLBACK")
+    finally:
+        connection.close()
+
+
 def overwrite_pages(database_file: Path) -> None:
     with database_file.open("r+b") as file:
         file.seek(4096)
@@ -109,9 +129,8 @@ def test_a_damaged_sqlite_file_answers_503_with_the_reason_on_every_route(tmp_pa
     database_file = tmp_path / "padbench.sqlite3"
     with serve(f"sqlite:///{database_file}", tmp_path) as server:
         with_jobs(server)
-        checkpointed(database_file)
         do_damage, reason = DAMAGE[damage]
-        do_damage(database_file)
+        damaged_after_a_checkpoint(database_file, do_damage)
         assert_every_route_says(server, reason)
         if damage == "deleted":
             assert not database_file.exists()  # no new connection made an empty database in its place
