@@ -80,8 +80,15 @@ def checkpointed(database_file: Path) -> None:
 
 
 def damaged_after_a_checkpoint(database_file: Path, damage: Callable[[Path], None]) -> None:
-    """`damage` the file just after a checkpoint, holding SQLite's write lock: a write between the two (a live
-    worker's poll) would put page 1 back in the WAL, where the server would go on reading its intact copy."""
+    """`damage` the file just after a checkpoint, as a real outage would meet the server.
+
+    Two things would otherwise hide the damage from a live server. A write between the checkpoint and the
+    damage (a worker's poll) would put page 1 back in the WAL, where the server would go on reading its
+    intact copy: SQLite's write lock is held from the checkpoint to the damage. And a pooled connection that
+    read after the checkpoint keeps its pages cached for as long as the WAL's index is unchanged (SQLite
+    checks nothing else in WAL mode): the lock's transaction rewrites one row of alembic_version (not on
+    page 1) to its own value and commits after the damage, which changes the index, so every connection
+    reads the damaged file on its next transaction."""
     wal = database_file.with_name(database_file.name + "-wal")
     connection = sqlite3.connect(database_file, isolation_level=None)
     deadline = time.monotonic() + 60
@@ -93,8 +100,11 @@ def damaged_after_a_checkpoint(database_file: Path, damage: Callable[[Path], Non
                 break
             connection.execute("ROLLBACK")  # a write came between the checkpoint and the lock: again
             assert time.monotonic() < deadline, "the WAL never stayed empty after a checkpoint"
+        # Changed and changed back: SQLite skips a write that leaves a row's bytes as they were.
+        connection.execute("UPDATE alembic_version SET version_num = version_num || '.'")
+        connection.execute("UPDATE alembic_version SET version_num = substr(version_num, 1, length(version_num) - 1)")
         damage(database_file)
-        connection.execute("ROLLBACK")
+        connection.execute("COMMIT")
     finally:
         connection.close()
 

@@ -21,7 +21,7 @@ from padbench.server.db.migrate import upgrade_to_head
 from padbench.server.db.recent_failures import RecentFailures
 from tests.integration.conftest import LiveServer, serve
 from tests.integration.test_retention import FakeClock
-from tests.integration.test_server_database_outage import checkpointed, overwrite_pages, with_jobs
+from tests.integration.test_server_database_outage import damaged_after_a_checkpoint, overwrite_pages, with_jobs
 from tests.integration.test_server_jobs import SPEC
 
 # The job inserts fail as PostgreSQL fails them when its volume is full (SQLSTATE 53100, disk_full).
@@ -61,8 +61,7 @@ def test_quick_check_names_the_damage(tmp_path: Path) -> None:
     with serve(f"sqlite:///{database_file}", tmp_path) as server:
         with_jobs(server)
         assert quick_check(server.database) == "ok"
-        checkpointed(database_file)
-        overwrite_pages(database_file)
+        damaged_after_a_checkpoint(database_file, overwrite_pages)
         verdict = quick_check(server.database)
     assert verdict != "ok" and ("quick_check" in verdict or "corrupted" in verdict), verdict
 
@@ -74,8 +73,7 @@ def test_healthz_is_503_when_the_integrity_check_fails(tmp_path: Path) -> None:
         with_jobs(server)
         with server.client() as anonymous:
             assert anonymous.get("/healthz").json()["integrity"] == "ok"
-            checkpointed(database_file)
-            overwrite_pages(database_file)
+            damaged_after_a_checkpoint(database_file, overwrite_pages)
             response = wait_for_health(anonymous, lambda body: "database integrity:" in body.get("detail", ""))
     assert response.status_code == 503 and response.headers["retry-after"]
     assert response.json()["integrity"] != "ok"

@@ -28,7 +28,8 @@ class FakeServer:
 
     def __init__(self, heartbeat_status: int = 200, cancel: bool = False, jobs: list[dict[str, Any]] | None = None,
                  down_for_reports: int = 0, cancel_after_progress: bool = False,
-                 refuse: dict[str, int] | None = None, heartbeat_job_status: str | None = None):
+                 refuse: dict[str, int] | None = None, heartbeat_job_status: str | None = None,
+                 wait_for_progress: bool = False):
         self.calls: list[tuple[str, Any]] = []
         self.heartbeat_status = heartbeat_status
         # What a refused heartbeat says the job is now (the server's `job_status`); None says nothing.
@@ -36,6 +37,10 @@ class FakeServer:
         self.cancel = cancel
         # Cancel only once a heartbeat carries progress: the child has got that far.
         self.cancel_after_progress = cancel_after_progress
+        # Hold `cancel` and a refused `heartbeat_status` back until some heartbeat has carried progress: a
+        # child slow to start on a loaded machine is then past writing its pid file when it is killed.
+        self.wait_for_progress = wait_for_progress
+        self.progressed = False
         self.refuse = refuse or {}  # action → the status it is answered with
         self.jobs = list(jobs or [])
         # The first this-many complete/fail calls get 503, as from a proxy in front of a restarting server.
@@ -55,13 +60,15 @@ class FakeServer:
                 return httpx.Response(204)
             return httpx.Response(200, json=lease_body(self.jobs.pop(0)))
         if action == "heartbeat":
-            if self.heartbeat_status != 200:
+            self.progressed |= body is not None and body["progress"] is not None
+            held_back = self.wait_for_progress and not self.progressed
+            if self.heartbeat_status != 200 and not held_back:
                 refusal = {"detail": "not the current lease"}
                 if self.heartbeat_job_status is not None:
                     refusal["job_status"] = self.heartbeat_job_status
                 return httpx.Response(self.heartbeat_status, json=refusal)
             progressed = body is not None and body["progress"] is not None
-            cancel = self.cancel or (self.cancel_after_progress and progressed)
+            cancel = (self.cancel and not held_back) or (self.cancel_after_progress and progressed)
             return httpx.Response(200, json={"cancel_requested": cancel, "lease_expires_at": expires})
         if action in self.refuse:
             return httpx.Response(self.refuse[action], json={"detail": f"{action} refused"})
@@ -129,7 +136,7 @@ def test_a_child_exception_is_failed_with_its_traceback() -> None:
 
 
 def test_a_cancel_on_a_heartbeat_kills_the_child(tmp_path: Path) -> None:
-    server = FakeServer(cancel=True)
+    server = FakeServer(cancel=True, wait_for_progress=True)
     pid_file = tmp_path / "pid"
     run_one(server, "run_until_killed", {"pid_file": str(pid_file)})
     pid = int(pid_file.read_text())
@@ -160,7 +167,8 @@ def test_finished_rows_the_server_refuses_still_end_the_job_cancelled() -> None:
 @pytest.mark.parametrize("job_status", ["succeeded", "cancelled", "failed", None, "running", "queued"])
 def test_a_heartbeat_saying_the_lease_is_lost_kills_the_child_and_reports_nothing(tmp_path: Path,
                                                                                   job_status: str | None) -> None:
-    server = FakeServer(heartbeat_status=409, heartbeat_job_status=job_status)  # None: a server that does not say
+    # None: a server that does not say
+    server = FakeServer(heartbeat_status=409, heartbeat_job_status=job_status, wait_for_progress=True)
     pid_file = tmp_path / "pid"
     run_one(server, "run_until_killed", {"pid_file": str(pid_file)})
     assert not process_alive(int(pid_file.read_text()))
