@@ -64,9 +64,13 @@ def _mark(result: TuneResult, trial: TuneTrial, index: int) -> RowMark:
 def header_lines(result: TuneResult) -> list[str]:
     spec, env = result.spec, result.environment
     fates = {fate: sum(trial.fate == fate for trial in result.trials) for fate in FATE_ORDER}
-    memory = "no memory limit known" if result.memory_bytes is None else f"{format_bytes(result.memory_bytes)} per GPU"
+    on_gpus = env.device == "cuda"
+    per = "per GPU" if on_gpus else "allowed (the spec's memory_bytes)"
+    memory = "no memory limit known" if result.memory_bytes is None else f"{format_bytes(result.memory_bytes)} {per}"
+    one = spec.gpus == 1
+    gpus = f"{spec.gpus} GPU{'' if one else 's'} · " if on_gpus else ""  # `all` GPUs, or a count
     return [*partial_lines(result.partial, "trials"),
-            f"tune · {spec.model.label} · {spec.mode} · {spec.dtype} · {spec.gpus} GPU(s) · "
+            f"tune · {spec.model.label} · {spec.mode} · {spec.dtype} · {gpus}"
             f"{env.gpu_name or env.device} on {env.hostname} · {env.started_at}",
             f"{len(result.trials)} configurations: " + ", ".join(f"{count} {fate}" for fate, count in fates.items())
             + f"; {memory}; budget {spec.tune.budget:,.0f} s, the tune took {result.wall_seconds:,.0f} s"
