@@ -54,7 +54,9 @@ def test_the_header_counts_gpus_only_on_gpus() -> None:
     on_cpu = finished(tune()).model_copy(update={"memory_bytes": 2**30})
     assert " · fp32 · cpu on box · " in header_lines(on_cpu)[0] and "GPU" not in header_lines(on_cpu)[0]
     assert "1.0 GiB allowed (the spec's memory_bytes)" in header_lines(on_cpu)[1]
+    assert header_lines(on_cpu)[2].startswith("peak memory here is the trial process's resident memory")
     gpu = on_cpu.environment.model_copy(update={"device": "cuda", "gpu_name": "NVIDIA H200"})
     on_gpus = on_cpu.model_copy(update={"environment": gpu, "spec": on_cpu.spec.model_copy(update={"gpus": 2})})
     assert " · 2 GPUs · NVIDIA H200 on box · " in header_lines(on_gpus)[0]
     assert "1.0 GiB per GPU" in header_lines(on_gpus)[1]
+    assert not any("resident memory" in line for line in header_lines(on_gpus))

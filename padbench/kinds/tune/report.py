@@ -22,6 +22,9 @@ COLUMNS = ("configuration", "fate", "tokens/s", "peak memory", "plan (estimate)"
 RIGHT_ALIGNED = frozenset({"tokens/s", "peak memory", "plan (estimate)", "rounds", "compile s"})
 DETAIL_COLUMNS = frozenset({"plan (estimate)", "rounds", "kernel"})
 FATE_ORDER = {"finalist": 0, "stopped": 1, "failed": 2, "pruned": 3, "not reached": 4}
+# On a GPU the peak is the allocator's, comparable with the plan; a CPU has no allocator to ask.
+CPU_PEAK_NOTE = ("peak memory here is the trial process's resident memory, the Python and torch runtime included; "
+                 "the plan estimates the model state and activations alone")
 
 
 def ordered(result: TuneResult) -> list[int]:
@@ -75,6 +78,7 @@ def header_lines(result: TuneResult) -> list[str]:
             f"{len(result.trials)} configurations: " + ", ".join(f"{count} {fate}" for fate, count in fates.items())
             + f"; {memory}; budget {spec.tune.budget:,.0f} s, the tune took {result.wall_seconds:,.0f} s"
             + _time_spent(result),
+            *([] if on_gpus else [CPU_PEAK_NOTE]),
             library_line(env)]
 
 
