@@ -36,6 +36,8 @@ REFUSALS: list[tuple[dict[str, Any], str, str]] = [
      "pad_to_multiple_of rounds up the width of padded batches, but these settings run as packed"),
     ({"kind": "generate", "attention": "flash-attn"}, "spec.attention",
      "flash-attn has no KV-cache (decode) path; families with one: eager, flex, sdpa, torch-flash"),
+    ({"kind": "tune", "dtype": "fp32", "tune": {"space": {"kernels": ["flash"]}}}, "spec.tune.space.kernels",
+     "flash runs in bf16 or fp16 only, and dtype is fp32: no configuration could run"),
 ]
 IDS = [location + ":" + next(iter(spec)) for spec, location, _ in REFUSALS]
 NOT_THE_USERS_WORDS = ("Value error", "padding", "Extra inputs", "ModelSourceError", "UnsupportedModel")

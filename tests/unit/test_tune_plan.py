@@ -55,6 +55,24 @@ def test_the_space_yields_every_combination_that_can_run_together() -> None:
     assert len(inference) == 2 * 2 * 2
 
 
+def test_kernels_none_of_which_runs_in_the_dtype_are_refused_at_submission_naming_the_field() -> None:
+    only_flash = tune(tune={"space": {**SPACE, "kernels": ["flash", "torch-flash"]}})
+    [(where, reason)] = only_flash.new_job_problems()
+    assert where == ("tune", "space", "kernels") and "dtype is fp32: no configuration could run" in reason
+    assert not tune(tune={"space": {**SPACE, "kernels": ["flash", "sdpa"]}}).new_job_problems()
+    assert not tune(dtype="bf16", tune={"space": {**SPACE, "kernels": ["flash"]}}).new_job_problems()
+
+
+def test_a_worker_whose_kernels_cannot_run_the_space_fails_the_tune_saying_why(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from padbench.worker.jobs.tune import job
+
+    monkeypatch.setattr(job, "TrialRunner", lambda spec, on_message: CannedRunner(lambda config: 1.0))
+    worker_kernels = tune(tune={"space": {name: value for name, value in SPACE.items() if name != "kernels"}})
+    with pytest.raises(job.NoConfiguration, match="attention kernels \\(flash-attn\\) need another dtype"):
+        job.Tune(worker_kernels, lambda fraction, message: None, lambda partial: None, ["flash-attn"])
+
+
 def test_the_memory_plan_prunes_what_cannot_fit_and_says_why() -> None:
     spec = tune()
     plans = planner(spec, ranks=1)

@@ -14,7 +14,8 @@ from pydantic import Field, model_validator
 from padbench.contract.bounds import Label, Message
 from padbench.contract.horizon import Duration
 from padbench.contract.job_kind import JobKind
-from padbench.contract.kernel_families import AttentionChoice, missing_entry_point
+from padbench.contract.kernel_families import AttentionChoice, missing_entry_point, needs_half_precision
+from padbench.contract.kernel_family import ModelEntryPoint
 from padbench.contract.model_spec import ModelSpec
 from padbench.contract.results import (
     GpuActivity,
@@ -106,12 +107,27 @@ class TuneJobSpec(JobSpecBase):
         return self
 
     def new_job_problems(self) -> list[NewJobProblem]:
-        """In generate mode, a kernel the space names without a KV-cache (decode) path is refused here."""
-        if self.mode != "generate" or self.tune.space.kernels is None:
+        """Refused here: in generate mode, a kernel the space names without a KV-cache (decode) path; in any
+        mode, kernels none of which runs in the spec's dtype (a space with no configuration to try)."""
+        kernels = self.tune.space.kernels
+        if kernels is None:
             return []
-        return [(("tune", "space", "kernels", str(index)), missing)
-                for index, kernel in enumerate(self.tune.space.kernels)
-                if (missing := missing_entry_point(kernel, "decode")) is not None]
+        problems: list[NewJobProblem] = []
+        if self.mode == "generate":
+            problems = [(("tune", "space", "kernels", str(index)), missing) for index, kernel in enumerate(kernels)
+                        if (missing := missing_entry_point(kernel, "decode")) is not None]
+        if self.dtype == "fp32" and not any(self._runs_in_fp32(kernel) for kernel in kernels):
+            problems.append((("tune", "space", "kernels"),
+                             f"{', '.join(kernels)} {'runs' if len(kernels) == 1 else 'run'} in bf16 or fp16 only, "
+                             "and dtype is fp32: no configuration "
+                             "could run; add a kernel that runs in fp32 (sdpa, eager) or set dtype: bf16"))
+        return problems
+
+    def _runs_in_fp32(self, kernel: str) -> bool:
+        """Whether `kernel` runs in fp32 at any entry point the space's layouts (or generation) use."""
+        entries: set[ModelEntryPoint] = {"decode"} if self.mode == "generate" else \
+            {"packed" if layout == "packed" else "padded" for layout in self.tune.space.layouts}
+        return any(not needs_half_precision(kernel, entry) for entry in entries)
 
     def max_output_tokens(self) -> int:
         return most_output_tokens(self.output_length)

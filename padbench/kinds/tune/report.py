@@ -98,7 +98,7 @@ def _jobs(count: int) -> str:
 def verdict_lines(result: TuneResult) -> list[str]:
     if result.winner is None:
         return ["verdict: no configuration was measured in full: " + (
-            "none fitted the memory plan" if all(trial.fate == "pruned" for trial in result.trials)
+            "none fitted the memory plan" if result.trials and all(trial.fate == "pruned" for trial in result.trials)
             else "the finalists failed, or the budget ran out first")]
     ok = [finalist for finalist in result.finalists if finalist.status == "ok"]
     best, label = ok[0], result.trials[ok[0].trial].config.label

@@ -58,12 +58,19 @@ class Clock:
         return min(self.elapsed / self.budget_s, 0.99)
 
 
+class NoConfiguration(ValueError):
+    """The tune's space yields nothing this worker can run: the job fails saying so, instead of measuring nothing."""
+
+
 class Tune:
     def __init__(self, spec: TuneJobSpec, progress: ProgressFn, on_partial: PartialFn, kernel_names: list[str]):
         self.spec, self.progress, self.on_partial = spec, progress, on_partial
         self.clock = Clock(spec.tune.budget)
         self.runner = TrialRunner(spec, lambda message: progress(self.clock.fraction(), message))
         configs = configurations(spec, worker_families(kernel_names, spec.mode), self.runner.ranks())
+        if not configs:  # a submitted spec names kernels that run in its dtype; the worker's own may not
+            raise NoConfiguration(f"no configuration of tune.space runs here in {spec.dtype}: this worker's "
+                                  f"attention kernels ({', '.join(kernel_names) or 'none'}) need another dtype")
         self.trials = [TuneTrial(config=config, fate="not reached", reason="the budget ran out first")
                        for config in configs]
         self.memory: int | None = None
