@@ -20,6 +20,7 @@ device-map code never splits: for a causal LM, its decoder layer classes.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
@@ -76,6 +77,10 @@ def shard_model(model: torch.nn.Module, ranks: Ranks, device: torch.device, *,
     for layer in layers:
         fully_shard(layer, mesh=mesh, mp_policy=policy, reshard_after_forward=sharding.reshard_after_forward)
     fully_shard(model, mesh=mesh, mp_policy=policy, reshard_after_forward=False)
+    # Under the fused loss the root returns its final hidden states, which transformers slices before the head
+    # (a view). FSDP2 warns, on every rank and step, that an in-place op on such an output would skip its
+    # pre-backward hook; the loss reads them out of place, so the warning would only bury the job's own output.
+    warnings.filterwarnings("ignore", message=r"FSDP2-wrapped module \(.*\) returned a view tensor")
     if sharding.prefetch:
         prefetch_neighbours(cast(list[FSDPModule], layers))
 
