@@ -53,7 +53,7 @@ def test_a_faster_finalist_that_failed_in_full_is_named_beside_the_verdict() -> 
 def test_the_header_counts_gpus_only_on_gpus() -> None:
     on_cpu = finished(tune()).model_copy(update={"memory_bytes": 2**30})
     assert " · fp32 · cpu on box · " in header_lines(on_cpu)[0] and "GPU" not in header_lines(on_cpu)[0]
-    assert "1.0 GiB allowed (the spec's memory_bytes)" in header_lines(on_cpu)[1]
+    assert "1.0 GiB allowed (tune.memory_bytes)" in header_lines(on_cpu)[1]
     assert header_lines(on_cpu)[2].startswith("peak memory here is the trial process's resident memory")
     gpu = on_cpu.environment.model_copy(update={"device": "cuda", "gpu_name": "NVIDIA H200"})
     on_gpus = on_cpu.model_copy(update={"environment": gpu, "spec": on_cpu.spec.model_copy(update={"gpus": 2})})

@@ -68,7 +68,7 @@ def header_lines(result: TuneResult) -> list[str]:
     spec, env = result.spec, result.environment
     fates = {fate: sum(trial.fate == fate for trial in result.trials) for fate in FATE_ORDER}
     on_gpus = env.device == "cuda"
-    per = "per GPU" if on_gpus else "allowed (the spec's memory_bytes)"
+    per = "per GPU" if on_gpus else "allowed (tune.memory_bytes)"
     memory = "no memory limit known" if result.memory_bytes is None else f"{format_bytes(result.memory_bytes)} {per}"
     one = spec.gpus == 1
     gpus = f"{spec.gpus} GPU{'' if one else 's'} · " if on_gpus else ""  # `all` GPUs, or a count
