@@ -183,7 +183,8 @@ def test_a_tunes_page_shows_every_trial_the_winner_and_the_chart_of_tokens_again
         live_server: LiveServer, browser_page: Any, screenshots: Path) -> None:
     from padbench.contract.kinds import parse_job_spec
     from padbench.kinds.tune.report import verdict_lines as tune_verdict_lines
-    from tests.unit.test_tune_plan import finished, tune
+    from tests.unit.test_tune_plan import tune
+    from tests.unit.test_tune_report import finished
 
     job_id, result = complete_by_hand(live_server, tune().model_dump(mode="json"),
                                       lambda spec: finished(parse_job_spec(spec)))  # type: ignore[arg-type]

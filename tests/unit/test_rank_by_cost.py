@@ -81,7 +81,8 @@ def test_a_generate_verdict_by_cost_prices_output_tokens_against_static_and_the_
 
 
 def test_a_kind_without_a_cost_verdict_is_ranked_by_speed_saying_why() -> None:
-    from tests.unit.test_tune_plan import finished, tune
+    from tests.unit.test_tune_plan import tune
+    from tests.unit.test_tune_report import finished
 
     result = finished(tune())
     by_cost = ranked_verdict(result, "cost")
