@@ -83,6 +83,11 @@ class TuneSettings(StrictModel):
     space: TuneSpace = TuneSpace()
 
 
+def layout_entry(layout: str) -> ModelEntryPoint:
+    """The kernel entry point a padding layout's rows call: packed rows (varlen), else padded rows."""
+    return "packed" if layout == "packed" else "padded"
+
+
 class TuneJobSpec(JobSpecBase):
     kind: Literal["tune"]
     model: ModelSpec = ModelSpec(preset="tiny")
@@ -116,18 +121,20 @@ class TuneJobSpec(JobSpecBase):
         if self.mode == "generate":
             problems = [(("tune", "space", "kernels", str(index)), missing) for index, kernel in enumerate(kernels)
                         if (missing := missing_entry_point(kernel, "decode")) is not None]
-        if self.dtype == "fp32" and not any(self._runs_in_fp32(kernel) for kernel in kernels):
+        if not any(self.kernel_runs(kernel, entry) for kernel in kernels for entry in self.entry_points()):
             problems.append((("tune", "space", "kernels"),
                              f"{', '.join(kernels)} {'runs' if len(kernels) == 1 else 'run'} in bf16 or fp16 only, "
                              "and dtype is fp32: no configuration "
                              "could run; add a kernel that runs in fp32 (sdpa, eager) or set dtype: bf16"))
         return problems
 
-    def _runs_in_fp32(self, kernel: str) -> bool:
-        """Whether `kernel` runs in fp32 at any entry point the space's layouts (or generation) use."""
-        entries: set[ModelEntryPoint] = {"decode"} if self.mode == "generate" else \
-            {"packed" if layout == "packed" else "padded" for layout in self.tune.space.layouts}
-        return any(not needs_half_precision(kernel, entry) for entry in entries)
+    def kernel_runs(self, kernel: str, entry: ModelEntryPoint) -> bool:
+        """Whether `kernel` can run at `entry` in this spec's dtype (flash kernels take bf16 or fp16 only)."""
+        return not (self.dtype == "fp32" and needs_half_precision(kernel, entry))
+
+    def entry_points(self) -> set[ModelEntryPoint]:
+        """Where the configurations call attention: the KV cache in generate mode, else each layout's rows."""
+        return {"decode"} if self.mode == "generate" else {layout_entry(layout) for layout in self.tune.space.layouts}
 
     def max_output_tokens(self) -> int:
         return most_output_tokens(self.output_length)

@@ -13,7 +13,7 @@ import itertools
 from padbench.contract.kernel_families import BEST_FLASH, attention_names, needs_half_precision
 from padbench.contract.kernel_family import ModelEntryPoint
 from padbench.contract.training import Precision
-from padbench.kinds.tune.contract import TuneConfig, TuneJobSpec, TuneMode
+from padbench.kinds.tune.contract import TuneConfig, TuneJobSpec, TuneMode, layout_entry
 
 
 def worker_families(kernel_names: list[str], mode: TuneMode = "training") -> list[str]:
@@ -24,10 +24,6 @@ def worker_families(kernel_names: list[str], mode: TuneMode = "training") -> lis
     named = [name for name in attention_names(entries) if name in kernel_names]
     flash = [name for name in named if name != BEST_FLASH and needs_half_precision(name, entries[0])]
     return [BEST_FLASH, *(name for name in named if name not in flash)] if flash else named
-
-
-def _entry(layout: str) -> str:
-    return "packed" if layout == "packed" else "padded"
 
 
 def configurations(spec: TuneJobSpec, families: list[str], ranks: int = 1) -> list[TuneConfig]:
@@ -46,7 +42,7 @@ def configurations(spec: TuneJobSpec, families: list[str], ranks: int = 1) -> li
     found = []
     for layout, kernel, size, ckpt, compiled, precision, reshard in itertools.product(
             space.layouts, kernels, space.batch_sizes, checkpointing, space.compile, precisions, reshards):
-        if spec.dtype == "fp32" and needs_half_precision(kernel, _entry(layout)):  # type: ignore[arg-type]
+        if not spec.kernel_runs(kernel, layout_entry(layout)):
             continue
         found.append(TuneConfig(layout=layout, kernel=kernel, batch_size=size, checkpointing=ckpt,
                                 compile=compiled, precision=precision, reshard_after_forward=reshard))
@@ -69,4 +65,4 @@ def generate_configurations(spec: TuneJobSpec, families: list[str]) -> list[Tune
     return [TuneConfig(layout=strategy, kernel=kernel, batch_size=size, compile=compiled)
             for strategy, kernel, size, compiled in itertools.product(
                 space.strategies, kernels, space.batch_sizes, space.compile)
-            if not (spec.dtype == "fp32" and needs_half_precision(kernel, "decode"))]
+            if spec.kernel_runs(kernel, "decode")]
